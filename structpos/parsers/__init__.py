@@ -1,0 +1,52 @@
+"""Parsers: one module per input kind, each returning a :class:`~structpos.Structure`.
+
+``parse(obj, kind, **options)`` dispatches by kind; the per-kind functions can also be
+imported directly. Optional dependencies are imported lazily, with a clear message naming
+the extra to install when they are missing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ..structure import Structure
+
+# kind -> (module, function)
+PARSERS: dict[str, tuple[str, str]] = {
+    "code": ("code", "parse_code"),
+    "json": ("json_tree", "parse_json"),
+    "xml": ("xml_tree", "parse_xml"),
+    "yaml": ("yaml_tree", "parse_yaml"),
+    "conllu": ("conllu_tree", "parse_conllu"),
+    "spacy": ("spacy_doc", "parse_spacy"),
+    "table": ("table", "parse_table"),
+    "document": ("document", "parse_document"),
+    "markdown": ("markdown", "parse_markdown"),
+    "grammar": ("grammar", "parse_grammar"),
+    "graph": ("graph", "parse_graph"),
+}
+
+
+def get_parser(kind: str):
+    """The parse function registered for ``kind``."""
+    try:
+        mod, fn = PARSERS[kind]
+    except KeyError:
+        raise ValueError(f"unknown input kind {kind!r}; known kinds: {', '.join(sorted(PARSERS))}") from None
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), fn)
+
+
+def parse(obj: Any, kind: str, **options: Any) -> Structure | list[Structure]:
+    """Parse ``obj`` as input of ``kind`` (see :data:`PARSERS`) into a Structure."""
+    return get_parser(kind)(obj, **options)
+
+
+def require(module: str, extra: str, what: str):
+    """Import an optional dependency or raise ImportError naming the pip extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:  # pragma: no cover - depends on environment
+        raise ImportError(
+            f"{what} needs the optional dependency {module!r}: pip install 'structpos[{extra}]'"
+        ) from e
