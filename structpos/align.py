@@ -1,0 +1,184 @@
+"""Alignment: map node coordinates onto a tokenizer's tokens through character offsets.
+
+A token is a half-open character span ``[s, e)`` into the structure's source (HF
+``offset_mapping`` rows, or any list of ``(start, end)`` pairs). The rules:
+
+1. **Deepest covering node.** A token takes the deepest node ``n`` whose span covers it:
+   ``start[n] <= s`` and ``e <= end[n]``. When nodes share a span (``expression_statement``
+   → ``call``) the later one in preorder, i.e. the deeper one, wins.
+2. **Tokens that straddle nodes** (``")):"`` covering the ends of several nodes) take the
+   deepest node covering the *whole* token — the lowest common ancestor of the nodes under
+   its characters — and are flagged :data:`STRADDLE`.
+3. **Whitespace.** With ``strip=True`` (default) leading/trailing whitespace inside a token's
+   span is ignored for the lookup (``"Ġfoo"`` style tokens keep their word's node). A token
+   made only of whitespace keeps its span, takes the smallest node enclosing the gap, and is
+   flagged :data:`WHITESPACE`.
+4. **Special tokens** (empty span, e.g. HF's ``(0, 0)`` for ``[CLS]``/``<s>``) and tokens
+   outside every node get ``node = -1``, the ``fill`` value in every coordinate, and the
+   :data:`SPECIAL` / :data:`OUTSIDE` flag. Every token therefore gets coordinates.
+
+Algorithm (vectorized, no per-token Python loop): spans of a tree in preorder have
+non-decreasing starts, so ``c = searchsorted(start, s, 'right') - 1`` is the last node
+starting at or before ``s``; the deepest node covering ``[s, e)`` is ``c`` or the first
+ancestor of ``c`` whose span reaches ``e`` (ancestors' ends only grow going up). All tokens
+climb together, one parent step per round, only those not yet placed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .structure import Structure, StructureError
+
+__all__ = ["align", "Alignment", "SPECIAL", "OUTSIDE", "STRADDLE", "WHITESPACE", "token_coords"]
+
+SPECIAL = 1  #: empty span: a special token added by the tokenizer
+OUTSIDE = 2  #: no node covers the token
+STRADDLE = 4  #: the token covers parts of several leaves; it took their common ancestor
+WHITESPACE = 8  #: the token is only whitespace
+
+
+@dataclass
+class Alignment:
+    """Per-token result of :func:`align`."""
+
+    node: np.ndarray
+    """``(T,)`` node index per token, ``-1`` for special/outside tokens."""
+    flags: np.ndarray
+    """``(T,)`` bit flags (:data:`SPECIAL`, :data:`OUTSIDE`, :data:`STRADDLE`, :data:`WHITESPACE`)."""
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+    @property
+    def valid(self) -> np.ndarray:
+        """``(T,)`` bool: the token has a node."""
+        return self.node >= 0
+
+    def take(self, coords: dict[str, np.ndarray], fill: float = -1) -> dict[str, np.ndarray]:
+        """Gather node coordinates per token; tokens without a node get ``fill``."""
+        out = {}
+        idx = np.where(self.node >= 0, self.node, 0)
+        for name, arr in coords.items():
+            arr = np.asarray(arr)
+            vals = arr[idx] if len(arr) else np.zeros((len(idx),) + arr.shape[1:], dtype=arr.dtype)
+            if (self.node < 0).any():
+                dtype = np.result_type(vals.dtype, np.asarray(fill).dtype) if arr.dtype != bool else np.int64
+                vals = vals.astype(dtype, copy=True)
+                vals[self.node < 0] = fill
+            out[name] = vals
+        return out
+
+
+def _as_offsets(offsets) -> np.ndarray:
+    if hasattr(offsets, "detach"):  # torch tensor
+        offsets = offsets.detach().cpu().numpy()
+    arr = np.asarray(offsets, dtype=np.int64)
+    if arr.size == 0:
+        return arr.reshape(0, 2)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"offsets must have shape (T, 2); got {arr.shape} (align one sequence at a time)")
+    return arr
+
+
+def _strip(source: str, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shrink spans ``[s, e)`` to exclude whitespace at both ends.
+
+    Returns the new spans and a mask of non-empty spans made only of whitespace (those keep
+    their original span).
+    """
+    nonws = np.flatnonzero(~_ws_mask(source))
+    if nonws.size == 0:
+        return s, e, e > s
+    i = np.searchsorted(nonws, s, side="left")  # first non-space at or after s
+    j = np.searchsorted(nonws, e, side="left") - 1  # last non-space before e
+    new_s = np.where(i < nonws.size, nonws[np.minimum(i, nonws.size - 1)], len(source))
+    new_e = np.where(j >= 0, nonws[np.maximum(j, 0)] + 1, 0)
+    all_ws = (new_s >= new_e) & (e > s)
+    keep = all_ws | (e <= s)
+    return np.where(keep, s, new_s), np.where(keep, e, new_e), all_ws
+
+
+def _ws_mask(source: str) -> np.ndarray:
+    codes = np.frombuffer(source.encode("utf-32-le"), dtype=np.uint32)
+    mask = np.isin(codes, [9, 10, 11, 12, 13, 32, 0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000])
+    mask |= (codes >= 0x2000) & (codes <= 0x200A)
+    mask |= (codes >= 0x1C) & (codes <= 0x1F)
+    return mask
+
+
+def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -> Alignment:
+    """Align tokens (character ``offsets``, shape ``(T, 2)``) to the nodes of ``structure``.
+
+    ``base`` is added to every offset (when the tokenizer saw ``source[base:]``).
+    See the module docstring for the rules. Returns an :class:`Alignment`.
+    """
+    off = _as_offsets(offsets)
+    s = off[:, 0] + base
+    e = off[:, 1] + base
+    T = len(s)
+    flags = np.zeros(T, dtype=np.int64)
+    node = np.full(T, -1, dtype=np.int64)
+    if T == 0:
+        return Alignment(node, flags)
+    if (e < s).any():
+        t = int(np.flatnonzero(e < s)[0])
+        raise StructureError(f"token {t} has span ({s[t]}, {e[t]}) ending before it starts", name=structure.name, position=f"token {t}")
+    special = e == s
+    flags[special] |= SPECIAL
+    if structure.source is not None:
+        n_src = len(structure.source)
+        bad = np.flatnonzero(~special & ((s < 0) | (e > n_src)))
+        if bad.size:
+            t = int(bad[0])
+            raise StructureError(f"token {t} span ({s[t]}, {e[t]}) lies outside the source of length {n_src}", name=structure.name, position=f"token {t}")
+        if strip:
+            s, e, ws = _strip(structure.source, s, e)
+            flags[ws] |= WHITESPACE
+
+    start, end = structure.start, structure.end
+    spanned = np.flatnonzero(start >= 0)
+    if spanned.size == 0:
+        raise StructureError("structure has no node spans to align tokens to", name=structure.name)
+    sp_start = start[spanned]
+    if (np.diff(sp_start) < 0).any():
+        raise StructureError("node starts are not in preorder; alignment needs a preorder tree with nested spans", name=structure.name)
+    parent = structure.parent if structure.parent is not None else np.full(structure.num_nodes, -1, dtype=np.int64)
+
+    pos = np.searchsorted(sp_start, s, side="right") - 1
+    cand = np.where(pos >= 0, spanned[np.maximum(pos, 0)], -1)
+    active = np.flatnonzero(~special & (cand >= 0))
+    cur = cand[active]
+    # the deepest candidate covering the token's first character (for the straddle flag)
+    first_leaf = np.full(T, -1, dtype=np.int64)
+    while active.size:
+        ok_full = (start[cur] >= 0) & (start[cur] <= s[active]) & (end[cur] >= e[active])
+        ok_first = (start[cur] >= 0) & (end[cur] > s[active])
+        fl = first_leaf[active]
+        first_leaf[active] = np.where((fl < 0) & ok_first, cur, fl)
+        node[active[ok_full]] = cur[ok_full]
+        keep = ~ok_full
+        active, cur = active[keep], parent[cur[keep]]
+        alive = cur >= 0
+        active, cur = active[alive], cur[alive]
+    outside = (node < 0) & ~special
+    flags[outside] |= OUTSIDE
+    straddle = (node >= 0) & (first_leaf >= 0) & (first_leaf != node) & (end[np.maximum(first_leaf, 0)] < e)
+    flags[straddle & ((flags & WHITESPACE) == 0)] |= STRADDLE
+    return Alignment(node, flags)
+
+
+def token_coords(structure: Structure, offsets, spec: str, *, fill: float = -1, **kw) -> dict[str, np.ndarray]:
+    """Compute coordinate families ``spec`` on ``structure`` and gather them per token.
+
+    Adds ``"node"`` (the token's node, -1 if none) and ``"align_flags"``.
+    """
+    from .coords import compute
+
+    al = align(structure, offsets, **kw)
+    out = al.take(compute(structure, spec), fill=fill)
+    out["node"] = al.node
+    out["align_flags"] = al.flags
+    return out
