@@ -22,9 +22,11 @@ COORDS: dict[str, tuple[str, str]] = {
     "tree": ("tree", "tree_coords"),
     "table": ("table", "table_coords"),
     "hier": ("hierarchy", "hierarchy_coords"),
-    "lap": ("graph_spec", "lap_coords"),
-    "rw": ("graph_spec", "rw_coords"),
-    "maglap": ("graph_spec", "maglap_coords"),
+    "lap": ("laplacian", "lap_coords"),
+    "rw": ("random_walk", "rw_coords"),
+    "maglap": ("magnetic", "maglap_coords"),
+    "spd": ("distance", "spd_coords"),
+    "resistance": ("distance", "resistance_coords"),
 }
 
 

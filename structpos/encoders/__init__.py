@@ -1,0 +1,50 @@
+"""Encoders: coordinates → rotary encodings, additive encodings and attention biases.
+
+* :class:`StructuralRoPE` — rotary encoding of per-token coordinates of any number of axes
+  (sectioned / interleaved / per-head / mixed frequency allocation; half or interleaved pairs).
+* :class:`HierarchicalRoPE` — one axis per level (paragraph/sentence/token, code levels).
+* :class:`WIRE` — rotations from Laplacian spectral coordinates, ``φ = Ω t``.
+* :class:`AWRoPE` — phases transported along edges, exact solve or K-term series.
+* additive encodings (:func:`tree_path_pe`, :class:`LapPEEmbedding`), attention biases
+  (:func:`tree_distance`, :func:`shortest_path_distance`, :class:`SPDBias`), and batching
+  (:func:`collate`: padded + packed forms).
+"""
+
+from ._rotary import apply_rotary, layout_permutation, rope_inv_freq
+from .additive import LapPEEmbedding, tree_depth_sibling, tree_path_pe
+from .attention_bias import SPDBias, alibi_distance_bias, alibi_slopes, shortest_path_distance, tree_distance
+from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_sparse, edge_phases_from_coords
+from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
+from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, hierarchy_coords
+from .rope import StructuralRoPE
+from .wire import WIRE, spectral_coords
+
+__all__ = [
+    "StructuralRoPE",
+    "HierarchicalRoPE",
+    "hierarchy_coords",
+    "LEVEL_PRESETS",
+    "WIRE",
+    "spectral_coords",
+    "AWRoPE",
+    "LearnedEdgePhase",
+    "aw_propagate_exact",
+    "aw_propagate_sparse",
+    "edge_phases_from_coords",
+    "apply_rotary",
+    "layout_permutation",
+    "rope_inv_freq",
+    "tree_path_pe",
+    "tree_depth_sibling",
+    "LapPEEmbedding",
+    "tree_distance",
+    "shortest_path_distance",
+    "SPDBias",
+    "alibi_slopes",
+    "alibi_distance_bias",
+    "collate",
+    "CoordBatch",
+    "pack_padded",
+    "unpack_packed",
+    "cu_seqlens_from_lengths",
+]

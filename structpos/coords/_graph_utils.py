@@ -1,0 +1,246 @@
+"""Graph input normalisation shared by the graph coordinate families.
+
+Every graph family accepts the same inputs — a :class:`~structpos.Structure`, a PyG ``Data``
+object (anything with ``edge_index`` and ``num_nodes``), a tuple ``(edge_index, num_nodes[,
+edge_weight])``, or the explicit arrays — and turns them into a validated :class:`Graph`.
+
+Conventions (documented once, used by every family):
+
+* ``A[u, v]`` is the total weight of the edges ``u → v`` (duplicate edges are **summed**, as
+  scipy/PyG's Laplacian do); edge weights default to 1.
+* Weights must be finite and ``>= 0``; NaN, ±inf or negative weights raise
+  :class:`~structpos.StructureError` naming the input and the edge position. A zero-weight
+  edge is an absent edge.
+* **Symmetrisation** ``A_s = max(A, Aᵀ)`` (elementwise): a graph already stored with both
+  directions (the PyG convention) is unchanged, and a tree's parent→child edges become
+  undirected edges of the same weight. For unweighted graphs this is ``A ∨ Aᵀ``.
+* A node is **isolated** when it has no edge of positive weight to another node (self-loops
+  do not count).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..structure import Structure, StructureError
+
+__all__ = [
+    "Graph",
+    "EigenConvergenceError",
+    "as_graph",
+    "as_graphs",
+    "adjacency",
+    "edge_weights",
+    "dense_adjacency_batch",
+    "group_by_size",
+    "canonical_phase",
+    "is_torch",
+    "to_output",
+    "output_like",
+]
+
+SENTINEL = 3.0
+"""Diagonal value given to padded rows/columns and isolated nodes in batched dense Laplacians.
+
+Every eigenvalue of a normalised (magnetic) Laplacian lies in ``[0, 2]``, so modes living on
+sentinel rows have eigenvalue exactly 3 and sort after every real mode; the blocks are
+decoupled, so the real modes are those of the unpadded graph."""
+
+
+class EigenConvergenceError(RuntimeError):
+    """An iterative eigensolver did not converge (the message says which, and the residual)."""
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A validated graph: ``edge_index`` ``(2, E)`` int64, ``edge_weight`` ``(E,)`` float64 or None."""
+
+    edge_index: np.ndarray
+    num_nodes: int
+    edge_weight: np.ndarray | None = None
+    directed: bool = False
+    name: str = "<graph>"
+
+
+def is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def _to_numpy(x: Any) -> np.ndarray:
+    if is_torch(x):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def output_like(obj: Any) -> Any:
+    """The array whose type (torch or numpy) a function's output should follow."""
+    if isinstance(obj, tuple) and obj:
+        return obj[0]
+    return getattr(obj, "edge_index", obj)
+
+
+def to_output(arr: np.ndarray, like: Any, dtype=None):
+    """``arr`` as a torch tensor when ``like`` is one (CPU, ``dtype`` if given), else numpy."""
+    if like is not None and is_torch(like):
+        import torch
+
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+        return t.to(dtype) if dtype is not None else t
+    return arr
+
+
+def as_graph(
+    obj: Any,
+    num_nodes: int | None = None,
+    edge_weight: Any = None,
+    *,
+    directed: bool | None = None,
+    name: str | None = None,
+) -> Graph:
+    """Normalise a graph-like input into a validated :class:`Graph`.
+
+    ``obj`` is a :class:`Structure` (its :meth:`~Structure.edges`; trees give parent→child
+    edges), a PyG ``Data``-like object, a ``(edge_index, num_nodes[, edge_weight])`` tuple, or
+    an ``edge_index`` array/tensor (then ``num_nodes`` is required).
+    """
+    if isinstance(obj, Graph):
+        return obj
+    if isinstance(obj, Structure):
+        ei, ew = obj.edges()
+        return _validated(ei, obj.num_nodes, ew if edge_weight is None else edge_weight,
+                          obj.directed if directed is None else directed, name or obj.name)
+    if hasattr(obj, "edge_index") and hasattr(obj, "num_nodes"):  # PyG Data
+        ew = edge_weight if edge_weight is not None else getattr(obj, "edge_weight", None)
+        n = obj.num_nodes if num_nodes is None else num_nodes
+        return _validated(obj.edge_index, n, ew, bool(directed), name or "<data>")
+    if isinstance(obj, tuple) and 2 <= len(obj) <= 3 and num_nodes is None:
+        ew = obj[2] if len(obj) == 3 else edge_weight
+        return _validated(obj[0], obj[1], ew, bool(directed), name or "<graph>")
+    if num_nodes is None:
+        raise TypeError("num_nodes is required when the graph is given as a bare edge_index")
+    return _validated(obj, num_nodes, edge_weight, bool(directed), name or "<graph>")
+
+
+def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None) -> list[Graph]:
+    """:func:`as_graph` over a sequence; graph ``i`` is named ``graph[i]`` unless it has a name."""
+    out = []
+    for i, g in enumerate(graphs):
+        nm = g.name if isinstance(g, (Structure, Graph)) else f"graph[{i}]"
+        out.append(as_graph(g, directed=directed, name=nm))
+    return out
+
+
+def _validated(edge_index, num_nodes, edge_weight, directed: bool, name: str) -> Graph:
+    if num_nodes is None:
+        raise StructureError("num_nodes is missing", name=name)
+    n = int(num_nodes)
+    if n < 0 or n != num_nodes:
+        raise StructureError(f"num_nodes must be a non-negative integer, got {num_nodes!r}", name=name)
+    ei = _to_numpy(edge_index)
+    if ei.size == 0:
+        ei = np.zeros((2, 0), dtype=np.int64)
+    if ei.ndim != 2 or ei.shape[0] != 2:
+        raise StructureError(f"edge_index must have shape (2, E), got {ei.shape}", name=name)
+    if not np.issubdtype(ei.dtype, np.integer):
+        raise StructureError(f"edge_index must hold integers, got dtype {ei.dtype}", name=name)
+    ei = np.ascontiguousarray(ei, dtype=np.int64)
+    if ei.shape[1]:
+        bad = np.flatnonzero((ei.min(axis=0) < 0) | (ei.max(axis=0) >= n))
+        if bad.size:
+            e = int(bad[0])
+            raise StructureError(
+                f"edge ({ei[0, e]}, {ei[1, e]}) refers to a node outside 0..{n - 1}", name=name, position=f"edge {e}"
+            )
+    ew = None
+    if edge_weight is not None:
+        ew = np.ascontiguousarray(_to_numpy(edge_weight), dtype=np.float64).reshape(-1)
+        if ew.shape[0] != ei.shape[1]:
+            raise StructureError(f"edge_weight has {ew.shape[0]} entries for {ei.shape[1]} edges", name=name)
+        bad = np.flatnonzero(~np.isfinite(ew) | (ew < 0))
+        if bad.size:
+            e = int(bad[0])
+            raise StructureError(
+                f"edge weight {ew[e]} is not a finite non-negative number", name=name, position=f"edge {e}"
+            )
+    return Graph(ei, n, ew, directed, name)
+
+
+# ---------------------------------------------------------------- adjacency
+def edge_weights(g: Graph) -> np.ndarray:
+    return np.ones(g.edge_index.shape[1]) if g.edge_weight is None else g.edge_weight
+
+
+def adjacency(g: Graph, *, symmetrize: bool = True, self_loops: bool = False) -> sp.csr_matrix:
+    """Sparse ``A`` (duplicates summed, zero weights dropped), symmetrised by ``max(A, Aᵀ)``."""
+    n = g.num_nodes
+    row, col = g.edge_index
+    w = edge_weights(g)
+    keep = w > 0
+    if not self_loops:
+        keep &= row != col
+    A = sp.csr_matrix((w[keep], (row[keep], col[keep])), shape=(n, n))
+    A.sum_duplicates()
+    if symmetrize:
+        A = A.maximum(A.T).tocsr()
+    return A
+
+
+def dense_adjacency_batch(graphs: Sequence[Graph], size: int, *, symmetrize: bool = True,
+                          self_loops: bool = False) -> np.ndarray:
+    """``(B, size, size)`` dense adjacencies of graphs with ``num_nodes <= size`` (zero padded)."""
+    B = len(graphs)
+    if B == 0:
+        return np.zeros((0, size, size))
+    counts = np.fromiter((g.edge_index.shape[1] for g in graphs), dtype=np.int64, count=B)
+    ei = np.concatenate([g.edge_index for g in graphs], axis=1) if counts.sum() else np.zeros((2, 0), np.int64)
+    if all(g.edge_weight is None for g in graphs):
+        w = np.ones(ei.shape[1])
+    else:
+        w = np.concatenate([edge_weights(g) for g in graphs])
+    gid = np.repeat(np.arange(B), counts)
+    keep = w > 0
+    if not self_loops:
+        keep &= ei[0] != ei[1]
+    flat = (gid[keep] * size + ei[0, keep]) * size + ei[1, keep]
+    A = np.bincount(flat, weights=w[keep], minlength=B * size * size).reshape(B, size, size)
+    if symmetrize:
+        A = np.maximum(A, A.transpose(0, 2, 1))
+    return A
+
+
+def group_by_size(sizes: np.ndarray, bucket: int = 1) -> dict[int, np.ndarray]:
+    """Graph indices grouped by ``num_nodes`` rounded up to a multiple of ``bucket``."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    padded = -(-sizes // bucket) * bucket
+    order = np.argsort(padded, kind="stable")
+    keys, starts = np.unique(padded[order], return_index=True)
+    groups = np.split(order, starts[1:])
+    return {int(k): idx for k, idx in zip(keys, groups)}
+
+
+# ---------------------------------------------------------------- sign / phase
+TIE_RTOL = 1e-6
+
+
+def canonical_phase(U: np.ndarray) -> np.ndarray:
+    """Fix the sign (real) or phase (complex) of every eigenvector column of ``U`` (``(..., N, k)``).
+
+    Convention: the **largest-magnitude entry** of each eigenvector is made real and positive;
+    entries within a relative ``1e-6`` of the maximum count as tied and the lowest node index
+    wins. For real vectors this is a sign flip, for complex vectors a global phase
+    ``u ← u · conj(u_j)/|u_j|``. All-zero columns are left unchanged.
+    """
+    if U.shape[-2] == 0:
+        return U
+    mag = np.abs(U)
+    top = mag.max(axis=-2, keepdims=True)
+    tied = mag >= top * (1 - TIE_RTOL)
+    j = np.argmax(tied, axis=-2)[..., None, :]  # first tied index
+    pivot = np.take_along_axis(U, j, axis=-2)
+    pmag = np.abs(pivot)
+    factor = np.where(pmag > 0, np.conj(pivot) / np.where(pmag > 0, pmag, 1), 1)
+    return U * factor

@@ -1,0 +1,156 @@
+r"""Random-walk structural encoding (RWSE).
+
+With ``A`` the weighted adjacency **including self-loops** (as PyG) and ``P = D^{-1} A`` the
+random-walk transition matrix (a row of a node without out-edges is zero),
+
+.. math::  \mathrm{RWSE}(i) = \big([P]_{ii}, [P^2]_{ii}, \dots, [P^K]_{ii}\big),
+
+the probability of being back at ``i`` after ``k`` steps. This equals PyG's ``AddRandomWalkPE(K)``
+on simple graphs. Differences, by design: duplicate edges are summed (PyG sums them into the
+degree but keeps only one in ``A``), and a weighted degree below 1 is not clamped to 1 (PyG
+clamps every degree at 1, so its ``P`` is not stochastic there); both agree whenever every
+node's weighted degree is 0 or ``>= 1``.
+
+``symmetrize=True`` (default; also what a non-directed :class:`Structure` gets) uses
+``A_s = max(A, Aᵀ)``, which leaves a graph stored with both edge directions unchanged;
+``symmetrize=False`` walks the edges as given (``P = D_out^{-1} A``).
+
+Computation: ``h = ⌈K/2⌉`` matrix products ``P, P², …, P^h``, then
+``[P^{h+j}]_{ii} = Σ_m [P^h]_{im} [P^j]_{mi}`` (an elementwise product, no further matmul).
+Many small graphs: dense batched products per size group; large graphs (``N > dense_max``):
+sparse products, never densified.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from ..structure import Structure
+from ._graph_utils import (
+    Graph,
+    adjacency,
+    as_graph,
+    as_graphs,
+    dense_adjacency_batch,
+    group_by_size,
+    is_torch,
+    output_like,
+    to_output,
+)
+
+__all__ = ["random_walk_pe", "random_walk_pe_batch", "rw_coords", "DENSE_MAX"]
+
+DENSE_MAX = 2000
+
+
+def random_walk_pe(
+    edge_index: Any,
+    num_nodes: int | None = None,
+    walk_length: int = 16,
+    edge_weight: Any = None,
+    *,
+    symmetrize: bool = True,
+    dense_max: int = DENSE_MAX,
+):
+    """RWSE of one graph: ``(N, walk_length)`` return probabilities (see the module docstring).
+
+    ``edge_index`` may also be a Structure / PyG Data / ``(edge_index, num_nodes)`` tuple.
+    Torch input gives torch output.
+    """
+    g = as_graph(edge_index, num_nodes, edge_weight)
+    K = _check_len(walk_length)
+    if g.num_nodes <= dense_max:
+        pe, _ = random_walk_pe_batch([g], K, symmetrize=symmetrize, as_torch=False)
+    else:
+        pe = _sparse_rwse(g, K, symmetrize)
+    like = output_like(edge_index)
+    return to_output(pe, like)
+
+
+def random_walk_pe_batch(
+    graphs: Sequence[Any],
+    walk_length: int = 16,
+    *,
+    symmetrize: bool = True,
+    dtype=torch.float64,
+    bucket: int = 1,
+    dense_max: int = DENSE_MAX,
+    as_torch: bool | None = None,
+):
+    """RWSE of many graphs: ``(pe (ΣN, K), ptr (B+1,))``, graph ``g`` in rows ``ptr[g]:ptr[g+1]``.
+
+    Graphs are grouped by size (rounded up to ``bucket``; zero padding does not change the
+    walk) and multiplied as dense batches in ``dtype``; larger graphs use sparse products.
+    """
+    K = _check_len(walk_length)
+    gs = as_graphs(graphs)
+    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    pe = np.zeros((int(ptr[-1]), K))
+    small = np.flatnonzero(sizes <= dense_max)
+    for S, local in group_by_size(sizes[small], bucket).items():
+        idx = small[local]
+        if S == 0:
+            continue
+        A = dense_adjacency_batch([gs[i] for i in idx], S, symmetrize=symmetrize, self_loops=True)
+        diag = _dense_rwse(torch.from_numpy(A).to(dtype), K).numpy()
+        n = sizes[idx]
+        within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        src = np.repeat(np.arange(len(idx)) * S, n) + within
+        pe[np.repeat(ptr[idx], n) + within] = diag.reshape(-1, K)[src]
+    for i in np.flatnonzero(sizes > dense_max):
+        pe[ptr[i]: ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize)
+    if as_torch is None:
+        as_torch = bool(graphs) and is_torch(output_like(graphs[0]))
+    if as_torch:
+        return torch.from_numpy(pe), torch.from_numpy(ptr)
+    return pe, ptr
+
+
+def rw_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
+    """Coordinate family ``rw[:K]`` (default 16): ``rw (N, K)``; undirected unless ``directed``."""
+    K = int(arg) if arg else 16
+    pe = random_walk_pe(as_graph(structure), walk_length=K, symmetrize=not structure.directed)
+    return {"rw": pe}
+
+
+# ---------------------------------------------------------------- kernels
+def _check_len(K) -> int:
+    if int(K) != K or K < 1:
+        raise ValueError(f"walk_length must be a positive integer, got {K!r}")
+    return int(K)
+
+
+def _dense_rwse(A: torch.Tensor, K: int) -> torch.Tensor:
+    """``(B, S, K)`` diagonals of ``P^k`` for a batch of dense adjacencies ``(B, S, S)``."""
+    deg = A.sum(-1, keepdim=True)
+    P = torch.where(deg > 0, A / torch.where(deg > 0, deg, torch.ones_like(deg)), torch.zeros_like(A))
+    h = (K + 1) // 2
+    powers = [P]
+    for _ in range(h - 1):
+        powers.append(torch.bmm(powers[-1], P))
+    diags = [p.diagonal(dim1=-2, dim2=-1) for p in powers]
+    top = powers[-1]
+    for j in range(1, K - h + 1):
+        diags.append((top * powers[j - 1].transpose(1, 2)).sum(-1))
+    return torch.stack(diags, dim=-1)
+
+
+def _sparse_rwse(g: Graph, K: int, symmetrize: bool) -> np.ndarray:
+    A = adjacency(g, symmetrize=symmetrize, self_loops=True)
+    deg = np.asarray(A.sum(axis=1)).ravel()
+    inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
+    P = (sp.diags(inv) @ A).tocsr()
+    h = (K + 1) // 2
+    powers = [P]
+    for _ in range(h - 1):
+        powers.append((powers[-1] @ P).tocsr())
+    cols = [p.diagonal() for p in powers]
+    top = powers[-1]
+    for j in range(1, K - h + 1):
+        cols.append(np.asarray(top.multiply(powers[j - 1].T.tocsr()).sum(axis=1)).ravel())
+    return np.stack(cols, axis=1)

@@ -1,0 +1,111 @@
+"""Table coordinates: grid position, spans, header flag and TAPAS-style row/column ids.
+
+For a table Structure (see :mod:`structpos.parsers.table`), per node:
+
+* ``row``, ``col`` — 0-based grid slot of the cell's top-left corner (``-1`` for non-cells);
+* ``rowspan``, ``colspan`` — the cell covers grid rows ``row .. row+rowspan-1`` and columns
+  ``col .. col+colspan-1`` (``-1`` for non-cells); :func:`cell_grid` expands this to the
+  ``R × C`` grid of node ids, so a merged cell owns every slot of its rectangle;
+* ``header`` — 1 for header cells (header row or ``<th>``), 0 for other cells, ``-1`` else;
+* ``tapas_row`` — TAPAS row id: 0 for the header rows and for non-cell nodes, data rows
+  numbered from 1 (``row − header_rows + 1``);
+* ``tapas_col`` — TAPAS column id: ``col + 1`` for cells, 0 for non-cell nodes.
+
+``header_rows`` comes from ``meta["header_rows"]`` when the parser recorded it, else it is the
+number of leading grid rows whose cells are all header cells.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..structure import Structure, StructureError
+
+__all__ = ["table_coords", "cell_grid", "header_row_count"]
+
+
+def _cell_arrays(s: Structure) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(is_cell, row, col, rowspan, colspan, header)`` with defaults for missing attributes."""
+    if "row" not in s.attrs or "col" not in s.attrs:
+        raise StructureError("table coordinates need 'row' and 'col' attributes", name=s.name)
+    n = s.num_nodes
+    row = np.asarray(s.attrs["row"], dtype=np.int64)
+    col = np.asarray(s.attrs["col"], dtype=np.int64)
+    is_cell = (row >= 0) & (col >= 0)
+    rs = np.asarray(s.attrs.get("rowspan", np.where(is_cell, 1, -1)), dtype=np.int64)
+    cs = np.asarray(s.attrs.get("colspan", np.where(is_cell, 1, -1)), dtype=np.int64)
+    hd = np.asarray(s.attrs.get("header", np.where(is_cell, 0, -1)), dtype=np.int64)
+    bad = np.flatnonzero(is_cell & ((rs < 1) | (cs < 1)))
+    if bad.size:
+        raise StructureError("cell with a span below 1", name=s.name, position=f"node {int(bad[0])}")
+    assert row.shape == (n,)
+    return is_cell, row, col, rs, cs, hd
+
+
+def header_row_count(s: Structure) -> int:
+    """Number of leading header rows (``meta["header_rows"]``, else inferred from ``header``)."""
+    if "header_rows" in s.meta:
+        return int(s.meta["header_rows"])
+    is_cell, row, _, rs, _, hd = _cell_arrays(s)
+    if not is_cell.any():
+        return 0
+    r = row[is_cell]
+    n_rows = int((r + rs[is_cell]).max())
+    # a grid row is a header row when every cell anchored in it is a header cell
+    non_header_rows = np.unique(r[hd[is_cell] <= 0])
+    anchored = np.zeros(n_rows, dtype=bool)
+    anchored[r] = True
+    is_header = anchored.copy()
+    is_header[non_header_rows] = False
+    count = 0
+    while count < n_rows and is_header[count]:
+        count += 1
+    return count
+
+
+def cell_grid(s: Structure) -> np.ndarray:
+    """The expanded ``(R, C)`` grid of cell node ids (``-1`` where no cell covers a slot).
+
+    A cell with ``rowspan = h`` and ``colspan = w`` fills the ``h × w`` rectangle from its
+    top-left slot. Overlapping cells (malformed input) raise StructureError.
+    """
+    is_cell, row, col, rs, cs, _ = _cell_arrays(s)
+    ids = np.flatnonzero(is_cell)
+    if ids.size == 0:
+        return np.full((0, 0), -1, dtype=np.int64)
+    r0, c0, h, w = row[ids], col[ids], rs[ids], cs[ids]
+    R, C = int((r0 + h).max()), int((c0 + w).max())
+    # one (slot, node) pair per covered slot, vectorized: repeat each cell h*w times
+    area = h * w
+    owner = np.repeat(ids, area)
+    local = np.arange(int(area.sum())) - np.repeat(np.cumsum(area) - area, area)
+    rr = np.repeat(r0, area) + local // np.repeat(w, area)
+    cc = np.repeat(c0, area) + local % np.repeat(w, area)
+    flat = rr * C + cc
+    if np.unique(flat).size != flat.size:
+        _, first = np.unique(flat, return_index=True)
+        dup = np.setdiff1d(np.arange(flat.size), first)[0]
+        raise StructureError(f"cells overlap at grid slot ({int(rr[dup])}, {int(cc[dup])})", name=s.name, position=f"node {int(owner[dup])}")
+    grid = np.full(R * C, -1, dtype=np.int64)
+    grid[flat] = owner
+    return grid.reshape(R, C)
+
+
+def table_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
+    """Per-node table coordinates (see the module docstring); ``arg`` is unused."""
+    if arg not in (None, ""):
+        raise ValueError(f"coordinate family 'table' takes no argument (got {arg!r})")
+    is_cell, row, col, rs, cs, hd = _cell_arrays(structure)
+    n_header = header_row_count(structure)
+    tapas_row = np.where(is_cell & (row >= n_header), row - n_header + 1, 0)
+    tapas_col = np.where(is_cell, col + 1, 0)
+    neg = np.int64(-1)
+    return {
+        "row": np.where(is_cell, row, neg),
+        "col": np.where(is_cell, col, neg),
+        "rowspan": np.where(is_cell, rs, neg),
+        "colspan": np.where(is_cell, cs, neg),
+        "header": np.where(is_cell, hd, neg),
+        "tapas_row": tapas_row.astype(np.int64),
+        "tapas_col": tapas_col.astype(np.int64),
+    }

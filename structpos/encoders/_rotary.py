@@ -1,0 +1,95 @@
+"""Shared rotation math: pair layouts, the rotation itself, and input checks.
+
+A rotary encoding splits a head vector ``x ∈ ℝ^D`` into ``P = D/2`` pairs and rotates pair
+``j`` by an angle ``φ_j``::
+
+    (a, b) ↦ (a·cos φ_j − b·sin φ_j,  b·cos φ_j + a·sin φ_j)        # i.e. (a + ib)·e^{iφ_j}
+
+Two pair layouts are in use and are channel permutations of each other:
+
+* ``"half"`` (NeoX / HF ``rotate_half``): pair ``j`` is ``(x_j, x_{j+P})``;
+* ``"interleaved"`` (GPT-J / lucidrains): pair ``j`` is ``(x_{2j}, x_{2j+1})``.
+
+:func:`layout_permutation` gives the index map between them. Because the rotation of pair
+``j`` by ``φ`` and of the same pair by ``ψ`` compose to ``φ + ψ``, ``⟨R(φ_m)q, R(φ_n)k⟩`` only
+depends on ``φ_m − φ_n`` — the relative property every encoder in this package relies on.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["apply_rotary", "layout_permutation", "check_layout", "rope_inv_freq", "LAYOUTS"]
+
+LAYOUTS = ("half", "interleaved")
+
+
+def check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
+
+
+def rope_inv_freq(head_dim: int, base: float = 10000.0, device=None) -> torch.Tensor:
+    """``ω_j = base^{−2j/D}``, ``j = 0..D/2−1``, in fp32, computed exactly as HF Llama does."""
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError(f"head_dim must be a positive even number, got {head_dim}")
+    if not base > 1.0:
+        raise ValueError(f"base must be > 1, got {base}")
+    exps = torch.arange(0, head_dim, 2, dtype=torch.int64, device=device).float() / head_dim
+    return 1.0 / (base**exps)
+
+
+def layout_permutation(head_dim: int) -> torch.Tensor:
+    """Index ``perm`` with ``x_interleaved = x_half[..., perm]``.
+
+    ``perm[2j] = j`` and ``perm[2j+1] = j + D/2``; its inverse is ``perm.argsort()``.
+    """
+    half = head_dim // 2
+    return torch.stack([torch.arange(half), torch.arange(half, head_dim)], dim=-1).reshape(-1)
+
+
+def _split(x: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    half = x.shape[-1] // 2
+    if layout == "half":
+        return x[..., :half], x[..., half:]
+    pairs = x.unflatten(-1, (half, 2))
+    return pairs[..., 0], pairs[..., 1]
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half") -> torch.Tensor:
+    """Rotate every pair of ``x`` (``(..., D)``) by the angle whose ``cos``/``sin`` are given.
+
+    ``cos`` and ``sin`` have ``D/2`` entries in the last dimension (one per pair, *not* the
+    ``cat(f, f)`` duplication HF uses) and broadcast against ``x[..., :D/2]``. They are cast to
+    ``x.dtype`` (as HF does); compute them in fp32 beforehand. Returns a new tensor.
+
+    Without autograd the result is written into one preallocated buffer (4 fused passes, no
+    ``rotate_half`` concatenation); with autograd the same formula is built from
+    differentiable ops.
+    """
+    check_layout(layout)
+    if x.shape[-1] % 2:
+        raise ValueError(f"apply_rotary: last dimension of x must be even, got shape {tuple(x.shape)}")
+    half = x.shape[-1] // 2
+    if cos.shape[-1] != half or sin.shape[-1] != half:
+        raise ValueError(
+            f"apply_rotary: cos/sin need {half} entries (one per pair) in the last dimension, "
+            f"got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
+    cos = cos.to(x.dtype)
+    sin = sin.to(x.dtype)
+    x1, x2 = _split(x, layout)
+    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
+        r1 = x1 * cos - x2 * sin
+        r2 = x2 * cos + x1 * sin
+        if layout == "half":
+            return torch.cat([r1, r2], dim=-1)
+        return torch.stack([r1, r2], dim=-1).flatten(-2)
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    o1, o2 = _split(out, layout)
+    torch.mul(x1, cos, out=o1)
+    o1.addcmul_(x2, sin, value=-1)
+    torch.mul(x2, cos, out=o2)
+    o2.addcmul_(x1, sin)
+    return out

@@ -1,0 +1,94 @@
+"""Additive positional encodings: tree paths (Shiv & Quirk 2019) and Laplacian-eigenvector features.
+
+**Tree path PE.** A node's position is the path of child indices from the root. With at most
+``n`` children per node and ``k`` levels kept, the encoding of node ``i`` is ``k`` stacked
+one-hot blocks of size ``n``: block ``l`` is ``e_{b_l} · γ^l`` where ``b_l`` is the sibling index
+of the ancestor ``l`` steps above ``i`` (``l = 0``: ``i`` itself). Roots are all zeros; paths
+longer than ``k`` keep their ``k`` most recent steps. The encoding of a child is its parent's,
+shifted one block and prefixed with the child's own step — the stack structure that lets a
+linear map move between parent and child positions.
+
+**LapPE features.** :class:`LapPEEmbedding` maps ``k`` Laplacian eigenvectors (NaN-padded
+columns allowed, as GraphGPS pads) and optionally their eigenvalues to a ``dim``-vector per
+node; in training it flips each eigenvector's sign at random (the eigenvector sign is
+arbitrary).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..structure import StructureError
+from ._tree import ancestors_upto, as_parent, sibling_index, tree_depth
+
+__all__ = ["tree_path_pe", "tree_depth_sibling", "LapPEEmbedding"]
+
+
+def tree_depth_sibling(tree) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and sibling index of every node of a tree (:class:`Structure` or parent array)."""
+    parent, _ = as_parent(tree)
+    return tree_depth(parent), sibling_index(parent)
+
+
+def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip: bool = False) -> np.ndarray:
+    """Stacked one-hot root-path encoding, shape ``(N, max_depth · max_branch)`` float32.
+
+    ``decay`` is the per-level weight ``γ``. A sibling index ``≥ max_branch`` raises a
+    :class:`StructureError` naming the node, unless ``clip`` maps it to ``max_branch − 1``.
+    """
+    if max_depth < 1 or max_branch < 1:
+        raise ValueError(f"max_depth and max_branch must be ≥ 1, got {max_depth}, {max_branch}")
+    parent, name = as_parent(tree)
+    n = parent.size
+    sib = sibling_index(parent)
+    over = np.flatnonzero((sib >= max_branch) & (parent >= 0))
+    if over.size and not clip:
+        i = int(over[0])
+        raise StructureError(
+            f"node {i} is child number {sib[i]} of node {parent[i]}, beyond max_branch = {max_branch} (pass clip=True)",
+            name=name,
+            position=f"node {i}",
+        )
+    sib = np.minimum(sib, max_branch - 1)
+    anc = ancestors_upto(parent, max_depth)  # (N, k): ancestor l steps up
+    has_step = anc >= 0
+    has_step &= np.where(has_step, parent[np.maximum(anc, 0)] >= 0, False)  # roots take no step
+    out = np.zeros((n, max_depth, max_branch), dtype=np.float32)
+    rows, levels = np.nonzero(has_step)
+    out[rows, levels, sib[anc[rows, levels]]] = np.float32(decay) ** levels
+    return out.reshape(n, max_depth * max_branch)
+
+
+class LapPEEmbedding(nn.Module):
+    """Linear map of Laplacian eigenvectors (plus eigenvalues) to ``dim`` additive features.
+
+    ``forward(eigvecs, eigvals=None)``: ``eigvecs`` ``(…, N, k)``, NaN columns for missing modes;
+    ``eigvals`` ``(…, k)`` or ``(…, N, k)``. Missing entries contribute zero. With ``sign_flip``
+    each eigenvector column is multiplied by a random ±1 in training mode.
+    """
+
+    def __init__(self, k: int, dim: int, use_eigvals: bool = True, sign_flip: bool = True):
+        super().__init__()
+        self.k, self.use_eigvals, self.sign_flip = int(k), use_eigvals, sign_flip
+        self.proj = nn.Linear(2 * k if use_eigvals else k, dim)
+
+    def forward(self, eigvecs: torch.Tensor, eigvals: torch.Tensor | None = None) -> torch.Tensor:
+        if eigvecs.shape[-1] != self.k:
+            raise ValueError(f"eigvecs must end in k = {self.k}, got shape {tuple(eigvecs.shape)}")
+        missing = torch.isnan(eigvecs)
+        vecs = eigvecs.nan_to_num(0.0)
+        if self.training and self.sign_flip:
+            shape = (*vecs.shape[:-2], 1, self.k)
+            vecs = vecs * (torch.randint(0, 2, shape, device=vecs.device) * 2 - 1).to(vecs.dtype)
+        feats = [vecs]
+        if self.use_eigvals:
+            if eigvals is None:
+                raise ValueError("LapPEEmbedding(use_eigvals=True) needs eigvals")
+            vals = eigvals.to(vecs.dtype)
+            if vals.dim() == vecs.dim() - 1:
+                vals = vals.unsqueeze(-2)
+            vals = vals.expand_as(vecs)
+            feats.append(torch.where(missing | torch.isnan(vals), torch.zeros_like(vals), vals))
+        return self.proj(torch.cat(feats, dim=-1).to(self.proj.weight.dtype))

@@ -1,0 +1,114 @@
+"""Batching per-token coordinates: padded ``(B, L, ·)`` with a mask, or packed ``(T, ·)`` with ``cu_seqlens``.
+
+Both forms describe the same tokens: example ``b`` occupies rows ``cu_seqlens[b]:cu_seqlens[b+1]``
+of the packed form and ``[b, :lengths[b]]`` of the padded form (``mask`` True there). Rotary
+encodings act token by token, so rotating either form gives the same values on real tokens;
+:func:`collate` builds both from a list of per-example coordinates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+__all__ = ["CoordBatch", "collate", "pack_padded", "unpack_packed", "cu_seqlens_from_lengths"]
+
+
+def cu_seqlens_from_lengths(lengths: torch.Tensor) -> torch.Tensor:
+    """``[0, l_0, l_0 + l_1, …]`` as int32 (the flash-attn convention)."""
+    lengths = torch.as_tensor(lengths)
+    out = torch.zeros(lengths.numel() + 1, dtype=torch.int32, device=lengths.device)
+    out[1:] = torch.cumsum(lengths, 0)
+    return out
+
+
+def pack_padded(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``(B, L, …)`` + mask ``(B, L)`` → ``(T, …)``: the real tokens in batch-major order."""
+    mask = torch.as_tensor(mask, device=x.device).to(torch.bool)
+    if x.shape[:2] != mask.shape:
+        raise ValueError(f"pack_padded: mask {tuple(mask.shape)} does not match x {tuple(x.shape)}")
+    return x[mask]
+
+
+def unpack_packed(x: torch.Tensor, cu_seqlens: torch.Tensor, max_len: int | None = None, fill=0) -> torch.Tensor:
+    """``(T, …)`` + ``cu_seqlens`` → ``(B, L, …)`` padded with ``fill``."""
+    cu = torch.as_tensor(cu_seqlens, device=x.device).to(torch.int64)
+    if cu.dim() != 1 or int(cu[0]) != 0 or int(cu[-1]) != x.shape[0] or bool((cu[1:] < cu[:-1]).any()):
+        raise ValueError(f"unpack_packed: cu_seqlens must rise from 0 to {x.shape[0]}, got {cu.tolist()}")
+    lengths = cu[1:] - cu[:-1]
+    L = int(lengths.max()) if lengths.numel() else 0
+    if max_len is not None:
+        if max_len < L:
+            raise ValueError(f"unpack_packed: max_len {max_len} is shorter than the longest sequence {L}")
+        L = max_len
+    out = x.new_full((lengths.numel(), L, *x.shape[1:]), fill)
+    mask = torch.arange(L, device=x.device)[None, :] < lengths[:, None]
+    out[mask] = x
+    return out
+
+
+@dataclass
+class CoordBatch:
+    """Both batch forms of a list of coordinate arrays (see the module docstring)."""
+
+    coords: torch.Tensor
+    """``(B, L, A)`` padded coordinates (``pad_value`` on padding)."""
+    mask: torch.Tensor
+    """``(B, L)`` bool, True on real tokens."""
+    lengths: torch.Tensor
+    """``(B,)`` int64 sequence lengths."""
+    packed: torch.Tensor
+    """``(T, A)`` packed coordinates."""
+    cu_seqlens: torch.Tensor
+    """``(B + 1,)`` int32 offsets into the packed form."""
+    max_seqlen: int
+
+    def pack(self, x: torch.Tensor) -> torch.Tensor:
+        """Padded ``(B, L, …)`` → packed ``(T, …)``."""
+        return pack_padded(x, self.mask)
+
+    def unpack(self, x: torch.Tensor, fill=0) -> torch.Tensor:
+        """Packed ``(T, …)`` → padded ``(B, L, …)``."""
+        return unpack_packed(x, self.cu_seqlens, self.coords.shape[1], fill)
+
+
+def collate(
+    coords: Sequence, pad_value=0, device=None, dtype: torch.dtype | None = None, pad_to_multiple: int = 1
+) -> CoordBatch:
+    """Build a :class:`CoordBatch` from per-example coordinates of shape ``(L_i, A)`` (or ``(L_i,)``).
+
+    Integer inputs stay int64, real ones float32 unless ``dtype`` says otherwise. Every
+    example must have the same number of axes ``A``; empty examples are allowed.
+    """
+    if len(coords) == 0:
+        raise ValueError("collate: empty list of examples")
+    items = []
+    for i, c in enumerate(coords):
+        t = torch.as_tensor(np.asarray(c) if not isinstance(c, torch.Tensor) else c)
+        if t.dim() == 1:
+            t = t[:, None]
+        if t.dim() != 2:
+            raise ValueError(f"collate: example {i} has shape {tuple(t.shape)}, expected (L, A) or (L,)")
+        if t.is_floating_point() and not torch.isfinite(t).all():
+            raise ValueError(f"collate: example {i} has non-finite coordinates")
+        items.append(t)
+    axes = {t.shape[1] for t in items if t.shape[0]} or {items[0].shape[1]}
+    if len(axes) != 1:
+        shapes = [tuple(t.shape) for t in items]
+        raise ValueError(f"collate: examples disagree on the number of axes: {shapes}")
+    A = axes.pop()
+    if dtype is None:
+        dtype = torch.float32 if any(t.is_floating_point() for t in items) else torch.int64
+    items = [t.reshape(t.shape[0], A).to(device=device, dtype=dtype) for t in items]
+    lengths = torch.tensor([t.shape[0] for t in items], dtype=torch.int64, device=device)
+    L = int(lengths.max())
+    if pad_to_multiple > 1:
+        L = -(-L // pad_to_multiple) * pad_to_multiple
+    packed = torch.cat(items, dim=0)
+    padded = torch.full((len(items), L, A), pad_value, dtype=dtype, device=device)
+    mask = torch.arange(L, device=device)[None, :] < lengths[:, None]
+    padded[mask] = packed
+    return CoordBatch(padded, mask, lengths, packed, cu_seqlens_from_lengths(lengths), int(lengths.max()))

@@ -1,0 +1,128 @@
+"""Hierarchical RoPE: one rotary axis per level of a hierarchy.
+
+Documents (hRoPE): ``paragraph, sentence, token``; code (HiRoPE-style): ``function,
+statement, token``; any other list of level names works. Token ``n`` gets one coordinate
+per level, ``c_n = (u_{n,1}, …, u_{n,A})``, and :class:`StructuralRoPE` rotates pair ``j`` by
+``ω_j · c_{n, axis(j)}`` (sectioned allocation by default: the highest frequencies go to the
+outermost level). Scores then depend on the per-level offsets ``c_m − c_n`` only.
+
+:func:`hierarchy_coords` turns per-token unit ids (which paragraph, which sentence, …) into
+coordinates, counted either globally or within the enclosing unit.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import torch
+
+from .rope import StructuralRoPE
+
+__all__ = ["HierarchicalRoPE", "hierarchy_coords", "LEVEL_PRESETS"]
+
+LEVEL_PRESETS: dict[str, tuple[str, ...]] = {
+    "document": ("paragraph", "sentence", "token"),
+    "code": ("function", "statement", "token"),
+    "table": ("row", "column", "token"),
+}
+
+
+def hierarchy_coords(unit_ids: torch.Tensor, mode: str = "within") -> torch.Tensor:
+    """Coordinates ``(..., L, A)`` from per-token unit ids ``(..., L, A)`` (outermost level first).
+
+    ``unit_ids[..., n, a]`` names the level-``a`` unit that token ``n`` lies in (any integers;
+    a new unit starts wherever the id — or the id of an enclosing level — changes). With
+    ``mode="global"`` the coordinate is the index of that unit in the sequence (0, 1, …);
+    with ``mode="within"`` it is its index inside the enclosing unit (sentence number within
+    its paragraph, token number within its sentence); level 0 is the same in both modes.
+    """
+    if mode not in ("within", "global"):
+        raise ValueError(f"mode must be 'within' or 'global', got {mode!r}")
+    ids = torch.as_tensor(unit_ids)
+    if ids.dim() < 2:
+        raise ValueError(f"unit_ids must have shape (..., L, A), got {tuple(ids.shape)}")
+    if ids.is_floating_point():
+        raise ValueError("unit_ids must be integers")
+    L, A = ids.shape[-2], ids.shape[-1]
+    if L == 0:
+        return ids.to(torch.int64)
+    changed = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
+    changed[..., 1:, :] = ids[..., 1:, :] != ids[..., :-1, :]
+    # a unit also starts when any enclosing unit starts
+    starts = torch.cumsum(changed.to(torch.int64), dim=-1) > 0
+    starts[..., 0, :] = True
+    global_idx = torch.cumsum(starts.to(torch.int64), dim=-2) - 1
+    if mode == "global":
+        return global_idx
+    out = global_idx.clone()
+    pos = torch.arange(L, device=ids.device).expand(ids.shape[:-1])
+    for a in range(1, A):
+        parent_start = torch.where(starts[..., a - 1], pos, torch.zeros_like(pos))
+        parent_start = torch.cummax(parent_start, dim=-1).values
+        out[..., a] = global_idx[..., a] - torch.gather(global_idx[..., a], -1, parent_start)
+    return out
+
+
+class HierarchicalRoPE(StructuralRoPE):
+    """:class:`StructuralRoPE` with named levels, one axis per level.
+
+    ``levels`` is a preset name (``"document"``, ``"code"``, ``"table"``) or a sequence of level
+    names. ``forward(q, k, coords, cu_seqlens=None)`` accepts ``coords`` as a ``(..., A)``
+    tensor in level order or as a mapping ``level name → (...)`` tensor.
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        levels: str | Sequence[str] = "document",
+        allocation: str = "sectioned",
+        sections: Sequence[int] | None = None,
+        base: float = 10000.0,
+        layout: str = "half",
+        num_heads: int | None = None,
+        learnable: bool = False,
+    ):
+        if isinstance(levels, str):
+            if levels not in LEVEL_PRESETS:
+                raise ValueError(f"unknown level preset {levels!r}; known: {sorted(LEVEL_PRESETS)}")
+            levels = LEVEL_PRESETS[levels]
+        levels = tuple(levels)
+        if len(set(levels)) != len(levels) or not levels:
+            raise ValueError(f"levels must be distinct and non-empty, got {levels}")
+        super().__init__(
+            head_dim,
+            len(levels),
+            allocation=allocation,
+            sections=sections,
+            base=base,
+            layout=layout,
+            num_heads=num_heads,
+            learnable=learnable,
+        )
+        self.levels = levels
+
+    def extra_repr(self) -> str:
+        return f"levels={self.levels}, " + super().extra_repr()
+
+    def stack_levels(self, coords) -> torch.Tensor:
+        """A mapping ``level → tensor`` becomes a ``(..., A)`` tensor in level order."""
+        if not isinstance(coords, Mapping):
+            return coords
+        missing = [lv for lv in self.levels if lv not in coords]
+        extra = [k for k in coords if k not in self.levels]
+        if missing or extra:
+            raise ValueError(f"coords mapping: missing levels {missing}, unknown levels {extra}; expected {self.levels}")
+        return torch.stack([torch.as_tensor(coords[lv]) for lv in self.levels], dim=-1)
+
+    def angles(self, coords) -> torch.Tensor:
+        return super().angles(self.stack_levels(coords))
+
+    def rotate(self, x, coords=None, cu_seqlens=None, *, mask=None):
+        return super().rotate(x, self.stack_levels(coords) if coords is not None else None, cu_seqlens, mask=mask)
+
+    def forward(self, q, k, coords=None, cu_seqlens=None, *, mask=None, k_coords=None):
+        if coords is not None:
+            coords = self.stack_levels(coords)
+        if k_coords is not None:
+            k_coords = self.stack_levels(k_coords)
+        return super().forward(q, k, coords, cu_seqlens, mask=mask, k_coords=k_coords)

@@ -1,0 +1,75 @@
+"""cos/sin tables for integer coordinates, cached per axis extent.
+
+For integer coordinates ``n ∈ [0, extent)`` the rotation tables ``cos(n·ω_j)``, ``sin(n·ω_j)``
+(``P`` columns, one per pair) do not depend on the sequence: they are computed once in
+fp32 (``n·ω_j`` is one correctly rounded fp32 product, as in HF Llama) and cast to the
+activation dtype once. The cache is keyed by ``(extent, device, dtype)``; extents are
+rounded up to a power of two, so sequences of many lengths share one table, and a table
+that is already larger than needed is reused.
+
+This avoids two pitfalls of existing code: positions rounded in the activation dtype
+(bf16 cannot represent integers above 256) and caches keyed by sequence length.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["CosSinCache", "next_extent"]
+
+
+def next_extent(n: int, minimum: int = 64) -> int:
+    """Smallest power of two ``≥ max(n, minimum)``."""
+    n = max(int(n), minimum)
+    return 1 << (n - 1).bit_length()
+
+
+class CosSinCache:
+    """Per-``(extent, device, dtype)`` cos/sin tables of shape ``(extent, P)``.
+
+    ``max_extent`` bounds the memory: callers fall back to computing angles directly for
+    coordinates at or beyond it. ``column_groups`` (index tensors over the ``P`` pairs) makes
+    :meth:`get` return one contiguous ``(extent, |group|)`` sub-table pair per group, so that a
+    row lookup (``F.embedding``) per axis replaces a slow element-wise gather.
+    """
+
+    def __init__(self, max_extent: int = 1 << 18, column_groups: list[torch.Tensor] | None = None):
+        self.max_extent = int(max_extent)
+        self.column_groups = column_groups
+        self._tables: dict[tuple[int, torch.device, torch.dtype], list[tuple[torch.Tensor, torch.Tensor]]] = {}
+
+    def clear(self) -> None:
+        self._tables.clear()
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+    def keys(self):
+        return list(self._tables)
+
+    def get(self, inv_freq: torch.Tensor, needed: int, dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """``[(cos, sin)]`` per column group covering coordinates ``0..needed−1``, on
+        ``inv_freq``'s device, in ``dtype``."""
+        if needed > self.max_extent:
+            raise ValueError(f"coordinate extent {needed} exceeds the table limit {self.max_extent}")
+        device = inv_freq.device
+        for (extent, dev, dt), tables in self._tables.items():
+            if dev == device and dt == dtype and extent >= needed:
+                return tables
+        extent = min(next_extent(needed), self.max_extent)
+        with torch.autocast(device_type=device.type, enabled=False):
+            pos = torch.arange(extent, device=device, dtype=torch.int64).to(torch.float32)
+            angles = pos[:, None] * inv_freq.detach().to(torch.float32)[None, :]
+            cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+            groups = self.column_groups or [None]
+            tables = [
+                (cos.contiguous(), sin.contiguous())
+                if g is None
+                else (cos[:, g.to(device)].contiguous(), sin[:, g.to(device)].contiguous())
+                for g in groups
+            ]
+        # a bigger table supersedes smaller ones for this device/dtype
+        for key in [k for k in self._tables if k[1] == device and k[2] == dtype and k[0] < extent]:
+            del self._tables[key]
+        self._tables[(extent, device, dtype)] = tables
+        return tables

@@ -1,0 +1,1 @@
+"""Integrations with data-processing libraries (Hugging Face ``datasets``, Ray Data)."""

@@ -1,0 +1,64 @@
+"""Dependency heads → preorder tree, with the checks CoNLL-U and spaCy parsers share.
+
+``heads[w]`` is the 0-based index of word ``w``'s head, ``-1`` for a root. The tree is laid
+out in preorder with each node's dependents in word order (``order[k]`` = the word at
+preorder position ``k``; ``parent[k]`` = preorder position of its head). Words that the
+walk from the roots never reaches lie on a head cycle; heads outside ``[-1, n)`` are out of
+range. Both raise :class:`StructureError` naming the input and the offending word.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..structure import StructureError
+
+
+def heads_to_preorder(
+    heads,
+    *,
+    name: str,
+    word_name: Callable[[int], str] = lambda w: f"word {w}",
+    single_root: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, parent)`` of the preorder layout of the dependency tree (or forest) ``heads``."""
+    heads = np.asarray(heads, dtype=np.int64)
+    n = len(heads)
+    bad = np.flatnonzero((heads < -1) | (heads >= n))
+    if bad.size:
+        w = int(bad[0])
+        raise StructureError(
+            f"the head of {word_name(w)}, {word_name(int(heads[w]))}, is out of range (the sentence has {n} words)",
+            name=name, position=word_name(w),
+        )
+    roots = np.flatnonzero(heads == -1)
+    if single_root and roots.size != 1:
+        if roots.size == 0:
+            raise StructureError("no root word (every word has a head: a cycle)", name=name)
+        raise StructureError(
+            f"{roots.size} root words ({', '.join(word_name(int(r)) for r in roots[:5])}); expected exactly one",
+            name=name, position=word_name(int(roots[1])),
+        )
+    # dependents of each word in word order: CSR over words sorted by (head, index)
+    by_head = np.argsort(heads, kind="stable")
+    counts = np.bincount(heads + 1, minlength=n + 1)  # slot 0 holds the roots
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    order: list[int] = []
+    stack = roots[::-1].tolist()
+    while stack:
+        w = stack.pop()
+        order.append(w)
+        stack.extend(by_head[offsets[w + 1]:offsets[w + 2]][::-1].tolist())
+    if len(order) != n:
+        seen = np.zeros(n, dtype=bool)
+        seen[order] = True
+        w = int(np.flatnonzero(~seen)[0])
+        raise StructureError(f"{word_name(w)} is not connected to a root (its heads form a cycle)", name=name, position=word_name(w))
+    order_arr = np.asarray(order, dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    pos[order_arr] = np.arange(n)
+    h = heads[order_arr]
+    parent = np.where(h >= 0, pos[np.maximum(h, 0)], -1)
+    return order_arr, parent

@@ -1,0 +1,83 @@
+"""Append-only builder for preorder trees, shared by the tree-shaped parsers.
+
+Parsers walk their input depth-first and call :meth:`TreeBuilder.add` in preorder, so
+``parent[i] < i`` holds by construction. Spans can be closed later with :meth:`close`
+(an object's end is only known after its last child). Per-node attributes are collected
+in columns with a default for nodes that do not set them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..structure import Structure
+
+
+class TreeBuilder:
+    """Collect nodes in preorder; :meth:`build` turns them into a :class:`Structure`."""
+
+    def __init__(self, columns: dict[str, tuple[Any, Any]] | None = None):
+        """``columns``: ``{attr name: (default value, numpy dtype)}``."""
+        self.labels: list[str] = []
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.parent: list[int] = []
+        self._defaults = {k: d for k, (d, _) in (columns or {}).items()}
+        self._dtypes = {k: t for k, (_, t) in (columns or {}).items()}
+        self._set: dict[str, dict[int, Any]] = {k: {} for k in self._defaults}  # sparse: node -> value
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def add(self, label: str, parent: int, start: int = -1, end: int = -1, **attrs: Any) -> int:
+        """Append a node (its parent must already exist); return its index."""
+        i = len(self.labels)
+        self.labels.append(label)
+        self.parent.append(parent)
+        self.start.append(start)
+        self.end.append(end)
+        for k, v in attrs.items():
+            self._set[k][i] = v  # KeyError names an undeclared attribute
+        return i
+
+    def close(self, i: int, end: int) -> None:
+        """Set the end of node ``i``'s span."""
+        self.end[i] = end
+
+    def build(self, kind: str, source: str | None, name: str, meta: dict | None = None) -> Structure:
+        attrs = {}
+        n = len(self.labels)
+        for k, values in self._set.items():
+            dtype = self._dtypes[k]
+            arr = np.empty(n, dtype=object) if dtype is object else np.empty(n, dtype=dtype)
+            arr[:] = self._defaults[k]
+            if values:
+                idx = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
+                if dtype is object:
+                    vals = np.empty(len(values), dtype=object)
+                    vals[:] = list(values.values())
+                else:
+                    vals = np.fromiter(values.values(), dtype=dtype, count=len(values))
+                arr[idx] = vals
+            attrs[k] = arr
+        return Structure(
+            kind=kind,
+            labels=self.labels,
+            start=self.start,
+            end=self.end,
+            parent=self.parent,
+            source=source,
+            name=name,
+            attrs=attrs,
+            meta=dict(meta or {}),
+        )
+
+
+def line_col(text: str, pos: int) -> str:
+    """``"line:col"`` (both 1-based, columns in characters) of character offset ``pos``."""
+    pos = max(0, min(pos, len(text)))
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"{line}:{col}"

@@ -1,0 +1,142 @@
+"""Plain text → document tree: document → paragraph → sentence → token.
+
+* Paragraphs are blocks separated by blank lines (a line holding only whitespace counts as
+  blank); spans are trimmed of surrounding whitespace.
+* Sentences come from an offline rule-based splitter (:func:`split_sentences`): a sentence
+  ends after ``.``, ``!``, ``?`` or ``…`` (runs allowed, closing quotes/brackets included)
+  followed by whitespace, unless the next text starts with a lowercase letter, or the period
+  closes a known abbreviation (``Mr.``, ``e.g.``, month names, ...; ``No.``/``Fig.``/``p.``
+  only before a number) or a capital initial (``J. Smith``). Abbreviations that often end
+  sentences (``etc.``, ``Inc.``, ``U.S.``) split only before an uppercase word.
+* Tokens (:func:`tokenize`): numbers with internal ``.``/``,``/``:`` (``3.14``, ``1,000``,
+  ``10:30``) and words joined by internal apostrophes or hyphens (``don't``, ``e-mail``) are
+  ``word`` tokens; every other non-space character is its own ``punct`` token.
+
+Attributes ``paragraph``, ``sentence``, ``token`` are the hierarchical ids of
+:mod:`structpos.coords.hierarchy` (paragraph ordinal in the document, sentence ordinal in
+its paragraph, token ordinal in its sentence; ``-1`` where not applicable).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..structure import Structure
+from ._tree_builder import TreeBuilder
+
+__all__ = ["parse_document", "split_paragraphs", "split_sentences", "tokenize", "add_blocks"]
+
+_PARA_SEP = re.compile(r"\n[ \t\r\f\v]*\n\s*")
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|\w+(?:['’\-]\w+)*|[^\w\s]")
+_TERMINATOR = re.compile(r"(?:[.!?…]+)[\"'”’)\]»]*(?=\s|$)")
+_WORD_BEFORE = re.compile(r"([\w.\-]+)$")
+
+# never end a sentence after these (lowercased, without the final period)
+_ABBREV_STRONG = frozenset(
+    """mr mrs ms dr prof sr jr st mt gen col lt capt sgt rev hon gov sen rep pres messrs mme mlle
+    e.g i.e cf vs v al approx ca dept est
+    jan feb mar apr jun jul aug sep sept oct nov dec""".split()
+)
+# abbreviations only before a number ("No. 5", "Fig. 2"; but "Hell no. Thats ...")
+_ABBREV_NUMERIC = frozenset("no nos fig figs eq eqs vol pp p ch sec art".split())
+# end a sentence after these only when the next word is capitalized
+_ABBREV_WEAK = frozenset("etc inc ltd corp co bros u.s u.k u.n a.m p.m ph.d b.a m.a jr.".split())
+
+
+def split_paragraphs(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Spans of the blank-line-separated blocks of ``text[start:end]``, trimmed."""
+    end = len(text) if end is None else end
+    spans = []
+    pos = start
+    for m in _PARA_SEP.finditer(text, start, end):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, end))
+    return [t for t in (_trim(text, s, e) for s, e in spans) if t[1] > t[0]]
+
+
+def _trim(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e
+
+
+def _is_boundary(text: str, term_start: int, term_end: int, limit: int) -> bool:
+    nxt = term_end
+    while nxt < limit and text[nxt].isspace():
+        nxt += 1
+    if nxt >= limit:
+        return True
+    following = text[nxt]
+    if following.islower():
+        return False
+    if text[term_start] != "." or text.startswith("..", term_start):
+        return True
+    m = _WORD_BEFORE.search(text, max(0, term_start - 64), term_start)  # bounded look-behind window
+    if m is None:
+        return True
+    word = m.group(1).lower().lstrip(".-")
+    if word in _ABBREV_STRONG:
+        return False
+    if word in _ABBREV_NUMERIC:
+        return not following.isdigit()
+    before = text[m.start() - 1] if m.start() > 0 else " "
+    if len(word) == 1 and m.group(1).isupper() and before not in "'’":  # an initial: "J. Smith" (not "didn't.")
+        return False
+    if word in _ABBREV_WEAK or re.fullmatch(r"(?:\w\.)+\w", word):  # etc. / U.S.
+        return following.isupper()
+    return True
+
+
+def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Spans of the sentences of ``text[start:end]`` (see the module docstring), trimmed."""
+    end = len(text) if end is None else end
+    spans = []
+    pos = start
+    for m in _TERMINATOR.finditer(text, start, end):
+        if _is_boundary(text, m.start(), m.end(), end):
+            spans.append((pos, m.end()))
+            pos = m.end()
+    spans.append((pos, end))
+    return [t for t in (_trim(text, s, e) for s, e in spans) if t[1] > t[0]]
+
+
+def tokenize(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str]]:
+    """``(start, end, "word" | "punct")`` for each token of ``text[start:end]``."""
+    end = len(text) if end is None else end
+    return [
+        (m.start(), m.end(), "word" if (m.group()[0].isalnum() or m.group()[0] == "_") else "punct")
+        for m in _TOKEN.finditer(text, start, end)
+    ]
+
+
+def add_blocks(b: TreeBuilder, text: str, parent: int, start: int, end: int, label: str = "paragraph", split: bool = True) -> None:
+    """Append one block node (paragraph/heading) with its sentences and tokens under ``parent``."""
+    block = b.add(label, parent, start, end)
+    for s, e in (split_sentences(text, start, end) if split else [(start, end)]):
+        sent = b.add("sentence", block, s, e)
+        for ts, te, kind in tokenize(text, s, e):
+            b.add(kind, sent, ts, te)
+
+
+def finish(b: TreeBuilder, kind: str, text: str, name: str, meta: dict) -> Structure:
+    """Build the Structure and attach the hierarchy ids as attributes."""
+    from ..coords.hierarchy import hierarchy_ids
+
+    s = b.build(kind, text, name, meta)
+    s.attrs.update(hierarchy_ids(s.labels, s.parent))
+    return s
+
+
+def parse_document(text: str, name: str | None = None) -> Structure:
+    """Parse plain text into a ``kind="document"`` tree (see the module docstring)."""
+    name = name or "<document>"
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")
+    b = TreeBuilder()
+    root = b.add("document", -1, 0, len(text))
+    for ps, pe in split_paragraphs(text):
+        add_blocks(b, text, root, ps, pe)
+    return finish(b, "document", text, name, {"format": "text"})

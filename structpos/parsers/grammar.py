@@ -1,0 +1,106 @@
+"""Any lark grammar → preorder parse tree with character spans.
+
+``parse_grammar(text, grammar)`` parses ``text`` with a user grammar (grammar source text,
+or a ready ``lark.Lark``). Rule nodes are labelled with the rule name (``Tree.data``);
+tokens kept in the tree become leaf nodes labelled with their terminal type (``NUMBER``,
+``NAME``, anonymous ones like ``PLUS``), attribute ``is_token`` marks them. Spans are
+lark's character offsets: ``meta.start_pos/end_pos`` for rules (the grammar is compiled
+with ``propagate_positions=True``), ``start_pos/end_pos`` for tokens; a rule that matched
+nothing has no span (``-1``); with a ``Lark`` compiled without positions, rule spans
+are the hull of their tokens. LALR is the default (fast); use ``parser="earley"`` for
+ambiguous grammars. Compiled grammars are cached per (grammar, start, parser).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..structure import Structure, StructureError
+from . import require
+from ._tree_builder import TreeBuilder
+
+__all__ = ["parse_grammar"]
+
+
+@lru_cache(maxsize=32)
+def _compile(grammar: str, start: str, parser: str):
+    lark = require("lark", "text", "parse_grammar")
+    return lark.Lark(grammar, start=start, parser=parser, propagate_positions=True)
+
+
+def parse_grammar(text: str, grammar, start: str = "start", parser: str = "lalr", name: str | None = None) -> Structure:
+    """Parse ``text`` with ``grammar`` into a ``kind="tree"`` Structure (see module docstring)."""
+    lark = require("lark", "text", "parse_grammar")
+    name = name or "<grammar input>"
+    if parser not in ("lalr", "earley"):
+        raise ValueError(f"parser must be 'lalr' or 'earley', not {parser!r}")
+    if isinstance(grammar, lark.Lark):
+        compiled = grammar
+    else:
+        try:
+            compiled = _compile(grammar, start, parser)
+        except lark.exceptions.LarkError as e:  # GrammarError, or grammar text that does not parse
+            raise StructureError(f"bad grammar: {e}", name="<grammar>") from None
+    try:
+        tree = compiled.parse(text)
+    except lark.exceptions.UnexpectedInput as e:
+        line, col = getattr(e, "line", -1), getattr(e, "column", -1)
+        at_end = isinstance(e, lark.exceptions.UnexpectedEOF) or (
+            isinstance(e, lark.exceptions.UnexpectedToken) and e.token.type == "$END")
+        if at_end or line is None or line < 0:  # report the end of the input itself
+            lines = text.split("\n")
+            line, col = len(lines), len(lines[-1]) + 1
+        raise StructureError(_describe(e, lark.exceptions), name=name, position=f"line:col {line}:{col}") from None
+    return _to_structure(tree, text, name, lark.Token)
+
+
+def _describe(e, exc) -> str:
+    expected = sorted(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
+    want = f"; expected one of {', '.join(expected[:8])}{' ...' if len(expected) > 8 else ''}" if expected else ""
+    if isinstance(e, exc.UnexpectedCharacters):
+        return f"no terminal matches {e.char!r}{want}"
+    if isinstance(e, exc.UnexpectedEOF):
+        return f"unexpected end of input{want}"
+    if isinstance(e, exc.UnexpectedToken):
+        if e.token.type == "$END":
+            return f"unexpected end of input{want}"
+        return f"unexpected token {e.token.type} {str(e.token)!r}{want}"
+    return type(e).__name__
+
+
+def _to_structure(tree, text: str, name: str, Token) -> Structure:
+    b = TreeBuilder({"is_token": (False, bool)})
+    stack = [(tree, -1)]
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, Token):
+            b.add(str(node.type), parent, node.start_pos, node.end_pos, is_token=True)
+            continue
+        if not hasattr(node, "data"):  # None placeholders (maybe_placeholders) and plain values
+            continue
+        meta = node.meta
+        if getattr(meta, "empty", True):
+            s = e = -1
+        else:
+            s, e = meta.start_pos, meta.end_pos
+        i = b.add(str(node.data), parent, s, e)
+        stack.extend((c, i) for c in reversed(node.children))
+    _fill_rule_spans(b)
+    return b.build("tree", text, name, {"format": "grammar"})
+
+
+def _fill_rule_spans(b: TreeBuilder) -> None:
+    """Rules without positions (a ``Lark`` built without ``propagate_positions``) span their tokens."""
+    missing = [i for i in range(len(b)) if b.start[i] < 0]
+    if not missing:
+        return
+    lo = {i: -1 for i in missing}
+    hi = {i: -1 for i in missing}
+    for i in range(len(b) - 1, -1, -1):  # children before parents
+        s, e = (lo[i], hi[i]) if i in lo else (b.start[i], b.end[i])
+        if i in lo:
+            b.start[i], b.end[i] = s, e
+        p = b.parent[i]
+        if s >= 0 and p in lo:
+            lo[p] = s if lo[p] < 0 else min(lo[p], s)
+            hi[p] = max(hi[p], e)

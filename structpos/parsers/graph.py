@@ -1,0 +1,215 @@
+"""Graphs (kind ``"graph"``) from networkx, a ``2 × E`` ``edge_index`` or a PyG ``Data``.
+
+Edge convention — edges are stored **exactly as given**, in input order, never symmetrized
+or deduplicated; ``directed`` says how to read them:
+
+* ``directed=True``: stored edge ``(u, v)`` is the arc ``u → v``;
+* ``directed=False``: stored edge ``(u, v)`` stands for the unordered pair ``{u, v}``. Input
+  may list a pair once (networkx style) or in both directions (PyG style); consumers build the
+  symmetric adjacency by *assigning* ``A[u, v] = A[v, u] = w`` (not by summing), so both styles
+  give the same matrix. :func:`adjacency` does exactly that.
+
+``Structure.edges()`` returns ``(edge_index, edge_weight)`` as stored (``edge_weight`` is
+``None`` when the input has no weights). When ``directed`` is not given: networkx input uses
+``G.is_directed()``; ``edge_index``/PyG input is read as undirected when every edge's reverse
+is present too (PyG's ``is_undirected`` test, weights included), else as directed.
+
+Node order: ``list(G.nodes)`` for networkx (original node keys in ``meta["node_ids"]``),
+``0 .. num_nodes-1`` otherwise. Labels: the node attribute named by ``label`` when present,
+else ``str(node)``. Spans are ``-1`` unless ``node_text`` is given (a sequence of strings, or
+for networkx the name of a node attribute): then ``source`` is the texts joined by newlines and
+node ``i`` spans its text. Multi-dimensional PyG ``edge_attr`` is kept in ``meta["edge_attr"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..structure import Structure, StructureError
+
+__all__ = ["parse_graph", "adjacency"]
+
+
+def _to_numpy(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):  # torch tensor
+        x = x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _check_edge_index(ei: Any, num_nodes: int | None, name: str) -> tuple[np.ndarray, int]:
+    a = _to_numpy(ei)
+    if a.ndim != 2 or a.shape[0] != 2:
+        raise StructureError(f"edge_index must have shape (2, E), got {a.shape}", name=name)
+    if a.size and a.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(a).all(0) | (a != np.round(a)).any(0))
+        if bad.size:
+            raise StructureError(f"edge_index entries must be integers, got {a[:, bad[0]].tolist()}", name=name, position=f"edge {int(bad[0])}")
+    elif a.size and a.dtype.kind not in "iub":
+        raise StructureError(f"edge_index must be an integer array, got dtype {a.dtype}", name=name)
+    a = a.astype(np.int64)
+    if num_nodes is None:
+        num_nodes = int(a.max()) + 1 if a.size else 0
+    if num_nodes < 0:
+        raise StructureError(f"num_nodes must be ≥ 0, got {num_nodes}", name=name)
+    bad = np.flatnonzero(((a < 0) | (a >= num_nodes)).any(0))
+    if bad.size:
+        k = int(bad[0])
+        raise StructureError(
+            f"edge ({a[0, k]}, {a[1, k]}) refers to a node outside 0..{num_nodes - 1}", name=name, position=f"edge {k}"
+        )
+    return a, num_nodes
+
+
+def _check_weights(w: Any, n_edges: int, name: str) -> np.ndarray | None:
+    if w is None:
+        return None
+    a = _to_numpy(w)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.shape != (n_edges,):
+        raise StructureError(f"edge weights must have shape ({n_edges},), got {a.shape}", name=name)
+    try:
+        a = a.astype(np.float64)
+    except (TypeError, ValueError):
+        raise StructureError(f"edge weights must be numbers, got dtype {a.dtype}", name=name) from None
+    bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
+    if bad.size:
+        k = int(bad[0])
+        raise StructureError(f"edge weight {a[k]} is not a finite non-negative number", name=name, position=f"edge {k}")
+    return a
+
+
+def _is_symmetric(ei: np.ndarray, w: np.ndarray | None, n: int) -> bool:
+    """Every edge (u, v) has its reverse (v, u) with the same weight (PyG ``is_undirected``)."""
+    if ei.shape[1] == 0:
+        return True
+    key = ei[0] * max(n, 1) + ei[1]
+    rkey = ei[1] * max(n, 1) + ei[0]
+    if w is None:
+        return bool(np.isin(rkey, key).all())
+    order = np.lexsort((w, key))
+    rorder = np.lexsort((w, rkey))
+    return bool(np.array_equal(key[order], rkey[rorder]) and np.array_equal(w[order], w[rorder]))
+
+
+def _attach_text(texts: Sequence[str] | None, n: int, name: str):
+    if texts is None:
+        return None, None, None
+    texts = [str(t) for t in texts]
+    if len(texts) != n:
+        raise StructureError(f"node_text has {len(texts)} entries for {n} nodes", name=name)
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64) if n else np.zeros(0, np.int64)
+    return "\n".join(texts), start, start + lengths
+
+
+def _from_networkx(G, label, weight, node_text, name):
+    nodes = list(G.nodes)
+    index = {v: i for i, v in enumerate(nodes)}
+    data = G.nodes
+    labels = [str(data[v][label]) if label is not None and label in data[v] else str(v) for v in nodes]
+    edges = list(G.edges(data=True))
+    ei = np.array([[index[u] for u, _, _ in edges], [index[v] for _, v, _ in edges]], dtype=np.int64).reshape(2, -1)
+    has_w = weight is not None and any(weight in d for _, _, d in edges)
+    w = None
+    if has_w:
+        w = []
+        for k, (_, _, d) in enumerate(edges):
+            try:
+                w.append(float(d.get(weight, 1.0)))
+            except (TypeError, ValueError):
+                raise StructureError(f"edge weight {d.get(weight)!r} is not a number", name=name, position=f"edge {k}") from None
+    if isinstance(node_text, str):
+        node_text = [data[v].get(node_text, "") for v in nodes]
+    return nodes, labels, ei, w, node_text, bool(G.is_directed())
+
+
+def parse_graph(
+    obj: Any,
+    num_nodes: int | None = None,
+    directed: bool | None = None,
+    name: str | None = None,
+    weight: str | None = "weight",
+    *,
+    label: str | None = "label",
+    node_text: Sequence[str] | str | None = None,
+    edge_weight: Any = None,
+) -> Structure:
+    """A graph Structure (see the module docstring for the edge convention).
+
+    ``obj``: a networkx graph, a ``2 × E`` integer array/tensor, or an object with
+    ``edge_index`` (PyG ``Data``: ``num_nodes``, ``edge_weight`` or 1-d ``edge_attr``).
+    ``weight``: the networkx edge attribute holding weights (missing on an edge → 1.0).
+    ``edge_weight``: weights for a bare ``edge_index``. Raises StructureError naming the edge
+    position for out-of-range indices and negative/NaN/infinite weights.
+    """
+    node_ids = None
+    inferred_directed = None
+    extra: dict[str, Any] = {}
+    if hasattr(obj, "is_directed") and hasattr(obj, "nodes") and hasattr(obj, "edges"):
+        name = name or str(getattr(obj, "name", "") or "<networkx>")
+        node_ids, labels, ei, w, node_text, inferred_directed = _from_networkx(obj, label, weight, node_text, name)
+        if num_nodes is not None and num_nodes != len(node_ids):
+            raise StructureError(f"num_nodes={num_nodes} but the graph has {len(node_ids)} nodes", name=name)
+        num_nodes = len(node_ids)
+        ei, num_nodes = _check_edge_index(ei, num_nodes, name)
+        w = _check_weights(w, ei.shape[1], name)
+    else:
+        if hasattr(obj, "edge_index"):  # PyG Data
+            name = name or "<pyg>"
+            if num_nodes is None:
+                num_nodes = getattr(obj, "num_nodes", None)
+            raw_w = getattr(obj, "edge_weight", None)
+            edge_attr = getattr(obj, "edge_attr", None)
+            if raw_w is None and edge_attr is not None:
+                ea = _to_numpy(edge_attr)
+                if ea.ndim == 1 or (ea.ndim == 2 and ea.shape[1] == 1):
+                    raw_w = ea
+                else:
+                    extra["edge_attr"] = ea
+            ei, num_nodes = _check_edge_index(obj.edge_index, num_nodes, name)
+        else:
+            name = name or "<edge_index>"
+            raw_w = edge_weight
+            ei, num_nodes = _check_edge_index(obj, num_nodes, name)
+        if edge_weight is not None and raw_w is not edge_weight:
+            raw_w = edge_weight
+        w = _check_weights(raw_w, ei.shape[1], name)
+        labels = [str(i) for i in range(num_nodes)]
+        inferred_directed = not _is_symmetric(ei, w, num_nodes)
+    source, start, end = _attach_text(node_text, num_nodes, name)
+    meta: dict[str, Any] = {}
+    if node_ids is not None:
+        meta["node_ids"] = node_ids
+    elif extra:
+        meta.update(extra)
+    return Structure(
+        kind="graph",
+        labels=labels,
+        start=start,
+        end=end,
+        edge_index=ei,
+        edge_weight=w,
+        directed=inferred_directed if directed is None else bool(directed),
+        source=source,
+        name=name,
+        meta=meta,
+    )
+
+
+def adjacency(s: Structure) -> np.ndarray:
+    """Dense ``(N, N)`` weighted adjacency by the convention above (assignment, not sums).
+
+    Directed: ``A[u, v] = w``. Undirected: ``A[u, v] = A[v, u] = w``. Parallel edges: the
+    last one listed wins. Meant for tests and small graphs.
+    """
+    n = s.num_nodes
+    ei, w = s.edges()
+    w = np.ones(ei.shape[1]) if w is None else w
+    A = np.zeros((n, n), dtype=np.float64)
+    A[ei[0], ei[1]] = w
+    if not s.directed:
+        A[ei[1], ei[0]] = w
+    return A

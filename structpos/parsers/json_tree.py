@@ -1,0 +1,232 @@
+"""JSON → preorder tree with character spans, built by an iterative scanner.
+
+Node kinds (labels): ``object``, ``array``, ``member:<key>`` (one per object member; its
+span runs from the key's opening quote to the end of the value, its one child is the
+value), ``string``, ``number``, ``boolean``, ``null``. Array elements are the values
+themselves. Attributes:
+
+* ``key`` (object array) — the member key on ``member:`` nodes, ``None`` elsewhere;
+* ``index`` (int) — the element index on direct children of an array, ``-1`` elsewhere.
+
+So the JSON path of node ``i`` is the sequence of ``key``/``index`` entries on the path
+root → ``i`` (:func:`json_path`). Spans of value nodes slice to valid JSON that decodes to
+the value. The scanner keeps an explicit stack (no recursion), so nesting depth is only
+limited by memory; strings are decoded with :func:`json.decoder.scanstring` and numbers
+matched with :data:`json.scanner.NUMBER_RE`, exactly as :func:`json.loads` does (including
+its ``NaN``/``Infinity`` extension).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from json.decoder import scanstring
+from json.scanner import NUMBER_RE
+from typing import Any
+
+from ..structure import Structure, StructureError
+from ._tree_builder import TreeBuilder, line_col
+
+__all__ = ["parse_json", "json_path", "dumps_iterative"]
+
+_WS = re.compile(r"[ \t\n\r]*")
+_LITERALS = (("true", "boolean"), ("false", "boolean"), ("null", "null"),
+             ("NaN", "number"), ("Infinity", "number"), ("-Infinity", "number"))
+
+
+def _columns():
+    return {"key": (None, object), "index": (-1, "int64")}
+
+
+def parse_json(text_or_obj: Any, name: str | None = None) -> Structure:
+    """Parse JSON text (``str``/``bytes``) or a Python value into a ``kind="tree"`` Structure.
+
+    A Python value (anything that is not ``str``/``bytes``) is serialized first, exactly as
+    ``json.dumps(obj)`` with default options would (but without recursion), and the spans
+    index into that text (``structure.source``). Bad JSON raises :class:`StructureError`
+    naming the input and the ``line:col`` of the problem.
+    """
+    if isinstance(text_or_obj, (bytes, bytearray)):
+        text_or_obj = bytes(text_or_obj).decode("utf-8")
+    if isinstance(text_or_obj, str):
+        text = text_or_obj
+        name = name or "<json>"
+        meta = {"format": "json"}
+    else:
+        name = name or "<json object>"
+        text = dumps_iterative(text_or_obj, name=name)
+        meta = {"format": "json", "from_object": True}
+    return _scan(text, name).build("tree", text, name, meta)
+
+
+def _fail(text: str, name: str, pos: int, msg: str):
+    raise StructureError(msg, name=name, position=f"line:col {line_col(text, pos)}")
+
+
+def _scan(text: str, name: str) -> TreeBuilder:
+    b = TreeBuilder(_columns())
+    n = len(text)
+    ws = _WS.match
+    # Each stack frame is [node, is_object, element count, member node or -1].
+    stack: list[list] = []
+    pos = ws(text, 0).end()
+    parent, index = -1, -1  # where the next value goes
+    while True:
+        # ---- parse one value at pos (scalar, or open a container) ----
+        if pos >= n:
+            _fail(text, name, pos, "expected a JSON value, found end of input")
+        c = text[pos]
+        if c == "{" or c == "[":
+            is_obj = c == "{"
+            node = b.add("object" if is_obj else "array", parent, pos, -1, index=index)
+            stack.append([node, is_obj, 0, -1])
+            pos = ws(text, pos + 1).end()
+            close = "}" if is_obj else "]"
+            if pos < n and text[pos] == close:
+                pos += 1
+                b.close(node, pos)
+                stack.pop()
+            elif is_obj:
+                parent, index, pos = _member(b, text, name, pos, stack[-1])
+                continue
+            else:
+                parent, index = node, 0
+                stack[-1][2] = 1
+                continue
+        else:
+            if c == '"':
+                try:
+                    _, end = scanstring(text, pos + 1, True)
+                except json.JSONDecodeError as e:
+                    _fail(text, name, e.pos, e.msg)
+                label = "string"
+            else:
+                m = NUMBER_RE.match(text, pos)
+                if m is not None:
+                    end, label = m.end(), "number"
+                else:
+                    for lit, label in _LITERALS:
+                        if text.startswith(lit, pos):
+                            end = pos + len(lit)
+                            break
+                    else:
+                        _fail(text, name, pos, f"expected a JSON value, found {text[pos:pos + 10]!r}")
+            b.add(label, parent, pos, end, index=index)
+            pos = end
+        # ---- a value just ended at pos: close finished containers ----
+        while True:
+            if not stack:
+                pos = ws(text, pos).end()
+                if pos != n:
+                    _fail(text, name, pos, "extra data after the JSON value")
+                return b
+            frame = stack[-1]
+            if frame[3] >= 0:  # close the member whose value just ended
+                b.close(frame[3], pos)
+            pos = ws(text, pos).end()
+            c = text[pos] if pos < n else ""
+            if c == ",":
+                pos = ws(text, pos + 1).end()
+                if frame[1]:
+                    parent, index, pos = _member(b, text, name, pos, frame)
+                else:
+                    parent, index = frame[0], frame[2]
+                    frame[2] += 1
+                break
+            if c == ("}" if frame[1] else "]"):
+                pos += 1
+                b.close(frame[0], pos)
+                stack.pop()
+                continue
+            what = "',' or '}' after an object member" if frame[1] else "',' or ']' after an array element"
+            _fail(text, name, pos, f"expected {what}, found {c!r}" if c else f"expected {what}, found end of input")
+
+
+def _member(b: TreeBuilder, text: str, name: str, pos: int, frame: list) -> tuple[int, int, int]:
+    """Scan ``"key" :`` at ``pos``; add the member node; return (parent, index, value pos)."""
+    if pos >= len(text) or text[pos] != '"':
+        _fail(text, name, pos, "expected a double-quoted property name")
+    try:
+        key, end = scanstring(text, pos + 1, True)
+    except json.JSONDecodeError as e:
+        _fail(text, name, e.pos, e.msg)
+    colon = _WS.match(text, end).end()
+    if colon >= len(text) or text[colon] != ":":
+        _fail(text, name, colon, "expected ':' after a property name")
+    member = b.add(f"member:{key}", frame[0], pos, -1, key=key)
+    frame[2] += 1
+    frame[3] = member
+    return member, -1, _WS.match(text, colon + 1).end()
+
+
+def json_path(structure: Structure, i: int) -> list[str | int]:
+    """The keys/indices leading from the root to node ``i`` (``obj[p0][p1]...`` is node ``i``)."""
+    keys, idx, parent = structure.attrs["key"], structure.attrs["index"], structure.parent
+    path: list[str | int] = []
+    i = int(i)
+    while i >= 0:
+        if keys[i] is not None:
+            path.append(keys[i])
+        elif idx[i] >= 0:
+            path.append(int(idx[i]))
+        i = int(parent[i])
+    return path[::-1]
+
+
+def _key_text(k: Any, name: str) -> str:
+    if isinstance(k, str):
+        return json.dumps(k)
+    if k is None or isinstance(k, (bool, int, float)):  # json.dumps coerces these keys
+        return json.dumps(json.dumps(k))
+    raise StructureError(f"object keys must be str, int, float, bool or None, not {type(k).__name__}", name=name)
+
+
+def dumps_iterative(obj: Any, name: str = "<json object>") -> str:
+    """``json.dumps(obj)`` (default options) without recursion, for arbitrarily deep values."""
+    out: list[str] = []
+    # stack of (iterator over items, is_dict, container id)
+    stack: list[tuple[Any, bool, int]] = []
+    active: set[int] = set()
+    first = True
+    value = obj
+    while True:
+        # emit `value`
+        if isinstance(value, dict) or isinstance(value, (list, tuple)):
+            if id(value) in active:
+                raise StructureError("circular reference", name=name)
+            is_dict = isinstance(value, dict)
+            if not value:
+                out.append("{}" if is_dict else "[]")
+            else:
+                out.append("{" if is_dict else "[")
+                active.add(id(value))
+                stack.append((iter(value.items() if is_dict else value), is_dict, id(value)))
+                first = True
+        else:
+            try:
+                out.append(json.dumps(value))
+            except TypeError as e:
+                raise StructureError(str(e), name=name) from None
+        # find the next value to emit
+        while stack:
+            it, is_dict, cid = stack[-1]
+            try:
+                item = next(it)
+            except StopIteration:
+                out.append("}" if is_dict else "]")
+                active.discard(cid)
+                stack.pop()
+                first = False
+                continue
+            if not first:
+                out.append(", ")
+            first = False
+            if is_dict:
+                out.append(_key_text(item[0], name))
+                out.append(": ")
+                value = item[1]
+            else:
+                value = item
+            break
+        else:
+            return "".join(out)

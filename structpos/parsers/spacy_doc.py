@@ -1,0 +1,84 @@
+"""A parsed spaCy ``Doc`` → one preorder dependency forest (one tree per sentence).
+
+Duck-typed, so spaCy is not needed to import this module: any object whose iteration
+yields tokens with ``.i``, ``.head.i``, ``.dep_``, ``.idx`` and ``.text`` (optionally
+``.pos_``), with ``.text`` on the document, works. A token whose head is itself is a
+root (spaCy's convention). Each sentence tree is laid out in preorder with dependents in
+token order, sentences in document order; roots have ``parent = -1``.
+
+Attributes: ``token_index`` (spaCy's 0-based ``token.i``), ``head`` (``token.head.i``,
+equal to ``token_index`` for a root), ``sentence`` (0-based sentence number: from
+``doc.sents`` when the document has sentence boundaries, otherwise the rank of the
+token's root), ``upos`` (``token.pos_`` or ``""``). Spans are token spans
+(``meta["nested_spans"] = False``). Heads outside the document or head cycles raise
+:class:`StructureError`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..structure import Structure, StructureError
+from ._dependency import heads_to_preorder
+
+__all__ = ["parse_spacy"]
+
+
+def _sentence_starts(doc) -> list[int] | None:
+    sents = getattr(doc, "sents", None)
+    if sents is None:
+        return None
+    try:
+        return [s[0].i if hasattr(s, "__getitem__") else s.start for s in sents]
+    except (ValueError, AttributeError, TypeError, IndexError):  # spaCy: E030 sentence boundaries unset
+        return None
+
+
+def parse_spacy(doc, name: str | None = None) -> Structure:
+    """Turn a parsed spaCy ``Doc`` (or a Doc-like object) into a ``kind="tree"`` Structure."""
+    name = name or "<spacy doc>"
+    tokens = list(doc)
+    n = len(tokens)
+    if n == 0:
+        raise StructureError("document has no tokens", name=name)
+    base = tokens[0].i
+    idx = np.array([t.i for t in tokens], dtype=np.int64) - base
+    if not np.array_equal(idx, np.arange(n)):
+        raise StructureError("token.i must number the tokens consecutively", name=name)
+    head_i = np.array([t.head.i for t in tokens], dtype=np.int64) - base
+    heads = np.where(head_i == idx, -1, head_i)
+    word = lambda w: f"token {w + base} ({tokens[w].text!r})" if 0 <= w < n else f"token {w + base}"  # noqa: E731
+    order, parent = heads_to_preorder(heads, name=name, word_name=word, single_root=False)
+
+    starts = _sentence_starts(doc)
+    if starts:
+        sentence = np.searchsorted(np.asarray(starts, dtype=np.int64) - base, np.arange(n), side="right") - 1
+    else:  # each token belongs to the tree of its root: propagate down the preorder layout
+        root_rank = np.cumsum(parent == -1) - 1
+        sentence = np.empty(n, dtype=np.int64)
+        sentence[order] = root_rank
+    start = np.array([t.idx for t in tokens], dtype=np.int64)
+    end = start + np.array([len(t.text) for t in tokens], dtype=np.int64)
+    text = doc.text
+    for w in range(n):
+        if text[start[w]:end[w]] != tokens[w].text:
+            raise StructureError(f"{word(w)} does not match the document text at offset {start[w]}", name=name, position=word(w))
+    deps = [tokens[w].dep_ or "dep" for w in order]
+    upos = np.empty(n, dtype=object)
+    upos[:] = [getattr(tokens[w], "pos_", "") or "" for w in order]
+    return Structure(
+        kind="tree",
+        labels=deps,
+        start=start[order],
+        end=end[order],
+        parent=parent,
+        source=text,
+        name=name,
+        attrs={
+            "token_index": idx[order] + base,
+            "head": head_i[order] + base,
+            "sentence": sentence[order],
+            "upos": upos,
+        },
+        meta={"format": "spacy", "nested_spans": False},
+    )

@@ -1,0 +1,211 @@
+"""CSV/TSV tables with exact character offsets for every field.
+
+:func:`scan_csv` is an offset-tracking scanner that splits records and fields the way
+Python's :mod:`csv` module does with the default ``excel`` dialect (``doublequote=True``,
+``strict=False``), except that an unterminated quoted field is an error instead of being
+silently closed at the end of the input:
+
+* records end at ``\\r\\n``, ``\\r`` or ``\\n`` outside quotes; empty lines yield no record
+  (:mod:`csv` yields ``[]`` for them; they carry no cells, so they get no row node);
+* a field that starts with the quote character runs to the matching quote (delimiters and
+  newlines inside are data; ``""`` is one ``"``); anything between that quote and the next
+  delimiter is appended to the value, as :mod:`csv` does;
+* a quote inside an unquoted field is an ordinary character;
+* with an ``escapechar`` (as in :mod:`csv`), the character after it is literal and the
+  escape character is dropped from the value.
+
+Spans: a quoted field's span is the text between its quotes (so ``source[span]`` equals the
+value up to ``""`` → ``"`` and escape decoding); an unquoted field's span is exactly its value. A row's
+span runs from its first field (opening quote included) to its last, line terminator excluded.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..structure import Structure, StructureError
+from ._table_build import TableData, build_table
+
+__all__ = ["scan_csv", "parse_csv_table", "sniff_header"]
+
+
+@lru_cache(maxsize=32)
+def _field_regex(delimiter: str, quotechar: str | None, escapechar: str | None) -> re.Pattern:
+    """One field and its terminator (delimiter, newline or end of input).
+
+    Groups: 1 quoted content, 2 text after the closing quote (kept, as :mod:`csv` does),
+    3 an unquoted field, 4 the terminator. Quoted content is an unrolled loop (runs of
+    ordinary characters separated by doubled quotes or escapes), linear-time.
+    """
+    d = re.escape(delimiter)
+    if escapechar is None:
+        plain = rf"([^{d}\r\n]*)"
+    else:
+        e = re.escape(escapechar)
+        plain = rf"((?:[^{d}{e}\r\n]|{e}[\s\S])*)"
+    term = rf"({d}|\r\n|\r|\n|\Z)"
+    if quotechar is None:
+        return re.compile(rf"(?:(?!)()())?{plain}{term}")  # groups 1-2 never match
+    q = re.escape(quotechar)
+    if escapechar is None:
+        quoted = rf"{q}([^{q}]*(?:{q}{q}[^{q}]*)*){q}(?!{q})"
+    else:
+        quoted = rf"{q}([^{q}{e}]*(?:(?:{q}{q}|{e}[\s\S])[^{q}{e}]*)*){q}(?!{q})"
+    return re.compile(rf"(?:{quoted}{plain}|(?!{q}){plain}){term}")
+
+
+@lru_cache(maxsize=32)
+def _decoder(quotechar: str | None, escapechar: str | None, quoted: bool):
+    """``raw → value``: drop escape characters; inside quotes also ``""`` → ``"``."""
+    alts = []
+    if escapechar is not None:
+        alts.append(rf"{re.escape(escapechar)}([\s\S])")
+    if quoted and quotechar is not None:
+        alts.append(re.escape(quotechar * 2))
+    if not alts:
+        return lambda raw: raw
+    rx = re.compile("|".join(alts))
+    if escapechar is None:
+        return lambda raw: rx.sub(quotechar, raw) if quotechar in raw else raw
+    return lambda raw: rx.sub(lambda m: quotechar if m.group(1) is None else m.group(1), raw)
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def scan_csv(
+    text: str,
+    *,
+    delimiter: str = ",",
+    quotechar: str | None = '"',
+    escapechar: str | None = None,
+    name: str = "<csv>",
+) -> TableData:
+    """Split ``text`` into records of fields with character spans (see the module docstring).
+
+    ``escapechar`` (as in :mod:`csv`): the character after it is taken literally, inside or
+    outside quotes; the escape character itself is dropped from the value.
+    """
+    chars = [c for c in (delimiter, quotechar, escapechar) if c is not None]
+    for ch in chars:
+        if len(ch) != 1 or ch in "\r\n":
+            raise ValueError(f"delimiter, quotechar and escapechar must be single non-newline characters, got {ch!r}")
+    if len(set(chars)) != len(chars):
+        raise ValueError("delimiter, quotechar and escapechar must differ")
+    field = _field_regex(delimiter, quotechar, escapechar)
+    decode_quoted = _decoder(quotechar, escapechar, True)
+    decode_plain = _decoder(quotechar, escapechar, False)
+
+    row_start: list[int] = []
+    row_end: list[int] = []
+    row_count: list[int] = []
+    cell_start: list[int] = []
+    cell_end: list[int] = []
+    cell_text: list[str] = []
+    add_start, add_end, add_text = cell_start.append, cell_end.append, cell_text.append
+    qq = None if quotechar is None else quotechar * 2
+    plain_escapes = escapechar is not None
+    n = len(text)
+    pos = 0
+    at_record_start = True
+    count = 0
+    for m in field.finditer(text):
+        m_start, m_end = m.span()
+        if m_start != pos:
+            what = "unterminated quoted field" if text[pos] == quotechar else f"unexpected {text[pos]!r} after an escape character"
+            raise StructureError(
+                f"{what} (record {len(row_start) - (not at_record_start)}, field {0 if at_record_start else count})",
+                name=name,
+                position=f"line {_line_of(text, pos)}",
+            )
+        if pos == n and at_record_start:
+            break
+        raw_q, tail, raw, term = m.groups()
+        pos = m_end
+        field_end = m_end - len(term)
+        if raw_q is None:
+            if at_record_start and not raw and term != delimiter:  # an empty line: no record
+                continue
+            add_start(m_start)
+            add_end(field_end)
+            add_text(decode_plain(raw) if plain_escapes else raw)
+        else:
+            add_start(m_start + 1)
+            add_end(field_end if tail else m_start + 1 + len(raw_q))
+            if escapechar is None:
+                value = raw_q.replace(qq, quotechar) if quotechar in raw_q else raw_q
+            else:
+                value = decode_quoted(raw_q)
+            add_text(value + decode_plain(tail) if tail else value)
+        if at_record_start:
+            row_start.append(m_start)
+            at_record_start = False
+            count = 1
+        else:
+            count += 1
+        if term != delimiter:
+            row_end.append(field_end)
+            row_count.append(count)
+            at_record_start = True
+    else:
+        if pos != n:  # the last match stopped early: an unterminated quote at the end
+            raise StructureError(
+                f"unterminated quoted field (record {len(row_start)})", name=name, position=f"line {_line_of(text, pos)}"
+            )
+    return TableData(row_start, row_end, row_count, cell_start, cell_end, cell_text)
+
+
+def _kind_of(value: str):
+    """Sniffer-style column type: ``"num"`` for numbers, else the string length."""
+    try:
+        float(value.replace(",", ""))
+        return "num"
+    except ValueError:
+        return len(value)
+
+
+def sniff_header(rows: list[list[str]], sample: int = 20) -> bool:
+    """Does the first row look like a header? (:meth:`csv.Sniffer.has_header`'s vote.)
+
+    For every column whose data cells (rows 1..``sample``) all have one type — numeric, or one
+    fixed string length — the first-row cell votes "header" when it does not share that type.
+    """
+    if len(rows) < 2:
+        return False
+    head, body = rows[0], rows[1 : sample + 1]
+    votes = 0
+    for j, h in enumerate(head):
+        kinds = {_kind_of(r[j]) for r in body if j < len(r)}
+        if len(kinds) != 1:
+            continue
+        votes += 1 if _kind_of(h) not in kinds else -1
+    return votes > 0
+
+
+def parse_csv_table(
+    text: str,
+    *,
+    name: str = "<csv>",
+    header: bool | str = True,
+    delimiter: str = ",",
+    quotechar: str | None = '"',
+    escapechar: str | None = None,
+    header_rows: int | None = None,
+    fmt: str = "csv",
+) -> Structure:
+    """A CSV text as a table Structure; ``header``: True, False or ``"auto"`` (sniffed).
+
+    ``header_rows`` (used by the DataFrame front end for MultiIndex columns) overrides the
+    number of leading header rows.
+    """
+    rows = scan_csv(text, delimiter=delimiter, quotechar=quotechar, escapechar=escapechar, name=name)
+    if header_rows is None:
+        if header == "auto":
+            header_rows = int(sniff_header(rows.text_rows()[:21]))
+        elif isinstance(header, bool) or header in (0, 1):
+            header_rows = int(bool(header)) if rows.row_count else 0
+        else:
+            raise ValueError(f"header must be True, False or 'auto', not {header!r}")
+    return build_table(rows, source=text, name=name, table_span=(0, len(text)), header_rows=header_rows, fmt=fmt)

@@ -1,0 +1,75 @@
+"""YAML → preorder tree with character spans (PyYAML's composer and its node marks).
+
+Same node kinds and ``key``/``index`` attributes as :mod:`structpos.parsers.json_tree`
+(so :func:`~structpos.parsers.json_tree.json_path` works): ``object`` (mapping),
+``array`` (sequence), ``member:<key>`` (span from the key to the end of the value),
+and scalars labelled by their resolved tag (``str``, ``int``, ``float``, ``bool``,
+``null``, ``timestamp``, ...). A stream of several documents gets a ``stream`` root.
+An alias of an already emitted node becomes a leaf ``alias`` with no span (the anchor's
+subtree is not copied, so a self-referencing alias cannot loop; PyYAML keeps no marks for
+aliases, so a member whose value is an alias spans its key only).
+"""
+
+from __future__ import annotations
+
+from ..structure import Structure, StructureError
+from . import require
+from ._tree_builder import TreeBuilder
+
+__all__ = ["parse_yaml"]
+
+
+def _tag_label(node) -> str:
+    tag = node.tag or ""
+    return tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+def parse_yaml(text: str, name: str | None = None) -> Structure:
+    """Parse YAML text into a ``kind="tree"`` Structure (see the module docstring)."""
+    yaml = require("yaml", "text", "parse_yaml")
+    name = name or "<yaml>"
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")
+    try:
+        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        pos = f"line:col {mark.line + 1}:{mark.column + 1}" if mark else None
+        raise StructureError(f"{e.context or ''} {e.problem or ''}".strip(), name=name, position=pos) from None
+    except yaml.YAMLError as e:
+        raise StructureError(str(e), name=name) from None
+    except RecursionError:
+        raise StructureError("YAML nesting too deep for PyYAML's recursive composer", name=name) from None
+    b = TreeBuilder({"key": (None, object), "index": (-1, "int64")})
+    seen: set[int] = set()
+    root = -1
+    if len(docs) != 1:
+        root = b.add("stream", -1, 0, len(text))
+    # explicit stack of (node, parent, key, index); children pushed in reverse order
+    stack = [(d, root, None, i if root >= 0 else -1) for i, d in enumerate(docs)][::-1]
+    while stack:
+        node, parent, key, index = stack.pop()
+        if key is not None:
+            key_node, value = node
+            # an alias value lies elsewhere (its anchor's marks): the member then spans the key only
+            end = key_node.end_mark.index if id(value) in seen else value.end_mark.index
+            member = b.add(f"member:{key}", parent, key_node.start_mark.index, end, key=key, index=index)
+            stack.append((value, member, None, -1))
+            continue
+        if id(node) in seen:
+            b.add("alias", parent, index=index)
+            continue
+        seen.add(id(node))
+        s, e = node.start_mark.index, node.end_mark.index
+        if isinstance(node, yaml.MappingNode):
+            i = b.add("object", parent, s, e, index=index)
+            for k, v in reversed(node.value):
+                k_str = k.value if isinstance(k, yaml.ScalarNode) else text[k.start_mark.index:k.end_mark.index]
+                stack.append(((k, v), i, k_str, -1))
+        elif isinstance(node, yaml.SequenceNode):
+            i = b.add("array", parent, s, e, index=index)
+            for j in range(len(node.value) - 1, -1, -1):
+                stack.append((node.value[j], i, None, j))
+        else:
+            b.add(_tag_label(node), parent, s, e, index=index)
+    return b.build("tree", text, name, {"format": "yaml"})

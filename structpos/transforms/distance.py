@@ -1,0 +1,47 @@
+"""Pairwise-distance transforms for attention biases (see :mod:`structpos.coords.distance`).
+
+A pairwise ``(N, N)`` matrix does not batch in PyG, so both transforms store every ordered
+pair: ``data[f"{attr_name}_index"]`` ``(2, N²)`` (row-major; PyG offsets ``*_index``
+attributes when batching) and ``data[attr_name]`` ``(N²,)``. ``to_dense_adj(index, batch, value)``
+rebuilds the padded ``(B, N_max, N_max)`` bias.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..coords.distance import resistance_distance, shortest_path_distance
+from ._base import BaseTransform, all_pairs, edge_weight_of
+
+
+class AddShortestPathDistance(BaseTransform):
+    """Hop distances capped at ``max_dist`` (``-1`` beyond it or unreachable), int64."""
+
+    def __init__(self, max_dist: int | None = None, attr_name: str = "spd", *, directed: bool = False) -> None:
+        self.max_dist, self.attr_name, self.directed = max_dist, attr_name, directed
+
+    def forward(self, data: Any) -> Any:
+        D = shortest_path_distance(data.edge_index, data.num_nodes, self.max_dist, directed=self.directed)
+        device = data.edge_index.device
+        data[f"{self.attr_name}_index"] = all_pairs(data.num_nodes, device)
+        data[self.attr_name] = D.reshape(-1).to(device)
+        return data
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}(max_dist={self.max_dist})"
+
+
+class AddResistanceDistance(BaseTransform):
+    """Effective resistances (``inf`` across components), float32 by default."""
+
+    def __init__(self, attr_name: str = "resistance", *, dtype: torch.dtype = torch.float32) -> None:
+        self.attr_name, self.dtype = attr_name, dtype
+
+    def forward(self, data: Any) -> Any:
+        R = resistance_distance(data.edge_index, data.num_nodes, edge_weight_of(data))
+        device = data.edge_index.device
+        data[f"{self.attr_name}_index"] = all_pairs(data.num_nodes, device)
+        data[self.attr_name] = R.reshape(-1).to(device, self.dtype)
+        return data

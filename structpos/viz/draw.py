@@ -1,0 +1,358 @@
+"""Matplotlib drawings of a :class:`~structpos.Structure` (headless: Agg/SVG backends only).
+
+* :func:`draw_structure` — the tree / table grid / graph with nodes coloured by a value.
+* :func:`draw_similarity` — three panels: the structural distance matrix, the rotary score
+  matrix ``⟨R(c_i) q, R(c_j) k⟩`` (see :mod:`structpos.viz.similarity`), and a scatter of
+  score against distance with the mean score per distance.
+* :func:`show_figure` — both, in one figure of a given pixel size.
+
+Figures are built with :class:`matplotlib.figure.Figure` directly (never ``pyplot``), so no
+GUI backend or display is touched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..structure import Structure, StructureError
+from .layout import hop_distance, layout, tree_depth
+from .similarity import rotary_scores
+
+__all__ = [
+    "truncate",
+    "node_values",
+    "coordinate_matrix",
+    "structural_distance",
+    "draw_structure",
+    "draw_similarity",
+    "show_figure",
+]
+
+LABEL_LIMIT = 60  #: draw text labels only up to this many nodes
+
+
+# ------------------------------------------------------------------ data preparation
+def truncate(s: Structure, max_nodes: int) -> Structure:
+    """The first ``max_nodes`` nodes of ``s`` (a connected top of a preorder tree; the induced subgraph of a graph)."""
+    n = s.num_nodes
+    if max_nodes <= 0:
+        raise ValueError(f"max_nodes must be positive, got {max_nodes}")
+    if n <= max_nodes:
+        return s
+    m = max_nodes
+    edge_index = edge_weight = None
+    if s.edge_index is not None:
+        keep = (s.edge_index < m).all(axis=0)
+        edge_index = s.edge_index[:, keep]
+        edge_weight = None if s.edge_weight is None else s.edge_weight[keep]
+    return Structure(
+        kind=s.kind,
+        labels=s.labels[:m],
+        start=s.start[:m],
+        end=s.end[:m],
+        parent=None if s.parent is None else s.parent[:m],
+        edge_index=edge_index,
+        edge_weight=edge_weight,
+        directed=s.directed,
+        source=s.source,
+        name=s.name,
+        attrs={k: v[:m] for k, v in s.attrs.items()},
+        meta={**s.meta, "truncated_from": n},
+    )
+
+
+def _column(arr: np.ndarray, name: str, col: int | None, where: str) -> np.ndarray:
+    arr = np.asarray(arr)
+    if arr.ndim == 1:
+        if col not in (None, 0):
+            raise ValueError(f"{where} {name!r} is one column; cannot take column {col}")
+        return arr
+    flat = arr.reshape(len(arr), -1)
+    c = 0 if col is None else col
+    if not 0 <= c < flat.shape[1]:
+        raise ValueError(f"{where} {name!r} has {flat.shape[1]} columns; column {c} does not exist")
+    return flat[:, c]
+
+
+def node_values(s: Structure, color_by: str, coords: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, bool]:
+    """Per-node values to colour by: ``(values, categorical)``.
+
+    ``color_by`` is a coordinate name (``"depth"``, ``"lap:2"`` / ``"lap[2]"`` for column 2 of a
+    multi-column one), a node attribute (``"row"``), ``"label"`` (categorical), or one of the
+    built-ins ``"depth"`` (trees), ``"degree"``, ``"index"``.
+    """
+    coords = coords or {}
+    name, col = color_by, None
+    for sep in (":", "["):
+        if sep in color_by:
+            head, _, tail = color_by.partition(sep)
+            tail = tail.rstrip("]")
+            if tail.lstrip("-").isdigit():
+                name, col = head, int(tail)
+    if name == "label":
+        return np.asarray([str(x) for x in s.labels], dtype=object), True
+    if color_by in coords:
+        return _column(coords[color_by], color_by, None, "coordinate"), False
+    if name in coords:
+        return _column(coords[name], name, col, "coordinate"), False
+    if name in s.attrs:
+        return _column(s.attrs[name], name, col, "attribute"), False
+    if name == "depth" and s.parent is not None:
+        return tree_depth(s.parent), False
+    if name == "degree":
+        ei, _ = s.edges()
+        return np.bincount(ei.ravel(), minlength=s.num_nodes), False
+    if name in ("index", "position"):
+        return np.arange(s.num_nodes), False
+    known = sorted(set(coords) | set(s.attrs) | {"label", "degree", "index"} | ({"depth"} if s.parent is not None else set()))
+    raise ValueError(f"{s.name}: cannot colour by {color_by!r}; available: {', '.join(known)}")
+
+
+def coordinate_matrix(coords: dict[str, np.ndarray], names: list[str] | None = None, n: int | None = None) -> tuple[np.ndarray, list[str]]:
+    """Stack the chosen numeric coordinate arrays into ``(N, A)``; return it and the axis names."""
+    names = list(coords) if names is None else names
+    cols, axis_names = [], []
+    for name in names:
+        if name not in coords:
+            raise ValueError(f"unknown coordinate {name!r}; available: {', '.join(coords)}")
+        arr = np.asarray(coords[name])
+        if arr.dtype.kind not in "iuf":
+            continue
+        flat = arr.reshape(len(arr), -1).astype(np.float64)
+        cols.append(flat)
+        axis_names += [name] if flat.shape[1] == 1 else [f"{name}[{j}]" for j in range(flat.shape[1])]
+    if not cols:
+        raise ValueError(f"no numeric coordinates among {names}")
+    mat = np.concatenate(cols, axis=1)
+    if n is not None and len(mat) != n:
+        raise ValueError(f"coordinates have {len(mat)} rows, structure has {n} nodes")
+    return mat, axis_names
+
+
+def structural_distance(s: Structure) -> np.ndarray:
+    """``(N, N)`` hop distance along edges (tree edges, graph edges); for an edgeless table the
+    grid distance ``|Δrow| + |Δcol|``."""
+    ei, _ = s.edges()
+    if ei.shape[1] == 0 and "row" in s.attrs and "col" in s.attrs:
+        r = np.asarray(s.attrs["row"], dtype=float)
+        c = np.asarray(s.attrs["col"], dtype=float)
+        return np.abs(r[:, None] - r[None]) + np.abs(c[:, None] - c[None])
+    return hop_distance(s)
+
+
+# ------------------------------------------------------------------ drawing
+def _short(x, width: int = 12) -> str:
+    t = " ".join(str(x).split())
+    return t if len(t) <= width else t[: width - 1] + "…"
+
+
+def _colors(values: np.ndarray, categorical: bool, cmap_name: str = "viridis"):
+    """RGBA per node plus what to put in the legend/colorbar."""
+    import matplotlib as mpl
+
+    if categorical:
+        cats, inv = np.unique(values.astype(str), return_inverse=True)
+        counts = np.bincount(inv)
+        order = np.argsort(-counts, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        cmap = mpl.colormaps["tab20"]
+        top = 19
+        rgba = np.where((rank[inv] < top)[:, None], cmap(np.minimum(rank[inv], top) % 20), (0.7, 0.7, 0.7, 1.0))
+        legend = [(cats[order[r]], cmap(r % 20)) for r in range(min(top, len(cats)))]
+        if len(cats) > top:
+            legend.append((f"other ({len(cats) - top})", (0.7, 0.7, 0.7, 1.0)))
+        return rgba, ("legend", legend)
+    v = np.asarray(values, dtype=float)
+    finite = np.isfinite(v)
+    lo, hi = (np.min(v[finite]), np.max(v[finite])) if finite.any() else (0.0, 1.0)
+    norm = mpl.colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1)
+    cmap = mpl.colormaps[cmap_name]
+    rgba = cmap(norm(np.where(finite, v, lo)))
+    rgba[~finite] = (0.8, 0.8, 0.8, 1.0)
+    return rgba, ("colorbar", mpl.cm.ScalarMappable(norm=norm, cmap=cmap))
+
+
+def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorical: bool = False, ax=None, title: str | None = None, color_label: str = "", text: str = "auto"):
+    """Draw ``s`` (tree, table grid or graph) on ``ax`` with node colours from ``values``.
+
+    ``text``: ``"auto"`` labels nodes when there are at most :data:`LABEL_LIMIT`, ``"none"`` never.
+    Returns the axes.
+    """
+    from matplotlib.collections import LineCollection
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch, Rectangle
+
+    if ax is None:
+        ax = Figure(figsize=(8, 6)).add_subplot()
+    n = s.num_nodes
+    style, pos = layout(s)
+    if values is None:
+        values, categorical = node_values(s, "depth" if s.parent is not None else "degree")
+    if len(values) != n:
+        raise ValueError(f"{s.name}: {len(values)} colour values for {n} nodes")
+    rgba, key = _colors(np.asarray(values), categorical)
+    show_text = text == "auto" and n <= LABEL_LIMIT
+    fig = ax.figure
+
+    if style == "grid":
+        cell = np.isfinite(pos).all(axis=1)
+        rs = np.asarray(s.attrs.get("rowspan", np.ones(n)), dtype=float)
+        cs = np.asarray(s.attrs.get("colspan", np.ones(n)), dtype=float)
+        row = np.asarray(s.attrs["row"], dtype=float)
+        col = np.asarray(s.attrs["col"], dtype=float)
+        for i in np.flatnonzero(cell):
+            ax.add_patch(Rectangle((col[i] - 0.5, -row[i] - max(rs[i], 1) + 0.5), max(cs[i], 1), max(rs[i], 1), facecolor=rgba[i], edgecolor="white", linewidth=1.0))
+            if show_text or cell.sum() <= 150:
+                txt = s.node_text(i) or str(s.labels[i])
+                lum = 0.299 * rgba[i][0] + 0.587 * rgba[i][1] + 0.114 * rgba[i][2]
+                ax.text(pos[i, 0], pos[i, 1], _short(txt, 14), ha="center", va="center", fontsize=7, color="black" if lum > 0.5 else "white")
+        if cell.any():
+            ax.set_xlim(np.nanmin(col[cell]) - 0.6, np.nanmax(col[cell] + np.maximum(cs[cell], 1)) - 0.4)
+            ax.set_ylim(-np.nanmax(row[cell] + np.maximum(rs[cell], 1)) + 0.4, -np.nanmin(row[cell]) + 0.6)
+        if cell.any():
+            cols_u = np.unique(col[cell]).astype(int)
+            rows_u = np.unique(row[cell]).astype(int)
+            ax.set_xticks(cols_u[:: max(1, len(cols_u) // 20)])
+            rows_t = rows_u[:: max(1, len(rows_u) // 20)]
+            ax.set_yticks(-rows_t, [str(r) for r in rows_t])
+        ax.set_xlabel("column")
+        ax.set_ylabel("row")
+    else:
+        ei, _ = s.edges()
+        if ei.shape[1]:
+            seg = np.stack([pos[ei[0]], pos[ei[1]]], axis=1)
+            ax.add_collection(LineCollection(seg, colors=(0.55, 0.55, 0.55, 0.8), linewidths=0.8 if n < 300 else 0.4, zorder=1))
+        size = 90 if n <= LABEL_LIMIT else max(4.0, 2500.0 / n)
+        ax.scatter(pos[:, 0], pos[:, 1], s=size, c=rgba, edgecolors="black" if n <= LABEL_LIMIT else "none", linewidths=0.4, zorder=2)
+        if show_text:
+            for i in range(n):
+                lab = str(s.labels[i]) if style == "tree" else f"{i}"
+                ax.annotate(_short(lab), pos[i], xytext=(0, -8 if style == "tree" else 6), textcoords="offset points", ha="center", va="top" if style == "tree" else "bottom", fontsize=6.5, zorder=3)
+        ax.autoscale_view()
+        ax.margins(0.06)
+        if style == "tree":
+            ax.set_ylabel("depth")
+            lo = int(-pos[:, 1].max()) if n else 0
+            hi = int(-pos[:, 1].min()) if n else 0
+            step = max(1, (hi - lo) // 8)
+            ticks = np.arange(lo, hi + 1, step)
+            ax.set_yticks(-ticks, [str(t) for t in ticks])
+            ax.set_xticks([])
+        else:
+            ax.set_xticks([])
+            ax.set_yticks([])
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    kind, obj = key
+    if kind == "colorbar":
+        fig.colorbar(obj, ax=ax, label=color_label, shrink=0.8)
+    else:
+        handles = [Patch(facecolor=c, label=_short(lab, 22)) for lab, c in obj]
+        ax.legend(handles=handles, title=color_label or None, fontsize=6.5, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax.set_title(title if title is not None else f"{s.name} ({s.kind}, {n} nodes)", fontsize=10)
+    return ax
+
+
+def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np.ndarray | None = None, encoder=None, head_dim: int = 32, vectors: str = "ones", seed: int = 0, coord_names: list[str] | None = None):
+    """Three panels on ``axes`` (three Axes): distance matrix, rotary score matrix, score-vs-distance scatter.
+
+    Returns ``(distance, scores)``.
+    """
+    from matplotlib.figure import Figure
+
+    n = s.num_nodes
+    coords = np.asarray(coords, dtype=float)
+    if coords.ndim == 1:
+        coords = coords[:, None]
+    if len(coords) != n:
+        raise ValueError(f"{s.name}: coordinates have {len(coords)} rows for {n} nodes")
+    if axes is None:
+        axes = Figure(figsize=(15, 4.5)).subplots(1, 3)
+    dist = structural_distance(s) if distance is None else np.asarray(distance, dtype=float)
+    scores = rotary_scores(coords, encoder=encoder, head_dim=head_dim, vectors=vectors, seed=seed)
+    ax_d, ax_s, ax_x = axes
+    fig = ax_d.figure
+    finite = np.isfinite(dist)
+    dmax = dist[finite].max() if finite.any() else 1.0
+    im = ax_d.imshow(np.where(finite, dist, np.nan), cmap="magma_r", vmin=0, vmax=max(dmax, 1), interpolation="nearest")
+    fig.colorbar(im, ax=ax_d, shrink=0.8, label="hops")
+    ax_d.set_title("structural distance d(i, j)", fontsize=10)
+    lo, hi = float(scores.min()), float(scores.max())
+    if lo < 0 < hi:  # signed scores: diverging map centred on 0
+        lim = max(-lo, hi)
+        im = ax_s.imshow(scores, cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
+    else:  # one sign: use the full colour range for contrast
+        im = ax_s.imshow(scores, cmap="viridis", vmin=lo, vmax=hi if hi > lo else lo + 1e-9, interpolation="nearest")
+    fig.colorbar(im, ax=ax_s, shrink=0.8, label="score")
+    enc_name = type(encoder).__name__ if encoder is not None else "sectioned RoPE"
+    axes_txt = f" on {_short(', '.join(coord_names), 36)}" if coord_names else ""
+    ax_s.set_title(f"score ⟨R(c_i)q, R(c_j)k⟩ ({vectors} q, k)\n{enc_name}{axes_txt}", fontsize=9)
+    for a in (ax_d, ax_s):
+        a.set_xlabel("node j")
+        a.set_ylabel("node i")
+    iu = np.triu_indices(n, k=1)
+    dv, sv = dist[iu], scores[iu]
+    ok = np.isfinite(dv)
+    dv, sv = dv[ok], sv[ok]
+    if dv.size:
+        rng = np.random.default_rng(seed)
+        pick = rng.choice(dv.size, size=min(dv.size, 20000), replace=False)
+        jitter = rng.uniform(-0.15, 0.15, size=pick.size)
+        ax_x.scatter(dv[pick] + jitter, sv[pick], s=3, alpha=0.25, color="tab:blue", linewidths=0, label="node pairs")
+        uniq = np.unique(dv)
+        means = np.array([sv[dv == u].mean() for u in uniq])
+        ax_x.plot(uniq, means, "o-", color="tab:red", markersize=3.5, linewidth=1.5, label="mean per distance")
+        if dv.size > 2 and np.std(dv) > 0 and np.std(sv) > 0:
+            from scipy.stats import spearmanr
+
+            rho = spearmanr(dv, sv).statistic
+            ax_x.text(0.98, 0.97, f"Spearman ρ = {rho:+.2f}", transform=ax_x.transAxes, ha="right", va="top", fontsize=9)
+        ax_x.legend(fontsize=7, loc="lower left")
+    ax_x.set_xlabel("structural distance (hops)")
+    ax_x.set_ylabel("score")
+    ax_x.set_title("score vs distance", fontsize=10)
+    return dist, scores
+
+
+def show_figure(s: Structure, *, color_by: str = "depth", coords: dict[str, np.ndarray] | None = None, rope_coords: list[str] | None = None, similarity: bool = True, encoder=None, size: tuple[int, int] = (1400, 1000), dpi: int = 100, head_dim: int = 32, vectors: str = "ones", seed: int = 0):
+    """One figure of ``size`` pixels: the structure coloured by ``color_by`` and (optionally) the
+    similarity panels computed on the ``rope_coords`` columns of ``coords``.
+
+    ``rope_coords=None`` uses every numeric array in ``coords``; when ``coords`` is empty too,
+    built-in positions: tree (depth, preorder index), table (row, col), graph (node index).
+    """
+    from matplotlib.figure import Figure
+
+    coords = dict(coords or {})
+    w, h = size
+    if w < 200 or h < 150:
+        raise ValueError(f"figure size {w}x{h} px is too small (min 200x150)")
+    fig = Figure(figsize=(w / dpi, h / dpi), dpi=dpi, layout="constrained")
+    values, categorical = node_values(s, color_by, coords)
+    if similarity:
+        gs = fig.add_gridspec(2, 3, height_ratios=[1.3, 1])
+        ax_tree = fig.add_subplot(gs[0, :])
+        axes = [fig.add_subplot(gs[1, j]) for j in range(3)]
+    else:
+        ax_tree = fig.add_subplot()
+    draw_structure(s, values, categorical=categorical, ax=ax_tree, color_label=color_by)
+    if similarity:
+        mat, names = _rope_matrix(s, coords, rope_coords)
+        draw_similarity(s, mat, axes=axes, encoder=encoder, head_dim=max(head_dim, 2 * mat.shape[1]), vectors=vectors, seed=seed, coord_names=names)
+    return fig
+
+
+def _rope_matrix(s: Structure, coords: dict[str, np.ndarray], names: list[str] | None) -> tuple[np.ndarray, list[str]]:
+    if names:
+        return coordinate_matrix(coords, names, n=s.num_nodes)
+    if coords:
+        return coordinate_matrix(coords, n=s.num_nodes)
+    fallback: dict[str, np.ndarray] = {}
+    if s.parent is not None:
+        fallback = {"depth": tree_depth(s.parent), "preorder": np.arange(s.num_nodes)}
+    elif "row" in s.attrs and "col" in s.attrs:
+        fallback = {"row": s.attrs["row"], "col": s.attrs["col"]}
+    else:
+        fallback = {"index": np.arange(s.num_nodes)}
+    return coordinate_matrix(fallback, n=s.num_nodes)

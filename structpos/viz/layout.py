@@ -1,0 +1,150 @@
+"""Node positions for drawing a :class:`~structpos.Structure` (no graphviz needed).
+
+* :func:`tree_layout` — a layered tidy layout: leaves take consecutive x slots in preorder,
+  a parent sits midway between its first and last child, ``y = -depth``.
+* :func:`grid_layout` — table cells at ``(col, -row)`` from the ``row``/``col`` attributes.
+* :func:`graph_layout` — classical multidimensional scaling of the hop-distance matrix
+  (``B = -½ J D² J``, coordinates = top-2 eigenvectors of ``B`` scaled by ``√λ``), which is
+  deterministic (up to a fixed sign convention) and places nodes so that Euclidean distance
+  approximates shortest-path distance. Disconnected components are laid out side by side.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..structure import Structure, StructureError
+
+__all__ = ["tree_depth", "tree_layout", "grid_layout", "graph_layout", "layout"]
+
+
+def tree_depth(parent: np.ndarray) -> np.ndarray:
+    """Depth of every node of a forest given by ``parent`` (roots have depth 0).
+
+    List ranking by pointer jumping: ``d[i]`` = hops from ``i`` to ``anc[i]``; every round does
+    ``d[i] += d[anc[i]]; anc[i] = anc[anc[i]]`` for all ``i`` at once, so ``O(N log H)``.
+    """
+    anc = np.asarray(parent, dtype=np.int64).copy()
+    d = (anc >= 0).astype(np.int64)
+    live = np.flatnonzero(anc >= 0)
+    while live.size:
+        up = anc[live]
+        d[live] += d[up]
+        anc[live] = anc[up]
+        live = live[anc[live] >= 0]
+    return d
+
+
+def _check_tree(s: Structure) -> np.ndarray:
+    if s.parent is None:
+        raise StructureError("tree layout needs a tree (parent array)", name=s.name)
+    parent = s.parent
+    bad = np.flatnonzero(parent >= np.arange(len(parent)))
+    if bad.size:
+        raise StructureError("parent index is not before its child (not preorder)", name=s.name, position=f"node {int(bad[0])}")
+    return parent
+
+
+def tree_layout(s: Structure) -> np.ndarray:
+    """``(N, 2)`` positions: ``x`` from a leaf-order tidy layout, ``y = -depth``."""
+    parent = _check_tree(s)
+    n = len(parent)
+    if n == 0:
+        return np.zeros((0, 2))
+    depth = tree_depth(parent)
+    has_child = np.zeros(n, dtype=bool)
+    has_child[parent[parent >= 0]] = True
+    x = np.full(n, np.nan)
+    leaves = np.flatnonzero(~has_child)
+    x[leaves] = np.arange(len(leaves), dtype=float)
+    # children come after parents in preorder: one reverse sweep sees all children first
+    lo = np.full(n, np.inf)
+    hi = np.full(n, -np.inf)
+    for i in range(n - 1, -1, -1):
+        if has_child[i]:
+            x[i] = 0.5 * (lo[i] + hi[i])
+        p = parent[i]
+        if p >= 0:
+            if x[i] < lo[p]:
+                lo[p] = x[i]
+            if x[i] > hi[p]:
+                hi[p] = x[i]
+    return np.stack([x, -depth.astype(float)], axis=1)
+
+
+def grid_layout(s: Structure) -> np.ndarray:
+    """``(N, 2)`` cell centres ``(col + (colspan-1)/2, -(row + (rowspan-1)/2))``; NaN for non-cells."""
+    if "row" not in s.attrs or "col" not in s.attrs:
+        raise StructureError("grid layout needs 'row' and 'col' attributes", name=s.name)
+    row = np.asarray(s.attrs["row"], dtype=float)
+    col = np.asarray(s.attrs["col"], dtype=float)
+    rs = np.asarray(s.attrs.get("rowspan", np.ones(len(row))), dtype=float)
+    cs = np.asarray(s.attrs.get("colspan", np.ones(len(col))), dtype=float)
+    pos = np.stack([col + (np.maximum(cs, 1) - 1) / 2, -(row + (np.maximum(rs, 1) - 1) / 2)], axis=1)
+    pos[(row < 0) | (col < 0)] = np.nan
+    return pos
+
+
+def hop_distance(s: Structure) -> np.ndarray:
+    """``(N, N)`` unweighted shortest-path (hop) distance over undirected edges; ``inf`` if unreachable."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    n = s.num_nodes
+    ei, _ = s.edges()
+    if ei.size and (ei.min() < 0 or ei.max() >= n):
+        raise StructureError("edge_index refers to a node that does not exist", name=s.name)
+    a = csr_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n, n))
+    return shortest_path(a, method="D", directed=False, unweighted=True)
+
+
+def _mds(d: np.ndarray) -> np.ndarray:
+    n = len(d)
+    if n == 1:
+        return np.zeros((1, 2))
+    d2 = d**2
+    j = np.eye(n) - 1.0 / n
+    b = -0.5 * j @ d2 @ j
+    w, v = np.linalg.eigh(b)
+    order = np.argsort(w)[::-1][:2]
+    xy = v[:, order] * np.sqrt(np.maximum(w[order], 0))
+    if xy.shape[1] < 2:
+        xy = np.concatenate([xy, np.zeros((n, 2 - xy.shape[1]))], axis=1)
+    # sign convention: node 0 of the component on the non-negative side of each axis
+    xy *= np.where(xy[0] < 0, -1.0, 1.0)
+    return xy
+
+
+def graph_layout(s: Structure, distance: np.ndarray | None = None) -> np.ndarray:
+    """``(N, 2)`` classical-MDS positions from hop distances, components side by side."""
+    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse import csr_matrix
+
+    n = s.num_nodes
+    if n == 0:
+        return np.zeros((0, 2))
+    d = hop_distance(s) if distance is None else distance
+    ei, _ = s.edges()
+    a = csr_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n, n))
+    ncomp, comp = connected_components(a, directed=False)
+    pos = np.zeros((n, 2))
+    x_off = 0.0
+    for c in range(ncomp):
+        idx = np.flatnonzero(comp == c)
+        xy = _mds(d[np.ix_(idx, idx)])
+        xy[:, 0] -= xy[:, 0].min()
+        xy[:, 1] -= xy[:, 1].mean()
+        pos[idx] = xy + [x_off, 0.0]
+        x_off += xy[:, 0].max() + 1.5
+    return pos
+
+
+def layout(s: Structure) -> tuple[str, np.ndarray]:
+    """Pick the drawing style for ``s``: ``("tree"|"grid"|"graph", positions)``."""
+    if s.parent is not None and s.kind != "table":
+        return "tree", tree_layout(s)
+    if "row" in s.attrs and "col" in s.attrs:
+        return "grid", grid_layout(s)
+    if s.parent is not None:
+        return "tree", tree_layout(s)
+    return "graph", graph_layout(s)
