@@ -15,9 +15,13 @@ Variants — the same transformer, seed, data order and step count; only the pos
                preorder index), sectioned allocation;
 * ``treepath`` StructuralRoPE on the root path (child index at each of the first 6 levels)
                plus the preorder index;
-* ``wire``     WIRE: the 8 Laplacian eigenvectors of the function's AST (``lap:8``, scaled by
-               λ^{-1/2}) mapped to rotation angles by a learned dense matrix (StructuralRoPE
-               ``allocation="mixed", learnable=True``: φ_j = ω_j ⟨W_j, t⟩).
+* ``wire``     :class:`~structpos.encoders.WIRE`: the 8 Laplacian eigenvectors of the
+               function's AST (``lap:8``) mapped to rotation angles by a learnable ``Ω``
+               (initialised RoPE-like, ``scale=64``);
+* ``awrope``   :class:`~structpos.encoders.AWRoPE`: q and k transported along the AST edges,
+               ``Y = Σ_{k≤8} z^k T^k X`` with ``T_uv = P_uv e^{iω a_uv}``, phases from the tree
+               coordinates ``a_uv = wᵀ(pos_v − pos_u)``, ``pos = (depth, preorder index)``,
+               learnable ``w``.
 
 Rotary encodings are *relative*: the score between nodes ``m, n`` depends on ``c_m − c_n``
 only. Absolute depth is recoverable through the function node (depth 0, always first), so the
@@ -46,13 +50,14 @@ from torch import nn
 
 import structpos
 from structpos.coords import compute
-from structpos.encoders import StructuralRoPE
+from structpos.encoders import AWRoPE, WIRE, StructuralRoPE
 
 MIN_NODES, MAX_NODES = 24, 160
 NUM_CLASSES = 16  # depth 0..14, 15 = "15 or deeper"
 PATH_LEVELS = 6
 LAP_K = 8
-VARIANTS = ["nope", "rope1d", "tree", "treepath", "wire"]
+VARIANTS = ["nope", "rope1d", "tree", "treepath", "wire", "awrope"]
+DEFAULT_VARIANTS = ["nope", "rope1d", "tree", "wire", "awrope"]
 
 
 # ---------------------------------------------------------------------- data
@@ -61,6 +66,7 @@ class Example:
     tokens: np.ndarray  # (L,) label ids
     depth: np.ndarray  # (L,) target classes
     coords: dict[str, np.ndarray]  # name -> (L, A) float32
+    edges: np.ndarray  # (2, E) AST edges, both directions
 
 
 def stdlib_files(limit: int | None) -> list[Path]:
@@ -99,28 +105,18 @@ def encode_example(labels: list[str], sub: structpos.Structure, vocab: dict[str,
     n = len(labels)
     depth = c["depth"]
     pos = np.arange(n, dtype=np.float32)[:, None]
-    lap = _lap_scaled(c, n)
+    lap = np.nan_to_num(np.asarray(c["lap"], dtype=np.float32).reshape(n, LAP_K))
     coords = {
         "rope1d": pos,
         "tree": np.stack([depth, c["sibling"], np.arange(n)], axis=1).astype(np.float32),
         "treepath": np.concatenate([np.maximum(c["root_path"], 0), pos], axis=1).astype(np.float32),
         "wire": lap,
+        "awrope": np.stack([depth, np.arange(n)], axis=1).astype(np.float32),
     }
     tokens = np.array([vocab.get(x, 1) for x in labels], dtype=np.int64)
-    return Example(tokens, np.minimum(depth, NUM_CLASSES - 1).astype(np.int64), coords)
-
-
-def _lap_scaled(c: dict, n: int) -> np.ndarray:
-    """Laplacian eigenvectors (``lap``) scaled by λ^{-1/2} when eigenvalues are given (WIRE)."""
-    vec = np.asarray(c["lap"], dtype=np.float64).reshape(n, -1)
-    lam = c.get("lap_eigval")
-    if lam is not None:
-        lam = np.asarray(lam, dtype=np.float64).reshape(-1)[: vec.shape[1]]
-        vec = vec / np.sqrt(np.maximum(lam, 1e-6))
-    out = np.zeros((n, LAP_K), dtype=np.float32)
-    k = min(LAP_K, vec.shape[1])
-    out[:, :k] = np.nan_to_num(vec[:, :k])
-    return out
+    child = np.flatnonzero(sub.parent >= 0)
+    edges = np.concatenate([np.stack([sub.parent[child], child]), np.stack([child, sub.parent[child]])], axis=1)
+    return Example(tokens, np.minimum(depth, NUM_CLASSES - 1).astype(np.int64), coords, edges)
 
 
 def build_dataset(num_files: int | None, max_per_file: int, seed: int):
@@ -154,12 +150,15 @@ def batches(examples: list[Example], batch_size: int, rng: np.random.Generator |
         tok = torch.zeros(len(items), L, dtype=torch.long)
         tgt = torch.full((len(items), L), -100, dtype=torch.long)
         coords = {k: torch.zeros(len(items), L, v.shape[1]) for k, v in items[0].coords.items()}
+        edges = []
         for b, e in enumerate(items):
             n = len(e.tokens)
             tok[b, :n] = torch.from_numpy(e.tokens)
             tgt[b, :n] = torch.from_numpy(e.depth)
             for k, v in e.coords.items():
                 coords[k][b, :n] = torch.from_numpy(v)
+            edges.append(e.edges + b * L)  # flattened (B*L) node ids
+        coords["edge_index"] = torch.from_numpy(np.concatenate(edges, axis=1))
         yield tok, tgt, tok > 0, coords
 
 
@@ -176,8 +175,12 @@ class Block(nn.Module):
     def forward(self, x, mask, rope, coords):
         B, L, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(B, L, 3, self.heads, d // self.heads).unbind(2)
-        if rope is not None:
-            q, k = rope(q, k, coords, mask=mask)
+        if isinstance(rope, AWRoPE):  # transport over the flattened batch graph (node axis first)
+            pos = coords["awrope"].reshape(B * L, -1)
+            q, k = rope(q.reshape(B * L, self.heads, -1), k.reshape(B * L, self.heads, -1), coords["edge_index"], pos=pos)
+            q, k = q.reshape(B, L, self.heads, -1), k.reshape(B, L, self.heads, -1)
+        elif rope is not None:
+            q, k = rope(q, k, coords[rope.variant], mask=mask)
         att = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask[:, None, None, :])
         x = x + self.out(att.transpose(1, 2).reshape(B, L, d))
         return x + self.ff(self.ln2(x))
@@ -203,17 +206,18 @@ class Tagger(nn.Module):
         elif variant == "treepath":
             self.rope = StructuralRoPE(hd, PATH_LEVELS + 1, allocation="interleaved", base=1000.0)
         elif variant == "wire":
-            g = torch.Generator().manual_seed(0)
-            w = torch.randn(hd // 2, LAP_K, generator=g)
-            self.rope = StructuralRoPE(hd, LAP_K, allocation="mixed", mixing=w, learnable=True, base=1.0)
+            self.rope = WIRE(hd, LAP_K, learnable=True, scale=64.0, base=1000.0)
+        elif variant == "awrope":
+            self.rope = AWRoPE(hd, z=0.8, K=8, phase="coords", num_axes=2, learnable=True, base=1000.0, check=False)
         else:
             raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
+        if self.rope is not None:
+            self.rope.variant = variant
 
     def forward(self, tok, mask, coords):
-        c = coords.get(self.variant)
         x = self.embed(tok)
         for blk in self.blocks:
-            x = blk(x, mask, self.rope, c)
+            x = blk(x, mask, self.rope, coords)
         return self.head(self.norm(x))
 
 
@@ -248,7 +252,7 @@ def train_variant(variant, train, test, vocab_size, steps, batch_size, seed, lr=
             if step >= steps:
                 break
     secs = time.perf_counter() - t0
-    return evaluate(model, train, 64), evaluate(model, test, 64), float(loss), secs
+    return evaluate(model, train, 64), evaluate(model, test, 64), loss.item(), secs
 
 
 def label_majority_baseline(train, test) -> float:
@@ -265,7 +269,7 @@ def label_majority_baseline(train, test) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small data, few steps (< 60 s)")
-    ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {VARIANTS}")
+    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma-separated subset of {VARIANTS} (default: all but treepath)")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--files", type=int, default=None, help="number of stdlib files to read (sorted order)")
     ap.add_argument("--seed", type=int, default=0)
@@ -276,9 +280,9 @@ def main(argv=None) -> int:
     for v in variants:
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r}; choose from {VARIANTS}")
-    files = args.files or (40 if args.quick else None)
-    steps = args.steps or (60 if args.quick else 600)
-    batch_size = 32
+    files = args.files or (16 if args.quick else None)
+    steps = args.steps or (25 if args.quick else 500)
+    batch_size = 16 if args.quick else 32
     t0 = time.perf_counter()
     train, test, vocab, n_test_files, n_files = build_dataset(files, max_per_file=8 if args.quick else 40, seed=args.seed)
     if not train or not test:

@@ -142,6 +142,8 @@ def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -
     spanned = np.flatnonzero(start >= 0)
     if spanned.size == 0:
         raise StructureError("structure has no node spans to align tokens to", name=structure.name)
+    if not structure.meta.get("nested_spans", True):
+        return _align_flat(structure, s, e, special, flags)
     sp_start = start[spanned]
     if (np.diff(sp_start) < 0).any():
         raise StructureError("node starts are not in preorder; alignment needs a preorder tree with nested spans", name=structure.name)
@@ -167,6 +169,35 @@ def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -
     flags[outside] |= OUTSIDE
     straddle = (node >= 0) & (first_leaf >= 0) & (first_leaf != node) & (end[np.maximum(first_leaf, 0)] < e)
     flags[straddle & ((flags & WHITESPACE) == 0)] |= STRADDLE
+    return Alignment(node, flags)
+
+
+def _align_flat(structure: Structure, s, e, special, flags) -> Alignment:
+    """Alignment when node spans do not nest (dependency trees: each node spans one word).
+
+    A token takes the node whose span covers it; ties (a multiword token's words share a
+    surface span) go to the first such node in source order. A token crossing several words
+    takes the word under its first character and is flagged :data:`STRADDLE`.
+    """
+    start, end = structure.start, structure.end
+    spanned = np.flatnonzero(start >= 0)
+    order = spanned[np.lexsort((-end[spanned], start[spanned]))]
+    o_start = start[order]
+    # the last node starting at or before s whose span reaches past s
+    pos = np.searchsorted(o_start, s, side="right") - 1
+    node = np.full(len(s), -1, dtype=np.int64)
+    ok = (pos >= 0) & ~special
+    cand = np.where(ok, order[np.maximum(pos, 0)], -1)
+    contains_first = ok & (end[np.maximum(cand, 0)] > s)
+    # multiword tokens: earlier nodes with the same start (sorted longest first) also cover s
+    node[contains_first] = cand[contains_first]
+    same = np.searchsorted(o_start, s, side="left")
+    first_same = np.where(ok, order[np.minimum(same, len(order) - 1)], -1)
+    use_first = contains_first & (start[np.maximum(first_same, 0)] == start[np.maximum(cand, 0)]) & (end[np.maximum(first_same, 0)] >= e)
+    node[use_first] = first_same[use_first]
+    full = (node >= 0) & (end[np.maximum(node, 0)] >= e)
+    flags[(node >= 0) & ~full] |= STRADDLE
+    flags[(node < 0) & ~special] |= OUTSIDE
     return Alignment(node, flags)
 
 

@@ -138,7 +138,8 @@ class Structure:
             if bad.size:
                 i = int(bad[0])
                 raise StructureError(f"parent[{i}]={self.parent[i]} breaks preorder (parent < child)", name=self.name, position=f"node {i}")
-            has = (self.parent >= 0) & (self.start >= 0)
+            # dependency trees (CoNLL-U, spaCy) span words, not subtrees: no nesting to check
+            has = (self.parent >= 0) & (self.start >= 0) & bool(self.meta.get("nested_spans", True))
             p = self.parent[has]
             has_p = self.start[p] >= 0
             c = np.flatnonzero(has)[has_p]

@@ -101,3 +101,26 @@ def test_deep_chain_alignment_is_not_recursive():
     st = Structure(kind="tree", labels=["array"] * n, start=start, end=end, parent=np.arange(n) - 1, source=src)
     al = align(st, [(n - 1, n + 1), (0, 1), (2 * n - 1, 2 * n)])
     assert al.node.tolist() == [n - 1, 0, 0]
+
+
+def test_dependency_tree_tokens_take_their_word(shared_data):
+    """CoNLL-U spans are words (not nested): every sub-word piece takes the word it lies in."""
+    import re
+
+    from structpos.parsers.conllu_tree import parse_conllu
+
+    text = (shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu").read_text()
+    text = text[: text.index("\n\n", 200_000) + 2]
+    for sent in parse_conllu(text):
+        offsets = np.array([(m.start(), m.end()) for m in re.finditer(r"\w{1,3}|[^\w\s]", sent.source)]).reshape(-1, 2)
+        al = align(sent, offsets)
+        for (s, e), n in zip(offsets, al.node):
+            covering = np.flatnonzero((sent.start <= s) & (sent.end >= e))
+            if covering.size:
+                assert n in covering
+            else:  # a piece crossing words takes the word under its first character, flagged
+                t = int(np.flatnonzero((offsets[:, 0] == s) & (offsets[:, 1] == e))[0])
+                if n >= 0:
+                    assert sent.start[n] <= s < sent.end[n] and al.flags[t] & STRADDLE
+                else:
+                    assert al.flags[t] & OUTSIDE

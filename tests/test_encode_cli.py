@@ -136,7 +136,7 @@ def test_errors_invariant_with_broken_records(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(lines) + "\n")
     out = tmp_path / "enc"
-    assert main(["encode", str(src), "--kind", "json", "--coords", "tree", "--out", str(out), "--shard-size", "3", "--workers", "2", "--no-progress"]) == 0
+    assert main(["encode", str(src), "--kind", "json", "--coords", "tree", "--out", str(out), "--shard-size", "2", "--workers", "2", "--no-progress"]) == 0
     record_ids = [str(i) for i in range(1, len(lines) + 1)]
     _check_invariant(out, record_ids)
     errors = {e["id"]: e for e in read_errors(out)}
@@ -144,7 +144,9 @@ def test_errors_invariant_with_broken_records(tmp_path):
     assert errors["2"]["error_type"] == "JSONDecodeError"
     for e in errors.values():
         assert f"in.jsonl line {e['id']}" in e["message"], e  # names input and position
-        assert e["shard"] == (int(e["id"]) - 1) // 3
+        assert e["shard"] == (int(e["id"]) - 1) // 2
+    schemas = {str(pq.read_schema(p)) for p in out.glob("part-*.parquet")}
+    assert len(schemas) == 1  # shard 1 (lines 3-4) failed entirely yet has the same columns
     encoded = read_output(out)
     assert set(encoded.column("id").to_pylist()) == set(record_ids) - set(errors)
     row = {r["id"]: r for r in encoded.to_pylist()}["5"]
@@ -193,3 +195,26 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(shared_data, tmp_path)
     assert ids == expected  # same order, nothing lost, nothing twice
     _check_invariant(out, expected)
     assert not list(out.glob(".*.tmp-*"))
+
+
+def test_graph_jsonl_with_spectral_coords_matches_direct(tmp_path):
+    graphs = [
+        {"edge_index": [[0, 1, 2, 3, 1, 2, 3, 0], [1, 2, 3, 0, 0, 1, 2, 3]], "num_nodes": 5},  # 4-cycle + isolated node
+        {"edge_index": [[0, 1], [1, 0]]},
+        {"edges": []},  # no edge_index: an error naming the line
+    ]
+    src = tmp_path / "graphs.jsonl"
+    src.write_text("".join(json.dumps({"name": f"g{i}", "text": g}) + "\n" for i, g in enumerate(graphs)))
+    out = tmp_path / "enc"
+    assert main(["encode", str(src), "--kind", "graph", "--coords", "lap:3,rw:4", "--id-field", "name", "--out", str(out), "--no-progress"]) == 0
+    _check_invariant(out, ["g0", "g1", "g2"])
+    (err,) = read_errors(out)
+    assert err["id"] == "g2" and "graphs.jsonl line 3" in err["message"]
+    rows = read_output(out).to_pylist()
+    for row, g in zip(rows, graphs):
+        g = dict(g)
+        s = parse(np.asarray(g.pop("edge_index")), "graph", **g)
+        c = compute_coords(s, "lap:3,rw:4")
+        assert row["num_nodes"] == s.num_nodes and row["parent"] is None
+        for k, v in c.items():
+            assert np.allclose(np.asarray(row[k], dtype=float), v), k

@@ -195,6 +195,16 @@ def test_table_path_matches_direct_angles(alloc):
     torch.testing.assert_close(cos_f, cos_t, rtol=0, atol=1e-6)
 
 
+def test_unused_axis_and_stacked_table():
+    rope = StructuralRoPE(32, 3, sections=[8, 8, 0])
+    c = torch.randint(0, 300, (2, 5, 3))
+    cos, _ = rope.cos_sin(c)
+    torch.testing.assert_close(cos, rope.angles(c).cos().unsqueeze(-2), rtol=0, atol=1e-6)
+    c2 = c.clone()
+    c2[..., 2] += 7  # the axis without pairs has no effect
+    assert torch.equal(rope.cos_sin(c2)[0], cos)
+
+
 def test_table_cache_keyed_by_extent_not_length():
     rope = StructuralRoPE(32, 2)
     for length in (5, 17, 33, 60):
@@ -249,6 +259,15 @@ def test_learnable_mixing_gets_gradients_and_keeps_relative_property():
     q.requires_grad_(True)
     lf(q, k, torch.randint(0, 9, (1, 6, 2)))[0].sum().backward()
     assert lf.inv_freq.grad is not None and q.grad is not None
+    c = torch.randint(0, 9, (1, 6, 2))
+    with torch.no_grad():  # no stale cached tables after a parameter update
+        before = lf(q, k, c)[0]
+        lf.inv_freq.mul_(0.5)
+        after = lf(q, k, c)[0]
+        ref = StructuralRoPE(16, 2, base=10000.0)
+        ref.inv_freq.copy_(lf.inv_freq)
+        assert not torch.equal(before, after)
+        torch.testing.assert_close(after, ref.rotate(q, c), rtol=1e-5, atol=1e-5)
 
 
 def test_apply_rotary_autograd_matches_fast_path():

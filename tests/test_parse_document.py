@@ -173,6 +173,10 @@ def test_markdown_levels_and_setext():
     assert s.labels[s.children(0)[0]] == "paragraph"  # text before the first heading
     with pytest.raises(ValueError):
         compute(s, "hier:3")
+    crlf = parse_markdown(md.replace("\n", "\r\n")).validate()
+    assert list(crlf.labels) == list(s.labels)
+    assert [crlf.node_text(i) for i in range(len(crlf)) if crlf.labels[i] in TOKENS] == [
+        s.node_text(i) for i in range(len(s)) if s.labels[i] in TOKENS]
 
 
 def test_hier_needs_a_tree():

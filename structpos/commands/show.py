@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         return _fail(f"{path}: no such file")
+    if Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf", ".html", ".htm"):
+        return _fail(f"{args.output}: unsupported output type; use .png, .svg, .pdf or .html")
     try:
         size = _parse_size(args.size)
         options = _parser_options(args)

@@ -107,34 +107,43 @@ def as_graph(
     edges), a PyG ``Data``-like object, a ``(edge_index, num_nodes[, edge_weight])`` tuple, or
     an ``edge_index`` array/tensor (then ``num_nodes`` is required).
     """
+    g = _unchecked(obj, num_nodes, edge_weight, directed, name)
+    _check_values([g])
+    return g
+
+
+def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None) -> list[Graph]:
+    """:func:`as_graph` over a sequence, validated in one vectorised pass; graph ``i`` is named
+    ``graph[i]`` unless it has a name."""
+    out = []
+    for i, g in enumerate(graphs):
+        nm = g.name if isinstance(g, (Structure, Graph)) else f"graph[{i}]"
+        out.append(_unchecked(g, None, None, directed, nm))
+    _check_values(out)
+    return out
+
+
+def _unchecked(obj, num_nodes, edge_weight, directed, name) -> Graph:
+    """Shape/type checks only; :func:`_check_values` checks indices and weights."""
     if isinstance(obj, Graph):
         return obj
     if isinstance(obj, Structure):
         ei, ew = obj.edges()
-        return _validated(ei, obj.num_nodes, ew if edge_weight is None else edge_weight,
-                          obj.directed if directed is None else directed, name or obj.name)
+        return _shaped(ei, obj.num_nodes, ew if edge_weight is None else edge_weight,
+                       obj.directed if directed is None else directed, name or obj.name)
     if hasattr(obj, "edge_index") and hasattr(obj, "num_nodes"):  # PyG Data
         ew = edge_weight if edge_weight is not None else getattr(obj, "edge_weight", None)
         n = obj.num_nodes if num_nodes is None else num_nodes
-        return _validated(obj.edge_index, n, ew, bool(directed), name or "<data>")
+        return _shaped(obj.edge_index, n, ew, bool(directed), name or "<data>")
     if isinstance(obj, tuple) and 2 <= len(obj) <= 3 and num_nodes is None:
         ew = obj[2] if len(obj) == 3 else edge_weight
-        return _validated(obj[0], obj[1], ew, bool(directed), name or "<graph>")
+        return _shaped(obj[0], obj[1], ew, bool(directed), name or "<graph>")
     if num_nodes is None:
         raise TypeError("num_nodes is required when the graph is given as a bare edge_index")
-    return _validated(obj, num_nodes, edge_weight, bool(directed), name or "<graph>")
+    return _shaped(obj, num_nodes, edge_weight, bool(directed), name or "<graph>")
 
 
-def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None) -> list[Graph]:
-    """:func:`as_graph` over a sequence; graph ``i`` is named ``graph[i]`` unless it has a name."""
-    out = []
-    for i, g in enumerate(graphs):
-        nm = g.name if isinstance(g, (Structure, Graph)) else f"graph[{i}]"
-        out.append(as_graph(g, directed=directed, name=nm))
-    return out
-
-
-def _validated(edge_index, num_nodes, edge_weight, directed: bool, name: str) -> Graph:
+def _shaped(edge_index, num_nodes, edge_weight, directed: bool, name: str) -> Graph:
     if num_nodes is None:
         raise StructureError("num_nodes is missing", name=name)
     n = int(num_nodes)
@@ -145,28 +154,47 @@ def _validated(edge_index, num_nodes, edge_weight, directed: bool, name: str) ->
         ei = np.zeros((2, 0), dtype=np.int64)
     if ei.ndim != 2 or ei.shape[0] != 2:
         raise StructureError(f"edge_index must have shape (2, E), got {ei.shape}", name=name)
-    if not np.issubdtype(ei.dtype, np.integer):
-        raise StructureError(f"edge_index must hold integers, got dtype {ei.dtype}", name=name)
-    ei = np.ascontiguousarray(ei, dtype=np.int64)
-    if ei.shape[1]:
-        bad = np.flatnonzero((ei.min(axis=0) < 0) | (ei.max(axis=0) >= n))
-        if bad.size:
-            e = int(bad[0])
-            raise StructureError(
-                f"edge ({ei[0, e]}, {ei[1, e]}) refers to a node outside 0..{n - 1}", name=name, position=f"edge {e}"
-            )
+    if ei.dtype != np.int64:
+        if not np.issubdtype(ei.dtype, np.integer):
+            raise StructureError(f"edge_index must hold integers, got dtype {ei.dtype}", name=name)
+        ei = ei.astype(np.int64)
     ew = None
     if edge_weight is not None:
-        ew = np.ascontiguousarray(_to_numpy(edge_weight), dtype=np.float64).reshape(-1)
+        ew = np.asarray(_to_numpy(edge_weight), dtype=np.float64).reshape(-1)
         if ew.shape[0] != ei.shape[1]:
             raise StructureError(f"edge_weight has {ew.shape[0]} entries for {ei.shape[1]} edges", name=name)
-        bad = np.flatnonzero(~np.isfinite(ew) | (ew < 0))
+    return Graph(ei, n, ew, directed, name)
+
+
+def _check_values(gs: Sequence[Graph]) -> None:
+    """Every edge endpoint in ``0..N-1`` and every weight finite and ``>= 0`` (all graphs at once)."""
+    counts = np.fromiter((g.edge_index.shape[1] for g in gs), dtype=np.int64, count=len(gs))
+    if counts.sum():
+        ei = np.concatenate([g.edge_index for g in gs], axis=1) if len(gs) > 1 else gs[0].edge_index
+        nn = np.repeat(np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs)), counts)
+        bad = np.flatnonzero((ei.min(axis=0) < 0) | (ei.max(axis=0) >= nn))
+        if bad.size:
+            gi, e = _locate(counts, int(bad[0]))
+            g = gs[gi]
+            raise StructureError(
+                f"edge ({g.edge_index[0, e]}, {g.edge_index[1, e]}) refers to a node outside 0..{g.num_nodes - 1}",
+                name=g.name, position=f"edge {e}",
+            )
+    for gi, g in enumerate(gs):
+        if g.edge_weight is None:
+            continue
+        bad = np.flatnonzero(~np.isfinite(g.edge_weight) | (g.edge_weight < 0))
         if bad.size:
             e = int(bad[0])
             raise StructureError(
-                f"edge weight {ew[e]} is not a finite non-negative number", name=name, position=f"edge {e}"
+                f"edge weight {g.edge_weight[e]} is not a finite non-negative number", name=g.name, position=f"edge {e}"
             )
-    return Graph(ei, n, ew, directed, name)
+
+
+def _locate(counts: np.ndarray, flat: int) -> tuple[int, int]:
+    ends = np.cumsum(counts)
+    gi = int(np.searchsorted(ends, flat, side="right"))
+    return gi, flat - int(ends[gi] - counts[gi])
 
 
 # ---------------------------------------------------------------- adjacency

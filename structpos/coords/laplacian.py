@@ -164,21 +164,30 @@ def _check_k(k) -> int:
     return int(k)
 
 
-def _component_counts(gs: Sequence[Graph], sizes: np.ndarray, isolated: np.ndarray) -> np.ndarray:
-    """Connected components with >= 2 nodes, per graph (one csgraph call on all graphs)."""
+def _component_counts(gs: Sequence[Graph], sizes: np.ndarray) -> np.ndarray:
+    """Connected components with >= 2 nodes, per graph (one csgraph call on all graphs).
+
+    Edges of zero weight and self-loops do not connect; a node without other edges is a
+    singleton component and is not counted."""
     ptr = np.concatenate([[0], np.cumsum(sizes)])
     total = int(ptr[-1])
     if total == 0:
         return np.zeros(len(gs), dtype=np.int64)
     counts = np.fromiter((g.edge_index.shape[1] for g in gs), dtype=np.int64, count=len(gs))
+    if counts.sum() == 0:
+        return np.zeros(len(gs), dtype=np.int64)
     ei = np.concatenate([g.edge_index for g in gs], axis=1) + np.repeat(ptr[:-1], counts)
-    w = np.concatenate([np.ones(c) if g.edge_weight is None else g.edge_weight for g, c in zip(gs, counts)])
-    keep = w > 0
+    keep = ei[0] != ei[1]
+    if any(g.edge_weight is not None for g in gs):
+        keep &= np.concatenate([np.ones(c) if g.edge_weight is None else g.edge_weight
+                                for g, c in zip(gs, counts)]) > 0
     G = sp.csr_matrix((np.ones(int(keep.sum())), (ei[0, keep], ei[1, keep])), shape=(total, total))
     _, labels = connected_components(G, directed=True, connection="weak")
+    comp_size = np.bincount(labels)
     _, first = np.unique(labels, return_index=True)
+    first = first[comp_size >= 2]
     owner = np.searchsorted(ptr, first, side="right") - 1
-    return np.bincount(owner, minlength=len(gs)) - isolated
+    return np.bincount(owner, minlength=len(gs))
 
 
 def _dense_batch(gs: Sequence[Graph], k: int, *, dtype=np.float64, bucket: int = 1, only=None) -> LapBatch:
@@ -191,22 +200,22 @@ def _dense_batch(gs: Sequence[Graph], k: int, *, dtype=np.float64, bucket: int =
     idx_all = np.arange(B) if only is None else np.asarray(only, dtype=np.int64)
     if idx_all.size == 0:
         return LapBatch(pe, eigvals, mask, ptr)
+    ncomp = np.zeros(B, dtype=np.int64)
+    ncomp[idx_all] = _component_counts([gs[i] for i in idx_all], sizes[idx_all])
     for S, local in group_by_size(sizes[idx_all], bucket).items():
         idx = idx_all[local]
         if S == 0:
             continue
-        group = [gs[i] for i in idx]
-        A = dense_adjacency_batch(group, S)
+        A = dense_adjacency_batch([gs[i] for i in idx], S)
         deg = A.sum(-1)
         iso = deg <= 0
         n = sizes[idx]
         real = np.arange(S) < n[:, None]
         dinv = np.where(iso, 0.0, 1.0 / np.sqrt(np.where(iso, 1.0, deg)))
         L = -(dinv[:, :, None] * A * dinv[:, None, :])
-        diag = np.where(iso, SENTINEL, 1.0)
-        L[:, np.arange(S), np.arange(S)] = diag
+        L[:, np.arange(S), np.arange(S)] = np.where(iso, SENTINEL, 1.0)
         n_iso = (iso & real).sum(-1)
-        c = _component_counts(group, n, n_iso)
+        c = ncomp[idx]
         w, U = batched_eigh(L, dtype)
         cols = c[:, None] + np.arange(k)
         valid = cols < (n - n_iso)[:, None]

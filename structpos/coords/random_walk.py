@@ -6,10 +6,10 @@ random-walk transition matrix (a row of a node without out-edges is zero),
 .. math::  \mathrm{RWSE}(i) = \big([P]_{ii}, [P^2]_{ii}, \dots, [P^K]_{ii}\big),
 
 the probability of being back at ``i`` after ``k`` steps. This equals PyG's ``AddRandomWalkPE(K)``
-on simple graphs. Differences, by design: duplicate edges are summed (PyG sums them into the
-degree but keeps only one in ``A``), and a weighted degree below 1 is not clamped to 1 (PyG
-clamps every degree at 1, so its ``P`` is not stochastic there); both agree whenever every
-node's weighted degree is 0 or ``>= 1``.
+on unweighted simple graphs. Differences, by design: duplicate edges are summed (PyG sums
+them into the degree but keeps only one in ``A``), and on weighted graphs ``P_ij = w_ij / d_i``
+(PyG puts ``1 / max(d_i, 1)`` on every edge, ignoring the edge's own weight, so its rows do
+not sum to 1).
 
 ``symmetrize=True`` (default; also what a non-directed :class:`Structure` gets) uses
 ``A_s = max(A, Aᵀ)``, which leaves a graph stored with both edge directions unchanged;
@@ -27,7 +27,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
 from ..structure import Structure
 from ._graph_utils import (
@@ -76,7 +75,7 @@ def random_walk_pe_batch(
     walk_length: int = 16,
     *,
     symmetrize: bool = True,
-    dtype=torch.float64,
+    dtype=np.float64,
     bucket: int = 1,
     dense_max: int = DENSE_MAX,
     as_torch: bool | None = None,
@@ -97,7 +96,7 @@ def random_walk_pe_batch(
         if S == 0:
             continue
         A = dense_adjacency_batch([gs[i] for i in idx], S, symmetrize=symmetrize, self_loops=True)
-        diag = _dense_rwse(torch.from_numpy(A).to(dtype), K).numpy()
+        diag = _dense_rwse(A.astype(dtype, copy=False), K)
         n = sizes[idx]
         within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
         src = np.repeat(np.arange(len(idx)) * S, n) + within
@@ -107,6 +106,8 @@ def random_walk_pe_batch(
     if as_torch is None:
         as_torch = bool(graphs) and is_torch(output_like(graphs[0]))
     if as_torch:
+        import torch
+
         return torch.from_numpy(pe), torch.from_numpy(ptr)
     return pe, ptr
 
@@ -125,19 +126,19 @@ def _check_len(K) -> int:
     return int(K)
 
 
-def _dense_rwse(A: torch.Tensor, K: int) -> torch.Tensor:
+def _dense_rwse(A: np.ndarray, K: int) -> np.ndarray:
     """``(B, S, K)`` diagonals of ``P^k`` for a batch of dense adjacencies ``(B, S, S)``."""
-    deg = A.sum(-1, keepdim=True)
-    P = torch.where(deg > 0, A / torch.where(deg > 0, deg, torch.ones_like(deg)), torch.zeros_like(A))
+    deg = A.sum(-1, keepdims=True)
+    P = A / np.where(deg > 0, deg, 1)
     h = (K + 1) // 2
     powers = [P]
     for _ in range(h - 1):
-        powers.append(torch.bmm(powers[-1], P))
-    diags = [p.diagonal(dim1=-2, dim2=-1) for p in powers]
+        powers.append(powers[-1] @ P)
+    diags = [p.diagonal(axis1=-2, axis2=-1) for p in powers]
     top = powers[-1]
     for j in range(1, K - h + 1):
-        diags.append((top * powers[j - 1].transpose(1, 2)).sum(-1))
-    return torch.stack(diags, dim=-1)
+        diags.append(np.einsum("bij,bji->bi", top, powers[j - 1]))
+    return np.stack(diags, axis=-1)
 
 
 def _sparse_rwse(g: Graph, K: int, symmetrize: bool) -> np.ndarray:

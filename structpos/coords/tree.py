@@ -33,6 +33,7 @@ __all__ = [
     "num_children",
     "subtree_size",
     "root_path",
+    "path_dtype",
     "lca",
     "tree_distance",
     "tree_coords",
@@ -131,7 +132,9 @@ def _siblings(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     same run (``-1`` if none).
     """
     n = p.size
-    order = np.argsort(p, kind="stable")
+    # stable radix sort when the keys fit 16 bits (most files), else timsort
+    key = (p + 1).astype(np.uint16) if n < 65536 else p
+    order = np.argsort(key, kind="stable")
     sp = p[order]
     new_run = np.ones(n, dtype=bool)
     new_run[1:] = sp[1:] != sp[:-1]
@@ -199,7 +202,7 @@ def root_path(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Child indices along each node's root path, capped to ``(max_depth, max_width)``.
 
-    Returns ``(path, overflow)``: ``path`` is ``(N, max_depth)`` **int32**, row ``i`` holding
+    Returns ``(path, overflow)``: ``path`` is ``(N, max_depth)`` :func:`path_dtype` (int16), row ``i`` holding
     the root path of ``i`` (see the module docstring) left-aligned and padded with ``-1``;
     ``overflow`` is ``(N,)`` bool, True exactly when the stored row differs from the true path.
 
@@ -223,14 +226,19 @@ def root_path(
     return _root_path(p, _depth_preorder(size), sib, max_depth, max_width, keep)
 
 
+def path_dtype(max_width: int) -> np.dtype:
+    """dtype of :func:`root_path` rows: int16 (int32 when ``max_width > 16384``)."""
+    return np.dtype(np.int16 if max_width <= 16384 else np.int32)
+
+
 def _root_path(p, d, sib, max_depth, max_width, keep):
-    """Level by level: the row of a node at depth ``k <= max_depth`` is its parent's row with
-    column ``k - 1`` set to its own (clipped) sibling index; one gather per level. A node
+    """Level by level: the row of a node at depth ``k <= max_depth`` is its parent's row
+    (columns ``< k - 1``) with column ``k - 1`` set to its own clipped sibling index. A node
     deeper than ``max_depth`` (``keep="top"``) copies the row of its ancestor at depth
     ``max_depth``, which in preorder is the last node of that depth up to it.
     """
     n = p.size
-    path = np.full((n, max_depth), -1, dtype=np.int32)
+    path = np.full((n, max_depth), -1, dtype=path_dtype(max_width))
     overflow = d > max_depth
     if n == 0:
         return path, overflow
@@ -238,15 +246,19 @@ def _root_path(p, d, sib, max_depth, max_width, keep):
     key = np.minimum(d, levels + 1).astype(np.int16 if levels < 32000 else np.int64)
     order = np.argsort(key, kind="stable")  # radix sort for 16-bit keys
     bounds = np.searchsorted(key[order], np.arange(levels + 2))
-    step = np.minimum(sib, max_width - 1).astype(np.int32)
+    step = np.minimum(sib, max_width - 1).astype(path.dtype)
     wide = sib >= max_width
+    rows = path.view(np.dtype((np.void, path.itemsize * max_depth))).ravel()  # one element per row
+    flat = path.ravel()
     for k in range(1, levels + 1):
         nodes = order[bounds[k] : bounds[k + 1]]
         up = p[nodes]
-        rows = path[up]
-        rows[:, k - 1] = step[nodes]
-        path[nodes] = rows
-        overflow[nodes] = overflow[up] | wide[nodes]
+        if k > 1:
+            rows[nodes] = rows[up]  # whole-row copies (columns >= k - 1 of the parent are -1)
+            overflow[nodes] = overflow[up] | wide[nodes]
+        else:
+            overflow[nodes] |= wide[nodes]
+        flat[nodes * max_depth + (k - 1)] = step[nodes]
     deep = np.flatnonzero(d > max_depth)
     if deep.size and keep == "top":
         at_cap = np.maximum.accumulate(np.where(d == max_depth, np.arange(n), -1))

@@ -166,21 +166,19 @@ class StructuralRoPE(nn.Module):
         else:
             self.axis_map = None
         self.sections = list(sections) if sections is not None else None
-        # table layout: per-head -> one full table; one-hot per pair -> one sub-table per axis
-        self._head_axes = self._group_axes = self._restore_order = None
-        groups = None
+        # table layout: per-head or one axis -> one table; several axes -> stacked per-axis table
+        self._head_axes = self._single_axis = None
+        pair_axis = None
         if allocation == "per_head":
             self._head_axes = axis_map[:, 0].tolist()
         elif axis_map is not None:
-            pair_axis = axis_map[0]
-            self._group_axes = [a for a in range(A) if bool((pair_axis == a).any())]
-            groups = [torch.nonzero(pair_axis == a).flatten() for a in self._group_axes]
-            order = torch.cat(groups)
-            if not torch.equal(order, torch.arange(P)):
-                self._restore_order = order.argsort()
-            if len(groups) == 1:
-                groups = None
-        self.cache = CosSinCache(max_table_extent, groups)
+            used = axis_map[0].unique()
+            if used.numel() == 1:
+                self._single_axis = int(used)
+            else:
+                pair_axis = axis_map[0]
+        self.register_buffer("_axis_offsets", torch.arange(A), persistent=False)
+        self.cache = CosSinCache(max_table_extent, pair_axis, A)
 
     def extra_repr(self) -> str:
         return (
@@ -245,7 +243,7 @@ class StructuralRoPE(nn.Module):
             self.axis_map is None
             or coords.is_floating_point()
             or dtype == torch.float64
-            or (self.inv_freq.requires_grad and torch.is_grad_enabled())
+            or isinstance(self.inv_freq, nn.Parameter)  # learnable: tables would go stale
             or coords.numel() == 0
         ):
             return None
@@ -253,19 +251,19 @@ class StructuralRoPE(nn.Module):
         lo, hi = int(lo), int(hi)
         if lo < 0 or hi >= self.cache.max_extent:
             return None
-        tables = self.cache.get(self.inv_freq.to(coords.device), hi + 1, dtype)
+        extent, cos_t, sin_t = self.cache.get(self.inv_freq.to(coords.device), hi + 1, dtype)
         if self.allocation == "per_head":
             idx = coords[..., self._head_axes]  # (..., H): every pair of a head follows one axis
-            return F.embedding(idx, tables[0][0]), F.embedding(idx, tables[0][1])
-        # one row lookup per axis over that axis's columns, then restore the pair order
-        cos = [F.embedding(coords[..., a], t[0]) for a, t in zip(self._group_axes, tables)]
-        sin = [F.embedding(coords[..., a], t[1]) for a, t in zip(self._group_axes, tables)]
-        cos = cos[0] if len(cos) == 1 else torch.cat(cos, dim=-1)
-        sin = sin[0] if len(sin) == 1 else torch.cat(sin, dim=-1)
-        if self._restore_order is not None:
-            order = self._restore_order.to(coords.device)
-            cos, sin = cos.index_select(-1, order), sin.index_select(-1, order)
-        return cos.unsqueeze(-2), sin.unsqueeze(-2)
+            return F.embedding(idx, cos_t), F.embedding(idx, sin_t)
+        if self._single_axis is not None:
+            idx = coords[..., self._single_axis]
+            return F.embedding(idx, cos_t).unsqueeze(-2), F.embedding(idx, sin_t).unsqueeze(-2)
+        # stacked per-axis table: row a·extent + c_a holds axis a's columns, zeros elsewhere
+        idx = (coords + self._axis_offsets.to(coords.device) * extent).reshape(-1, self.num_axes)
+        shape = (*coords.shape[:-1], 1, self.num_pairs)
+        cos = F.embedding_bag(idx, cos_t, mode="sum").view(shape)
+        sin = F.embedding_bag(idx, sin_t, mode="sum").view(shape)
+        return cos, sin
 
     # ----------------------------------------------------------------- forward
     def _check_coords(self, coords, like: torch.Tensor | None) -> torch.Tensor:

@@ -25,18 +25,23 @@ def next_extent(n: int, minimum: int = 64) -> int:
 
 
 class CosSinCache:
-    """Per-``(extent, device, dtype)`` cos/sin tables of shape ``(extent, P)``.
+    """Per-``(extent, device, dtype)`` cos/sin tables.
 
     ``max_extent`` bounds the memory: callers fall back to computing angles directly for
-    coordinates at or beyond it. ``column_groups`` (index tensors over the ``P`` pairs) makes
-    :meth:`get` return one contiguous ``(extent, |group|)`` sub-table pair per group, so that a
-    row lookup (``F.embedding``) per axis replaces a slow element-wise gather.
+    coordinates at or beyond it. With ``pair_axes`` (the axis of every pair, one-hot
+    allocations over several axes) the table is *stacked per axis*: rows
+    ``a·extent + n`` hold ``cos(n·ω_j)`` in the columns of axis ``a`` and 0 elsewhere, so one
+    ``F.embedding_bag(c + a·extent, mode="sum")`` assembles every token's row exactly (adding
+    zeros is exact) — one fused lookup instead of a gather per element or per axis.
     """
 
-    def __init__(self, max_extent: int = 1 << 18, column_groups: list[torch.Tensor] | None = None):
+    def __init__(self, max_extent: int = 1 << 18, pair_axes: torch.Tensor | None = None, num_axes: int | None = None):
         self.max_extent = int(max_extent)
-        self.column_groups = column_groups
-        self._tables: dict[tuple[int, torch.device, torch.dtype], list[tuple[torch.Tensor, torch.Tensor]]] = {}
+        self.pair_axes = pair_axes
+        if pair_axes is not None and num_axes is None:
+            num_axes = int(pair_axes.max()) + 1
+        self.num_axes = num_axes
+        self._tables: dict[tuple[int, torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def clear(self) -> None:
         self._tables.clear()
@@ -47,29 +52,28 @@ class CosSinCache:
     def keys(self):
         return list(self._tables)
 
-    def get(self, inv_freq: torch.Tensor, needed: int, dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """``[(cos, sin)]`` per column group covering coordinates ``0..needed−1``, on
-        ``inv_freq``'s device, in ``dtype``."""
+    def get(self, inv_freq: torch.Tensor, needed: int, dtype: torch.dtype) -> tuple[int, torch.Tensor, torch.Tensor]:
+        """``(extent, cos, sin)`` covering coordinates ``0..needed−1`` on ``inv_freq``'s device."""
         if needed > self.max_extent:
             raise ValueError(f"coordinate extent {needed} exceeds the table limit {self.max_extent}")
         device = inv_freq.device
         for (extent, dev, dt), tables in self._tables.items():
             if dev == device and dt == dtype and extent >= needed:
-                return tables
+                return (extent, *tables)
         extent = min(next_extent(needed), self.max_extent)
         with torch.autocast(device_type=device.type, enabled=False):
             pos = torch.arange(extent, device=device, dtype=torch.int64).to(torch.float32)
             angles = pos[:, None] * inv_freq.detach().to(torch.float32)[None, :]
             cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
-            groups = self.column_groups or [None]
-            tables = [
-                (cos.contiguous(), sin.contiguous())
-                if g is None
-                else (cos[:, g.to(device)].contiguous(), sin[:, g.to(device)].contiguous())
-                for g in groups
-            ]
+            if self.pair_axes is not None:
+                axes = self.pair_axes.to(device)
+                own = torch.stack([axes == a for a in range(self.num_axes)])[:, None, :]  # (A, 1, P)
+                zero = torch.zeros((), dtype=dtype, device=device)
+                cos = torch.where(own, cos[None], zero).flatten(0, 1)
+                sin = torch.where(own, sin[None], zero).flatten(0, 1)
+            tables = (cos.contiguous(), sin.contiguous())
         # a bigger table supersedes smaller ones for this device/dtype
         for key in [k for k in self._tables if k[1] == device and k[2] == dtype and k[0] < extent]:
             del self._tables[key]
         self._tables[(extent, device, dtype)] = tables
-        return tables
+        return (extent, *tables)

@@ -24,7 +24,9 @@ Kind ids map to labels and named-ness through per-language tables.
 
 from __future__ import annotations
 
+import queue
 import threading
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,7 @@ import numpy as np
 from ..structure import Structure, StructureError
 from ._offsets import ByteToChar
 
-__all__ = ["parse_code", "get_language", "language_for_path", "LANGUAGES", "SUFFIXES"]
+__all__ = ["parse_code", "iter_parse_code", "get_language", "language_for_path", "LANGUAGES", "SUFFIXES"]
 
 # canonical name -> importable wheel module (tree_sitter_<name>.language())
 LANGUAGES: dict[str, str] = {
@@ -265,30 +267,20 @@ def _read_source(source, name: str | None, language) -> tuple[str, bytes, str, A
     return text, data, name, language
 
 
-def parse_code(
-    source: str | bytes | Path,
-    language: Any = None,
-    name: str | None = None,
-    named_only: bool = False,
-    fields: bool = False,
-) -> Structure:
-    """Parse source code with tree-sitter into a preorder tree Structure.
-
-    ``source``: text, UTF-8 bytes, or a ``pathlib.Path`` (read as bytes; the language is
-    guessed from its suffix unless given). ``language``: a name (``"python"`` default,
-    ``"javascript"``, ``"java"``, ``"go"``, ``"rust"``, ``"c"``, ``"cpp"``, aliases ``js``,
-    ``c++``...) or a ``tree_sitter.Language``. ``named_only`` drops anonymous nodes
-    (punctuation, keywords); each kept node hangs from its nearest kept ancestor.
-    ``fields`` adds ``attrs["field"]``. See the module docstring for the node layout.
-    """
-    text, data, name, language = _read_source(source, name, language)
+def _resolve_language(language) -> tuple[Any, str]:
+    """(tree_sitter.Language, canonical name) for a name or a user Language."""
     if isinstance(language, str):
         lang_name = _canonical(language)
-        lang = get_language(lang_name)
-    else:
-        lang, lang_name = language, getattr(language, "name", None) or "custom"
+        return get_language(lang_name), lang_name
+    ts = _tree_sitter()
+    if not isinstance(language, ts.Language):
+        raise TypeError(f"language must be a name or a tree_sitter.Language, not {type(language).__name__}")
+    return language, getattr(language, "name", None) or "custom"
+
+
+def _build(tree, text: str, data: bytes, name: str, lang, lang_name: str, named_only: bool, fields: bool) -> Structure:
+    """Walk a parsed tree into a Structure."""
     tables = _kind_tables(lang)
-    tree = _parser_for(lang).parse(data)
     if named_only:
         kinds, starts, ends, parents, field_ids = _walk_named(tree, tables.named_list, tables.error_slot, fields)
     else:
@@ -315,3 +307,91 @@ def parse_code(
         attrs=attrs,
         meta={"has_error": bool(has_error), "language": lang_name, "named_only": named_only, "parser": "tree-sitter"},
     )
+
+
+def parse_code(
+    source: str | bytes | Path,
+    language: Any = None,
+    name: str | None = None,
+    named_only: bool = False,
+    fields: bool = False,
+) -> Structure:
+    """Parse source code with tree-sitter into a preorder tree Structure.
+
+    ``source``: text, UTF-8 bytes, or a ``pathlib.Path`` (read as bytes; the language is
+    guessed from its suffix unless given). ``language``: a name (``"python"`` default,
+    ``"javascript"``, ``"java"``, ``"go"``, ``"rust"``, ``"c"``, ``"cpp"``, aliases ``js``,
+    ``c++``...) or a ``tree_sitter.Language``. ``named_only`` drops anonymous nodes
+    (punctuation, keywords); each kept node hangs from its nearest kept ancestor.
+    ``fields`` adds ``attrs["field"]``. See the module docstring for the node layout.
+    Invalid UTF-8 raises :class:`StructureError` naming the byte; syntax errors do not raise.
+    """
+    text, data, name, language = _read_source(source, name, language)
+    lang, lang_name = _resolve_language(language)
+    tree = _parser_for(lang).parse(data)
+    return _build(tree, text, data, name, lang, lang_name, named_only, fields)
+
+
+_DONE = object()
+
+
+def iter_parse_code(
+    sources: Iterable[str | bytes | Path],
+    language: Any = None,
+    names: Iterable[str] | None = None,
+    named_only: bool = False,
+    fields: bool = False,
+    prefetch: int = 8,
+) -> Iterator[Structure]:
+    """:func:`parse_code` over many sources, pipelined: a background thread reads and parses
+    (tree-sitter releases the GIL while parsing) while this thread walks the previous trees.
+
+    Yields one Structure per source, in order. ``language=None`` guesses each Path's
+    language from its suffix (``"python"`` for text/bytes). An error for one source is raised
+    when its turn comes. ``prefetch`` bounds how many parsed trees wait in memory.
+    """
+    results: queue.Queue = queue.Queue(maxsize=max(1, prefetch))
+    stop = threading.Event()
+    name_iter = iter(names) if names is not None else None
+
+    def producer() -> None:
+        try:
+            for src in sources:
+                if stop.is_set():
+                    return
+                nm = next(name_iter, None) if name_iter is not None else None
+                try:
+                    text, data, nm, lang_spec = _read_source(src, nm, language)
+                    lang, lang_name = _resolve_language(lang_spec)
+                    item: Any = (_parser_for(lang).parse(data), text, data, nm, lang, lang_name)
+                except BaseException as e:  # handed to the consumer, raised in order
+                    item = e
+                while not stop.is_set():
+                    try:
+                        results.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as e:  # the sources iterable itself failed
+            results.put(e)
+        finally:
+            results.put(_DONE)
+
+    worker = threading.Thread(target=producer, name="structpos-parse", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = results.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            tree, text, data, nm, lang, lang_name = item
+            yield _build(tree, text, data, nm, lang, lang_name, named_only, fields)
+    finally:
+        stop.set()
+        while worker.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                results.get_nowait()
+            except queue.Empty:
+                worker.join(timeout=0.05)

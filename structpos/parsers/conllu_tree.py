@@ -97,6 +97,10 @@ def _sentence(tokens, k: int, name: str) -> Structure:
     if not np.array_equal(ids, np.arange(1, n + 1)):
         w = int(np.flatnonzero(ids != np.arange(1, n + 1))[0])
         raise StructureError(f"word ids must run 1..{n}, found {ids[w]} at position {w + 1}", name=sname, position=f"word {ids[w]}")
+    for t in tokens:
+        missing = [f for f in ("form", "upos", "head", "deprel") if f not in t]
+        if missing:
+            raise StructureError(f"token {t['id']} lacks the column(s) {', '.join(missing)}", name=sname, position=f"token {t['id']}")
     raw_heads = []
     for t in words:
         h = t["head"]

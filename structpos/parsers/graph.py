@@ -141,7 +141,9 @@ def parse_graph(
 
     ``obj``: a networkx graph, a ``2 × E`` integer array/tensor, or an object with
     ``edge_index`` (PyG ``Data``: ``num_nodes``, ``edge_weight`` or 1-d ``edge_attr``).
-    ``weight``: the networkx edge attribute holding weights (missing on an edge → 1.0).
+    ``weight``: the networkx edge attribute holding weights (missing on an edge → 1.0); for
+    PyG input the weights are ``edge_weight``, else the attribute named ``weight`` (what
+    ``torch_geometric.utils.from_networkx`` creates), else a 1-d ``edge_attr``.
     ``edge_weight``: weights for a bare ``edge_index``. Raises StructureError naming the edge
     position for out-of-range indices and negative/NaN/infinite weights.
     """
@@ -162,6 +164,8 @@ def parse_graph(
             if num_nodes is None:
                 num_nodes = getattr(obj, "num_nodes", None)
             raw_w = getattr(obj, "edge_weight", None)
+            if raw_w is None and weight and weight != "edge_weight":
+                raw_w = getattr(obj, weight, None)  # e.g. from torch_geometric.utils.from_networkx
             edge_attr = getattr(obj, "edge_attr", None)
             if raw_w is None and edge_attr is not None:
                 ea = _to_numpy(edge_attr)

@@ -24,18 +24,17 @@ from json.decoder import scanstring
 from json.scanner import NUMBER_RE
 from typing import Any
 
+import numpy as np
+
 from ..structure import Structure, StructureError
-from ._tree_builder import TreeBuilder, line_col
+from ._tree_builder import line_col
 
 __all__ = ["parse_json", "json_path", "dumps_iterative"]
 
 _WS = re.compile(r"[ \t\n\r]*")
+_WS_CHARS = " \t\n\r"
 _LITERALS = (("true", "boolean"), ("false", "boolean"), ("null", "null"),
              ("NaN", "number"), ("Infinity", "number"), ("-Infinity", "number"))
-
-
-def _columns():
-    return {"key": (None, object), "index": (-1, "int64")}
 
 
 def parse_json(text_or_obj: Any, name: str | None = None) -> Structure:
@@ -56,52 +55,65 @@ def parse_json(text_or_obj: Any, name: str | None = None) -> Structure:
         name = name or "<json object>"
         text = dumps_iterative(text_or_obj, name=name)
         meta = {"format": "json", "from_object": True}
-    return _scan(text, name).build("tree", text, name, meta)
+    return _scan(text, name, meta)
 
 
 def _fail(text: str, name: str, pos: int, msg: str):
     raise StructureError(msg, name=name, position=f"line:col {line_col(text, pos)}")
 
 
-def _scan(text: str, name: str) -> TreeBuilder:
-    b = TreeBuilder(_columns())
+def _scan(text: str, name: str, meta: dict) -> Structure:
+    """One left-to-right pass with an explicit container stack (hot loop: plain lists, inlined)."""
+    labels: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    parents: list[int] = []
+    keys: dict[int, str] = {}
+    indices: dict[int, int] = {}
     n = len(text)
-    ws = _WS.match
-    # Each stack frame is [node, is_object, element count, member node or -1].
+    ws, number = _WS.match, NUMBER_RE.match
+    # Each stack frame is [node, is_object, element count, open member node or -1].
     stack: list[list] = []
     pos = ws(text, 0).end()
     parent, index = -1, -1  # where the next value goes
     while True:
-        # ---- parse one value at pos (scalar, or open a container) ----
+        # ---- one value at pos: a scalar, or open a container ----
         if pos >= n:
             _fail(text, name, pos, "expected a JSON value, found end of input")
         c = text[pos]
+        node = len(labels)
+        if index >= 0:
+            indices[node] = index
         if c == "{" or c == "[":
             is_obj = c == "{"
-            node = b.add("object" if is_obj else "array", parent, pos, -1, index=index)
-            stack.append([node, is_obj, 0, -1])
-            pos = ws(text, pos + 1).end()
-            close = "}" if is_obj else "]"
-            if pos < n and text[pos] == close:
+            labels.append("object" if is_obj else "array")
+            parents.append(parent)
+            starts.append(pos)
+            ends.append(-1)
+            pos += 1
+            if pos < n and text[pos] in _WS_CHARS:
+                pos = ws(text, pos).end()
+            if pos < n and text[pos] == ("}" if is_obj else "]"):
                 pos += 1
-                b.close(node, pos)
-                stack.pop()
-            elif is_obj:
-                parent, index, pos = _member(b, text, name, pos, stack[-1])
-                continue
+                ends[node] = pos
             else:
-                parent, index = node, 0
-                stack[-1][2] = 1
+                frame = [node, is_obj, 1, -1]
+                stack.append(frame)
+                if is_obj:
+                    parent, pos = _member(text, name, pos, frame, labels, starts, ends, parents, keys)
+                    index = -1
+                else:
+                    parent, index = node, 0
                 continue
         else:
             if c == '"':
                 try:
-                    _, end = scanstring(text, pos + 1, True)
+                    end = scanstring(text, pos + 1, True)[1]
                 except json.JSONDecodeError as e:
                     _fail(text, name, e.pos, e.msg)
                 label = "string"
             else:
-                m = NUMBER_RE.match(text, pos)
+                m = number(text, pos)
                 if m is not None:
                     end, label = m.end(), "number"
                 else:
@@ -111,39 +123,45 @@ def _scan(text: str, name: str) -> TreeBuilder:
                             break
                     else:
                         _fail(text, name, pos, f"expected a JSON value, found {text[pos:pos + 10]!r}")
-            b.add(label, parent, pos, end, index=index)
+            labels.append(label)
+            parents.append(parent)
+            starts.append(pos)
+            ends.append(end)
             pos = end
-        # ---- a value just ended at pos: close finished containers ----
+        # ---- a value just ended at pos: close finished containers, find the next slot ----
         while True:
-            if not stack:
+            if pos < n and text[pos] in _WS_CHARS:
                 pos = ws(text, pos).end()
+            if not stack:
                 if pos != n:
                     _fail(text, name, pos, "extra data after the JSON value")
-                return b
+                return _build(text, name, meta, labels, starts, ends, parents, keys, indices)
             frame = stack[-1]
-            if frame[3] >= 0:  # close the member whose value just ended
-                b.close(frame[3], pos)
-            pos = ws(text, pos).end()
             c = text[pos] if pos < n else ""
+            if frame[1]:  # the open member ends where its value (the next node) ends
+                ends[frame[3]] = ends[frame[3] + 1]
             if c == ",":
-                pos = ws(text, pos + 1).end()
+                pos += 1
+                if pos < n and text[pos] in _WS_CHARS:
+                    pos = ws(text, pos).end()
                 if frame[1]:
-                    parent, index, pos = _member(b, text, name, pos, frame)
+                    parent, pos = _member(text, name, pos, frame, labels, starts, ends, parents, keys)
+                    index = -1
                 else:
                     parent, index = frame[0], frame[2]
                     frame[2] += 1
                 break
             if c == ("}" if frame[1] else "]"):
                 pos += 1
-                b.close(frame[0], pos)
+                ends[frame[0]] = pos
                 stack.pop()
                 continue
             what = "',' or '}' after an object member" if frame[1] else "',' or ']' after an array element"
             _fail(text, name, pos, f"expected {what}, found {c!r}" if c else f"expected {what}, found end of input")
 
 
-def _member(b: TreeBuilder, text: str, name: str, pos: int, frame: list) -> tuple[int, int, int]:
-    """Scan ``"key" :`` at ``pos``; add the member node; return (parent, index, value pos)."""
+def _member(text, name, pos, frame, labels, starts, ends, parents, keys) -> tuple[int, int]:
+    """Scan ``"key" :`` at ``pos``, add the member node; return (member node, value position)."""
     if pos >= len(text) or text[pos] != '"':
         _fail(text, name, pos, "expected a double-quoted property name")
     try:
@@ -153,10 +171,29 @@ def _member(b: TreeBuilder, text: str, name: str, pos: int, frame: list) -> tupl
     colon = _WS.match(text, end).end()
     if colon >= len(text) or text[colon] != ":":
         _fail(text, name, colon, "expected ':' after a property name")
-    member = b.add(f"member:{key}", frame[0], pos, -1, key=key)
-    frame[2] += 1
+    member = len(labels)
+    labels.append(f"member:{key}")
+    parents.append(frame[0])
+    starts.append(pos)
+    ends.append(-1)
+    keys[member] = key
     frame[3] = member
-    return member, -1, _WS.match(text, colon + 1).end()
+    return member, _WS.match(text, colon + 1).end()
+
+
+def _build(text, name, meta, labels, starts, ends, parents, keys, indices) -> Structure:
+    n = len(labels)
+    key_arr = np.empty(n, dtype=object)
+    index_arr = np.full(n, -1, dtype=np.int64)
+    if keys:
+        vals = np.empty(len(keys), dtype=object)
+        vals[:] = list(keys.values())
+        key_arr[np.fromiter(keys.keys(), dtype=np.int64, count=len(keys))] = vals
+    if indices:
+        index_arr[np.fromiter(indices.keys(), dtype=np.int64, count=len(indices))] = np.fromiter(
+            indices.values(), dtype=np.int64, count=len(indices))
+    return Structure(kind="tree", labels=labels, start=starts, end=ends, parent=parents, source=text, name=name,
+                     attrs={"key": key_arr, "index": index_arr}, meta=meta)
 
 
 def json_path(structure: Structure, i: int) -> list[str | int]:

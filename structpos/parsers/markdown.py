@@ -8,8 +8,8 @@ positions:
 * fenced code blocks (```` ``` ```` / ``~~~``, closed by a fence of the same character at
   least as long, or the end of the text) → one ``code_block`` leaf;
 * thematic breaks (``***``, ``---``, ``___`` after a blank line) are dropped;
-* everything else is paragraph text, paragraphs separated by blank lines (list items and
-  block quotes stay inside paragraph text).
+* everything else is paragraph text, paragraphs separated by blank lines (list items, block
+  quotes, tables and indented code stay inside paragraph text).
 
 Each heading opens a ``section`` that contains the ``heading`` block and everything up to
 the next heading of the same or a higher level (smaller number), so sections nest by
@@ -46,7 +46,8 @@ def _lines(text: str):
     while pos < n:
         nl = text.find("\n", pos)
         end = n if nl < 0 else nl
-        yield pos, end, (n if nl < 0 else nl + 1)
+        line_end = end - 1 if end > pos and text[end - 1] == "\r" else end  # CRLF
+        yield pos, line_end, (n if nl < 0 else nl + 1)
         pos = end + 1
 
 
@@ -70,7 +71,7 @@ def parse_markdown(text: str, name: str | None = None) -> Structure:
 
     def flush() -> None:
         if para:
-            s, e = para
+            s, e = para[0], _trim_end(text, para[0], para[1])
             add_blocks(b, text, container(), s, e)
             extend_sections(e)
             para.clear()

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+import numpy as np
+
 from ..structure import Structure, StructureError
 from ._table_build import TableData, build_table
 
@@ -87,6 +89,10 @@ def scan_csv(
 
     ``escapechar`` (as in :mod:`csv`): the character after it is taken literally, inside or
     outside quotes; the escape character itself is dropped from the value.
+
+    Well-formed input without an escape character takes a vectorized path
+    (:func:`_scan_vectorized`); anything else — or input that path declines — takes the
+    regex scanner (:func:`_scan_regex`), which also produces the error messages.
     """
     chars = [c for c in (delimiter, quotechar, escapechar) if c is not None]
     for ch in chars:
@@ -94,6 +100,89 @@ def scan_csv(
             raise ValueError(f"delimiter, quotechar and escapechar must be single non-newline characters, got {ch!r}")
     if len(set(chars)) != len(chars):
         raise ValueError("delimiter, quotechar and escapechar must differ")
+    if escapechar is None:
+        data = _scan_vectorized(text, delimiter, quotechar)
+        if data is not None:
+            return data
+    return _scan_regex(text, delimiter, quotechar, escapechar, name)
+
+
+def _scan_vectorized(text: str, delimiter: str, quotechar: str | None) -> TableData | None:
+    """numpy scanner for well-formed CSV (RFC 4180 quoting); ``None`` when the input is not.
+
+    A character is inside quotes iff an odd number of quote characters precede it, so the
+    separators (delimiters and newlines outside quotes) come from one cumulative sum. The
+    parity reading equals :mod:`csv`'s state machine exactly when every quote is an opening
+    quote at a field start, a closing quote before a separator or the end, or half of a
+    doubled quote — checked here, vectorized; otherwise (and for an odd quote count) the
+    caller falls back to the regex scanner.
+    """
+    n = len(text)
+    if n == 0:
+        return TableData([], [], [], [], [], [])
+    a = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if quotechar is not None:
+        is_q = a == ord(quotechar)
+        qpos = np.flatnonzero(is_q)
+    else:
+        is_q, qpos = None, np.zeros(0, np.int64)
+    if qpos.size % 2:
+        return None
+    is_nl = (a == 10) | (a == 13)
+    is_sep = (a == ord(delimiter)) | is_nl
+    if qpos.size:
+        inside = (np.cumsum(is_q, dtype=np.int64) - is_q) & 1  # quotes strictly before i, mod 2
+        is_sep &= inside == 0
+        opening, closing = qpos[0::2], qpos[1::2]
+        before = opening - 1
+        ok_open = (before < 0) | is_sep[np.maximum(before, 0)] | is_q[np.maximum(before, 0)]
+        after = closing + 1
+        ok_close = (after >= n) | is_sep[np.minimum(after, n - 1)] | is_q[np.minimum(after, n - 1)]
+        if not (ok_open.all() and ok_close.all()):
+            return None
+    sep = np.flatnonzero(is_sep)
+    # "\r\n" is one terminator: drop the "\n" of every separator pair "\r","\n"
+    crlf = (a[sep] == 13) & np.isin(sep + 1, sep) & (a[np.minimum(sep + 1, n - 1)] == 10)
+    term_len = np.where(crlf, 2, 1)
+    drop = np.zeros(sep.size, dtype=bool)
+    drop[1:] = crlf[:-1] & (sep[1:] == sep[:-1] + 1)
+    sep, term_len = sep[~drop], term_len[~drop]
+    is_newline = a[sep] != ord(delimiter)
+
+    f_start = np.concatenate([[0], sep + term_len])
+    f_end = np.concatenate([sep, [n]])
+    ends_record = np.concatenate([is_newline, [True]])
+    if f_start[-1] == n and (sep.size == 0 or is_newline[-1]):  # input ends with a newline
+        f_start, f_end, ends_record = f_start[:-1], f_end[:-1], ends_record[:-1]
+    record = np.concatenate([[0], np.cumsum(ends_record)[:-1]]).astype(np.int64)
+    counts = np.bincount(record, minlength=int(record[-1]) + 1 if record.size else 0)
+    # empty lines: a record whose only field is empty (and unquoted) is no record
+    lone = counts[record] == 1
+    keep = ~(lone & (f_end == f_start))
+    f_start, f_end, record = f_start[keep], f_end[keep], record[keep]
+    counts = np.unique(record, return_counts=True)[1].astype(np.int64)
+
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if counts.size else np.zeros(0, np.int64)
+    row_start = f_start[first]
+    row_end = f_end[first + counts - 1]
+    if is_q is not None and qpos.size:
+        quoted = (f_end > f_start) & is_q[np.minimum(f_start, n - 1)]
+    else:
+        quoted = np.zeros(f_start.size, dtype=bool)
+    c_start = f_start + quoted
+    c_end = f_end - quoted
+    cs, ce = c_start.tolist(), c_end.tolist()
+    texts = [text[i:j] for i, j in zip(cs, ce)]
+    if quoted.any():
+        qq = quotechar * 2
+        for k in np.flatnonzero(quoted).tolist():
+            if qq in texts[k]:
+                texts[k] = texts[k].replace(qq, quotechar)
+    return TableData(row_start.tolist(), row_end.tolist(), counts.tolist(), cs, ce, texts)
+
+
+def _scan_regex(text: str, delimiter: str, quotechar: str | None, escapechar: str | None, name: str) -> TableData:
+    """Regex scanner: any input :mod:`csv` reads (lenient quoting, escapes), with errors."""
     field = _field_regex(delimiter, quotechar, escapechar)
     decode_quoted = _decoder(quotechar, escapechar, True)
     decode_plain = _decoder(quotechar, escapechar, False)

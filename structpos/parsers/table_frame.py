@@ -20,7 +20,7 @@ __all__ = ["parse_dataframe", "parse_rows"]
 
 def parse_dataframe(df: Any, *, name: str = "<dataframe>", header: bool | str = True, index: bool = False) -> Structure:
     """A DataFrame as a table Structure whose source is its CSV rendering."""
-    text = df.to_csv(index=index, header=bool(header), lineterminator="\n")
+    text = df.to_csv(index=index, header=bool(header), lineterminator="\r\n")  # \r\n: fields with \r or \n get quoted
     levels = getattr(df.columns, "nlevels", 1) if header else 0
     # to_csv writes one header line per column level (plus an index-name line when index=True
     # and the index is named with MultiIndex columns); count the header lines it produced
@@ -33,5 +33,5 @@ def parse_dataframe(df: Any, *, name: str = "<dataframe>", header: bool | str = 
 def parse_rows(rows: Sequence[Sequence[Any]], *, name: str = "<rows>", header: bool | str = True) -> Structure:
     """A list of rows (cells converted with ``str``) as a table; source is their CSV rendering."""
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows([[("" if v is None else v) for v in r] for r in rows])
+    csv.writer(buf, lineterminator="\r\n").writerows([[("" if v is None else v) for v in r] for r in rows])
     return parse_csv_table(buf.getvalue(), name=name, header=header, fmt="rows")

@@ -1,7 +1,8 @@
 """YAML → preorder tree with character spans (PyYAML's composer and its node marks).
 
 Same node kinds and ``key``/``index`` attributes as :mod:`structpos.parsers.json_tree`
-(so :func:`~structpos.parsers.json_tree.json_path` works): ``object`` (mapping),
+(so :func:`~structpos.parsers.json_tree.json_path` works; scalar keys keep their YAML type,
+``1: x`` has the int key ``1``): ``object`` (mapping),
 ``array`` (sequence), ``member:<key>`` (span from the key to the end of the value),
 and scalars labelled by their resolved tag (``str``, ``int``, ``float``, ``bool``,
 ``null``, ``timestamp``, ...). A stream of several documents gets a ``stream`` root.
@@ -24,6 +25,17 @@ def _tag_label(node) -> str:
     return tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else tag
 
 
+def _key(node, text: str, constructor, yaml):
+    """A mapping key as Python reads it (``1`` stays an int); non-scalar keys as their source text."""
+    if isinstance(node, yaml.ScalarNode):
+        try:
+            key = constructor.construct_object(node)
+        except yaml.YAMLError:
+            return node.value
+        return key if isinstance(key, (str, int, float, bool)) or key is None else node.value
+    return text[node.start_mark.index:node.end_mark.index]
+
+
 def parse_yaml(text: str, name: str | None = None) -> Structure:
     """Parse YAML text into a ``kind="tree"`` Structure (see the module docstring)."""
     yaml = require("yaml", "text", "parse_yaml")
@@ -41,6 +53,7 @@ def parse_yaml(text: str, name: str | None = None) -> Structure:
     except RecursionError:
         raise StructureError("YAML nesting too deep for PyYAML's recursive composer", name=name) from None
     b = TreeBuilder({"key": (None, object), "index": (-1, "int64")})
+    constructor = yaml.constructor.SafeConstructor()
     seen: set[int] = set()
     root = -1
     if len(docs) != 1:
@@ -64,8 +77,7 @@ def parse_yaml(text: str, name: str | None = None) -> Structure:
         if isinstance(node, yaml.MappingNode):
             i = b.add("object", parent, s, e, index=index)
             for k, v in reversed(node.value):
-                k_str = k.value if isinstance(k, yaml.ScalarNode) else text[k.start_mark.index:k.end_mark.index]
-                stack.append(((k, v), i, k_str, -1))
+                stack.append(((k, v), i, _key(k, text, constructor, yaml), -1))
         elif isinstance(node, yaml.SequenceNode):
             i = b.add("array", parent, s, e, index=index)
             for j in range(len(node.value) - 1, -1, -1):

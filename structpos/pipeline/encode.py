@@ -19,7 +19,7 @@ import pyarrow as pa
 from .arrow import BASE_COLUMNS, rows_to_table
 from .records import Record
 
-__all__ = ["EncodeOptions", "encode_payload", "encode_records", "EncodeBatch"]
+__all__ = ["EncodeOptions", "encode_payload", "encode_records", "EncodeBatch", "output_schema", "conform", "SAMPLES"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +179,64 @@ def encode_records(records: Iterable[Record], options: EncodeOptions) -> tuple[l
     return rows, errors, n
 
 
+# Tiny valid inputs per kind, encoded once to learn the output schema (column names and types)
+# so that every batch and shard has the same columns even when all of its records fail.
+SAMPLES: dict[str, Any] = {
+    "code": "def f(x):\n    return x\n",
+    "json": '{"a": [1, {"b": null}]}',
+    "xml": "<a><b>t</b><c/></a>",
+    "yaml": "a:\n  - 1\n  - b: 2\n",
+    "conllu": "# text = Hi there\n1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n2\tthere\tthere\tADV\t_\t_\t1\tadvmod\t_\t_\n\n",
+    "table": "a,b\n1,2\n3,4\n",
+    "document": "First sentence. Second one.\n\nA new paragraph.\n",
+    "markdown": "# Title\n\nSome text.\n\n## Part\n\nMore.\n",
+    "graph": {"edge_index": [[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]},
+}
+
+_SCHEMAS: dict[tuple, pa.Schema | None] = {}
+
+
+def output_schema(options: EncodeOptions, kind: str | None = None) -> pa.Schema | None:
+    """The schema of encoded rows for ``options`` (learned from :data:`SAMPLES`), or ``None``.
+
+    ``None`` when the kind has no sample, or the sample does not encode (e.g. ``tree``
+    coordinates asked of a table: then every record fails anyway).
+    """
+    kind = kind or options.kind
+    key = (kind, options)
+    if key not in _SCHEMAS:
+        schema = None
+        if kind in SAMPLES:
+            try:
+                lang = (options.language or "python") if kind == "code" else None
+                rows = encode_payload("sample", SAMPLES[kind], kind, options.coords, language=lang, parser_options=dict(options.parser_options))
+                schema = rows_to_table(rows).schema
+            except Exception:
+                schema = None
+        _SCHEMAS[key] = schema
+    return _SCHEMAS[key]
+
+
+def conform(table: pa.Table, schema: pa.Schema | None) -> pa.Table:
+    """``table`` with ``schema``'s columns first, in order and type (missing ones null); other
+    columns (error columns, unexpected coordinates) follow unchanged."""
+    if schema is None:
+        return table
+    cols, names = [], []
+    for f in schema:
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            cols.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, type=f.type))
+        names.append(f.name)
+    for name in table.column_names:
+        if name not in schema.names:
+            cols.append(table.column(name))
+            names.append(name)
+    return pa.Table.from_arrays(cols, names=names)
+
+
 def _columns(batch: Any) -> Mapping[str, Sequence]:
     if isinstance(batch, pa.Table):
         return batch.to_pydict()
@@ -256,9 +314,10 @@ class EncodeBatch:
                              "start": None, "end": None, "parent": None, "coords": {}})
                 error_type.append(e["error_type"])
                 error.append(e["message"])
+        schema = output_schema(self.options)
         if not self.keep_errors:
-            return rows_to_table(rows)
-        return rows_to_table(rows, {"error_type": error_type, "error": error})
+            return conform(rows_to_table(rows), schema)
+        return conform(rows_to_table(rows, {"error_type": error_type, "error": error}), schema)
 
     def __repr__(self) -> str:
         return f"EncodeBatch({self.options!r}, text_column={self.text_column!r}, id_column={self.id_column!r})"

@@ -35,8 +35,8 @@ def run_processes(shards: Iterable[Shard], options: EncodeOptions, out_dir: Path
     if workers <= 1:
         yield from run_serial(shards, options, out_dir)
         return
-    ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    try:
         pending = set()
         it = iter(shards)
         exhausted = False
@@ -49,10 +49,14 @@ def run_processes(shards: Iterable[Shard], options: EncodeOptions, out_dir: Path
                     break
                 pending.add(pool.submit(encode_shard, index, list(records), options, str(out_dir)))
             if not pending:
-                return
+                break
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 yield fut.result()
+    except BaseException:  # Ctrl-C, a broken pool, a refused resume: drop queued shards, don't wait for them
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _ray_encode(index: int, records: Sequence[Record], options: EncodeOptions):

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .arrow import rows_to_table
-from .encode import EncodeOptions, encode_records
+from .encode import EncodeOptions, conform, encode_records, output_schema
 from .records import Record
 
 __all__ = ["ShardResult", "Manifest", "ResumeError", "shard_paths", "encode_shard", "write_shard", "options_hash", "atomic_write_bytes"]
@@ -88,7 +88,7 @@ def encode_shard_table(index: int, records: Sequence[Record], options: EncodeOpt
     """Encode one shard's records (no I/O): ``(table, errors, result)``."""
     t0 = time.perf_counter()
     rows, errors, n = encode_records(records, options)
-    table = rows_to_table(rows)
+    table = conform(rows_to_table(rows), output_schema(options))
     encoded = n - len(errors)
     res = ShardResult(index, n, encoded, len(errors), table.num_rows,
                       records[0].id if records else None, records[-1].id if records else None,

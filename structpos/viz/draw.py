@@ -146,26 +146,30 @@ def _short(x, width: int = 12) -> str:
     return t if len(t) <= width else t[: width - 1] + "…"
 
 
-def _colors(values: np.ndarray, categorical: bool, cmap_name: str = "viridis"):
-    """RGBA per node plus what to put in the legend/colorbar."""
+def _colors(values: np.ndarray, categorical: bool, cmap_name: str = "viridis", shown: np.ndarray | None = None):
+    """RGBA per node plus what to put in the legend/colorbar; ``shown`` (bool) limits the
+    colour range / legend to the nodes actually drawn."""
     import matplotlib as mpl
 
+    shown = np.ones(len(values), dtype=bool) if shown is None else shown
     if categorical:
         cats, inv = np.unique(values.astype(str), return_inverse=True)
-        counts = np.bincount(inv)
+        counts = np.bincount(inv[shown], minlength=len(cats))
         order = np.argsort(-counts, kind="stable")
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
         cmap = mpl.colormaps["tab20"]
         top = 19
         rgba = np.where((rank[inv] < top)[:, None], cmap(np.minimum(rank[inv], top) % 20), (0.7, 0.7, 0.7, 1.0))
-        legend = [(cats[order[r]], cmap(r % 20)) for r in range(min(top, len(cats)))]
-        if len(cats) > top:
-            legend.append((f"other ({len(cats) - top})", (0.7, 0.7, 0.7, 1.0)))
+        present = int((counts > 0).sum())
+        legend = [(cats[order[r]], cmap(r % 20)) for r in range(min(top, present))]
+        if present > top:
+            legend.append((f"other ({present - top})", (0.7, 0.7, 0.7, 1.0)))
         return rgba, ("legend", legend)
     v = np.asarray(values, dtype=float)
     finite = np.isfinite(v)
-    lo, hi = (np.min(v[finite]), np.max(v[finite])) if finite.any() else (0.0, 1.0)
+    ranged = finite & shown
+    lo, hi = (np.min(v[ranged]), np.max(v[ranged])) if ranged.any() else (0.0, 1.0)
     norm = mpl.colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1)
     cmap = mpl.colormaps[cmap_name]
     rgba = cmap(norm(np.where(finite, v, lo)))
@@ -191,7 +195,8 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
         values, categorical = node_values(s, "depth" if s.parent is not None else "degree")
     if len(values) != n:
         raise ValueError(f"{s.name}: {len(values)} colour values for {n} nodes")
-    rgba, key = _colors(np.asarray(values), categorical)
+    shown = np.isfinite(pos).all(axis=1) if style == "grid" else None
+    rgba, key = _colors(np.asarray(values), categorical, shown=shown)
     show_text = text == "auto" and n <= LABEL_LIMIT
     fig = ax.figure
 
@@ -204,7 +209,8 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
         for i in np.flatnonzero(cell):
             ax.add_patch(Rectangle((col[i] - 0.5, -row[i] - max(rs[i], 1) + 0.5), max(cs[i], 1), max(rs[i], 1), facecolor=rgba[i], edgecolor="white", linewidth=1.0))
             if show_text or cell.sum() <= 150:
-                txt = s.node_text(i) or str(s.labels[i])
+                txt = s.node_text(i)
+                txt = str(s.labels[i]) if txt is None else txt
                 lum = 0.299 * rgba[i][0] + 0.587 * rgba[i][1] + 0.114 * rgba[i][2]
                 ax.text(pos[i, 0], pos[i, 1], _short(txt, 14), ha="center", va="center", fontsize=7, color="black" if lum > 0.5 else "white")
         if cell.any():
@@ -339,8 +345,18 @@ def show_figure(s: Structure, *, color_by: str = "depth", coords: dict[str, np.n
     draw_structure(s, values, categorical=categorical, ax=ax_tree, color_label=color_by)
     if similarity:
         mat, names = _rope_matrix(s, coords, rope_coords)
-        draw_similarity(s, mat, axes=axes, encoder=encoder, head_dim=max(head_dim, 2 * mat.shape[1]), vectors=vectors, seed=seed, coord_names=names)
+        target = s
+        if layout(s)[0] == "grid":  # a table: compare cells on the grid, not via row/table nodes
+            keep = np.flatnonzero((np.asarray(s.attrs["row"]) >= 0) & (np.asarray(s.attrs["col"]) >= 0))
+            target = _select(s, keep)
+            mat = mat[keep]
+        draw_similarity(target, mat, axes=axes, encoder=encoder, head_dim=max(head_dim, 2 * mat.shape[1]), vectors=vectors, seed=seed, coord_names=names)
     return fig
+
+
+def _select(s: Structure, keep: np.ndarray) -> Structure:
+    """The nodes ``keep`` of ``s`` as an edgeless structure (labels, spans and attributes only)."""
+    return Structure(kind=s.kind, labels=s.labels[keep], start=s.start[keep], end=s.end[keep], source=s.source, name=s.name, attrs={k: v[keep] for k, v in s.attrs.items()})
 
 
 def _rope_matrix(s: Structure, coords: dict[str, np.ndarray], names: list[str] | None) -> tuple[np.ndarray, list[str]]:

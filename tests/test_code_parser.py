@@ -1,0 +1,296 @@
+"""parse_code against tree-sitter's own node API, walked independently (recursion over
+``node.children``), on CPython's whole standard library and on seven languages."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tree_sitter")
+import tree_sitter  # noqa: E402
+
+from structpos import StructureError  # noqa: E402
+from structpos.coords.tree import tree_coords  # noqa: E402
+from structpos.parsers import parse  # noqa: E402
+from structpos.parsers.code import get_language, iter_parse_code, language_for_path, parse_code  # noqa: E402
+
+SAMPLE_EVERY = 12  # full equality check on every 12th stdlib file (plus every non-ASCII one)
+
+
+# ------------------------------------------------------------ reference walk
+def reference(tree: tree_sitter.Tree, named_only: bool = False) -> dict[str, list]:
+    """Preorder records via recursion over ``node.children`` / ``node.named_children``."""
+    out: dict[str, list] = {k: [] for k in ("type", "start", "end", "parent", "depth", "sibling", "size", "named", "error", "node")}
+
+    def visit(node, parent: int, depth: int, sibling: int) -> int:
+        me = len(out["type"])
+        for key, val in (
+            ("type", node.type), ("start", node.start_byte), ("end", node.end_byte), ("parent", parent),
+            ("depth", depth), ("sibling", sibling), ("size", 0), ("named", node.is_named),
+            ("error", node.is_error or node.is_missing), ("node", node),
+        ):  # fmt: skip
+            out[key].append(val)
+        kids = node.named_children if named_only else node.children
+        size = 1
+        for k, child in enumerate(kids):
+            size += visit(child, me, depth + 1, k)
+        out["size"][me] = size
+        return size
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))
+    try:
+        visit(tree.root_node, -1, 0, 0)
+    finally:
+        sys.setrecursionlimit(limit)
+    return out
+
+
+def byte_to_char(text: str, offsets: list[int]) -> np.ndarray:
+    """Independent byte->char map: decode each prefix length (for small inputs only)."""
+    data = text.encode("utf-8")
+    return np.array([len(data[:b].decode("utf-8")) for b in offsets])
+
+
+def assert_matches_reference(s, tree, text: str, named_only: bool = False) -> None:
+    ref = reference(tree, named_only)
+    coords = tree_coords(s)
+    assert list(s.labels) == ref["type"], s.name
+    np.testing.assert_array_equal(s.parent, ref["parent"], err_msg=s.name)
+    np.testing.assert_array_equal(coords["depth"], ref["depth"], err_msg=s.name)
+    np.testing.assert_array_equal(coords["sibling"], ref["sibling"], err_msg=s.name)
+    np.testing.assert_array_equal(coords["subtree_size"], ref["size"], err_msg=s.name)
+    np.testing.assert_array_equal(s.attrs["is_named"], ref["named"], err_msg=s.name)
+    np.testing.assert_array_equal(s.attrs["is_error"], ref["error"], err_msg=s.name)
+    data = text.encode("utf-8")
+    if len(data) == len(text):
+        np.testing.assert_array_equal(s.start, ref["start"], err_msg=s.name)
+        np.testing.assert_array_equal(s.end, ref["end"], err_msg=s.name)
+    else:  # non-ASCII: every node's character span holds exactly tree-sitter's text
+        for i, node in enumerate(ref["node"]):
+            assert text[s.start[i] : s.end[i]] == node.text.decode("utf-8"), (s.name, i, node.type)
+
+
+def assert_spans_nest(s) -> None:
+    """Children inside parents (validate), siblings in order and non-overlapping."""
+    s.validate()
+    p = s.parent
+    child = np.flatnonzero(p >= 0)
+    same = p[child[1:]] == p[child[:-1]]  # consecutive children of one parent are siblings in preorder?
+    # siblings are not adjacent in preorder; pair each node with its next sibling instead
+    order = np.argsort(p, kind="stable")
+    po = p[order]
+    sib_pair = (po[1:] == po[:-1]) & (po[1:] >= 0)
+    a, b = order[:-1][sib_pair], order[1:][sib_pair]
+    assert np.all(a < b), s.name
+    assert np.all(s.end[a] <= s.start[b]), s.name
+    assert np.all(s.start <= s.end), s.name
+    del same
+
+
+# ------------------------------------------------------------------ stdlib
+def stdlib_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)
+
+
+@pytest.fixture(scope="module")
+def stdlib_parsed(stdlib):
+    """Every stdlib .py file: (path, bytes, Structure) for the valid UTF-8 ones, skip count."""
+    files = stdlib_files(stdlib)
+    assert len(files) > 500, f"suspiciously few stdlib files under {stdlib}"
+    blobs, skipped = [], 0
+    for path in files:
+        data = path.read_bytes()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            skipped += 1
+            continue
+        blobs.append((path, data))
+    structures = list(iter_parse_code([d for _, d in blobs], "python", names=[str(p) for p, _ in blobs]))
+    return [(p, d, s) for (p, d), s in zip(blobs, structures)], skipped
+
+
+def test_stdlib_every_file_parses_with_nested_spans(stdlib_parsed):
+    parsed, skipped = stdlib_parsed
+    assert skipped < 0.02 * (len(parsed) + skipped), f"{skipped} stdlib files are not UTF-8"
+    total = 0
+    for path, data, s in parsed:
+        assert s.name == str(path)
+        assert s.meta["language"] == "python"
+        assert len(s) >= 1 and s.labels[0] == "module"
+        assert_spans_nest(s)
+        out = tree_coords(s)
+        assert out["root_path"].shape == (len(s), 32)
+        total += len(s)
+    print(f"\nparsed {len(parsed)} stdlib files ({skipped} skipped: not UTF-8), {total} nodes")
+
+
+def test_stdlib_sample_matches_independent_walk(stdlib_parsed):
+    parsed, _ = stdlib_parsed
+    parser = tree_sitter.Parser(get_language("python"))
+    checked = non_ascii = 0
+    for k, (path, data, s) in enumerate(parsed):
+        text = data.decode("utf-8")
+        ascii_only = len(text) == len(data)
+        if k % SAMPLE_EVERY and ascii_only:
+            continue
+        non_ascii += not ascii_only
+        assert_matches_reference(s, parser.parse(data), text)
+        checked += 1
+    assert checked > len(parsed) // SAMPLE_EVERY and non_ascii > 5
+
+
+def test_pipelined_equals_single(stdlib):
+    files = stdlib_files(stdlib)[::97]
+    for path, s in zip(files, iter_parse_code(files)):
+        one = parse_code(path)
+        assert s.name == one.name == str(path)
+        assert list(s.labels) == list(one.labels)
+        for a, b in ((s.start, one.start), (s.end, one.end), (s.parent, one.parent)):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("every", [5])
+def test_named_only_and_fields_match_independent_walk(stdlib, every):
+    parser = tree_sitter.Parser(get_language("python"))
+    for path in stdlib_files(stdlib)[3 :: 40 * every]:
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        tree = parser.parse(data)
+        named = parse_code(data, "python", name=str(path), named_only=True)
+        assert named.attrs["is_named"].all()
+        assert_matches_reference(named, tree, text, named_only=True)
+        full = parse_code(data, "python", fields=True)
+        ref = reference(tree)
+        want = [""] * len(ref["node"])
+        for i, node in enumerate(ref["node"]):
+            for k, child in enumerate(node.children):
+                want[ref["node"].index(child, i)] = node.field_name_for_child(k) or ""
+        assert list(full.attrs["field"]) == want, path
+
+
+# --------------------------------------------------------------- languages
+SNIPPETS = {
+    "python": ("def greet(name: str) -> str:\n    return f'héllo {name}'\n", "function_definition"),
+    "javascript": ("function add(a, b) {\n  return a + b; // ∑\n}\nconst x = [1, 2].map(v => v * 2);\n", "arrow_function"),
+    "java": ("class Hi {\n  public static void main(String[] args) {\n    System.out.println(\"héllo\");\n  }\n}\n", "method_declaration"),
+    "go": ("package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"héllo\")\n}\n", "function_declaration"),
+    "rust": ("fn main() {\n    let v: Vec<i32> = (0..3).collect();\n    println!(\"{:?} é\", v);\n}\n", "function_item"),
+    "c": ("#include <stdio.h>\nint main(void) {\n  printf(\"%d\\n\", 1 + 2);\n  return 0;\n}\n", "function_definition"),
+    "cpp": ("#include <vector>\ntemplate <typename T> class Box {\n public:\n  T value;\n};\nint main() { Box<int> b{1}; return b.value; }\n", "template_declaration"),
+}  # fmt: skip
+
+BROKEN = {
+    "python": "def f(x:\n    return (x +\nclass",
+    "javascript": "function f( { return 1 + ; }",
+    "java": "class A { void f( { int x = ; }",
+    "go": "package main\nfunc f( {\n x := \n}",
+    "rust": "fn f( { let x = ; }",
+    "c": "int f( { return 1 + ; }",
+    "cpp": "class A { int f( { return ; } ",
+}
+
+
+@pytest.mark.parametrize("language", sorted(SNIPPETS))
+def test_each_language_parses_a_snippet(language):
+    text, expected = SNIPPETS[language]
+    s = parse_code(text, language)
+    assert not s.meta["has_error"] and not s.attrs["is_error"].any()
+    assert expected in set(s.labels), sorted(set(s.labels))
+    assert s.start[0] <= 1 and s.end[0] >= len(text.rstrip())
+    assert_spans_nest(s)
+    tree = tree_sitter.Parser(get_language(language)).parse(text.encode("utf-8"))
+    assert_matches_reference(s, tree, text)
+    # byte->char conversion agrees with decoding each prefix independently
+    ref = reference(tree)
+    np.testing.assert_array_equal(s.start, byte_to_char(text, ref["start"]))
+
+
+@pytest.mark.parametrize("language", sorted(BROKEN))
+@pytest.mark.parametrize("named_only", [False, True])
+def test_syntax_errors_are_flagged_not_raised(language, named_only):
+    text = BROKEN[language]
+    s = parse_code(text, language, named_only=named_only)
+    assert s.meta["has_error"]
+    assert_spans_nest(s)
+    flagged = set(s.labels[s.attrs["is_error"]])
+    assert flagged, "no node flagged"
+    tree = tree_sitter.Parser(get_language(language)).parse(text.encode())
+    assert_matches_reference(s, tree, text, named_only=named_only)
+    tree_coords(s)
+
+
+def test_missing_node_is_flagged():
+    s = parse_code("x = (1 + 2\n")
+    tree = tree_sitter.Parser(get_language("python")).parse(b"x = (1 + 2\n")
+    ref = reference(tree)
+    missing = [i for i, n in enumerate(ref["node"]) if n.is_missing]
+    assert missing, "the grammar no longer inserts a MISSING node here; pick another example"
+    assert s.attrs["is_error"][missing].all()
+    assert (s.start[missing] == s.end[missing]).all()
+
+
+# ------------------------------------------------------------- the interface
+def test_path_input_guesses_language(tmp_path):
+    src = tmp_path / "m.rs"
+    src.write_text("fn main() {}\n", encoding="utf-8")
+    s = parse_code(src)
+    assert s.name == str(src) and s.meta["language"] == "rust" and "function_item" in set(s.labels)
+    assert language_for_path("a/b.HPP") == "cpp"
+    with pytest.raises(StructureError, match="suffix"):
+        parse_code(tmp_path / "notes.txt")
+
+
+def test_invalid_utf8_names_the_byte(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(b"x = 1\ny = '\xff'\n")
+    with pytest.raises(StructureError, match=r"bad\.py at byte 11"):
+        parse_code(bad)
+
+
+def test_str_and_bytes_agree_and_registry_dispatch():
+    text = "π = 3.14  # ünïcode\nprint(π)\n"
+    a = parse_code(text)
+    b = parse_code(text.encode("utf-8"))
+    c = parse(text, "code", language="py")
+    for other in (b, c):
+        assert list(a.labels) == list(other.labels)
+        np.testing.assert_array_equal(a.start, other.start)
+    assert a.node_text(int(np.flatnonzero(a.labels == "comment")[0])) == "# ünïcode"
+
+
+def test_user_language_and_caching():
+    import tree_sitter_python
+
+    lang = tree_sitter.Language(tree_sitter_python.language())
+    s = parse_code("a = 1\n", language=lang)
+    assert s.labels[0] == "module"
+    assert get_language("python") is get_language("py")
+
+
+def test_missing_grammar_names_the_wheel():
+    with pytest.raises(ImportError, match="pip install tree-sitter-cobol"):
+        parse_code("x", "cobol")
+
+
+def test_bad_source_type():
+    with pytest.raises(TypeError, match="source must be"):
+        parse_code(12)
+
+
+def test_iter_parse_code_raises_in_order(tmp_path):
+    good = tmp_path / "a.py"
+    good.write_text("a = 1\n")
+    bad = tmp_path / "b.py"
+    bad.write_bytes(b"\xff")
+    it = iter_parse_code([good, bad, good])
+    assert next(it).name == str(good)
+    with pytest.raises(StructureError, match="b.py"):
+        next(it)

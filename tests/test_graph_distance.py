@@ -1,0 +1,90 @@
+"""Shortest-path and resistance distances against networkx and closed forms."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+from structpos import Structure, StructureError
+from structpos.coords import compute
+from structpos.coords.distance import (
+    pad_pairwise,
+    resistance_distance,
+    resistance_distance_batch,
+    shortest_path_distance,
+    shortest_path_distance_batch,
+)
+
+
+def edges(G):
+    return np.array(list(G.edges()), dtype=np.int64).reshape(-1, 2).T
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_spd_matches_networkx_bfs(directed):
+    G = nx.gnp_random_graph(40, 0.06, seed=2, directed=directed)
+    D = shortest_path_distance(edges(G), 40, directed=directed)
+    ref = np.full((40, 40), -1)
+    for u, dist in nx.all_pairs_shortest_path_length(G):
+        for v, d in dist.items():
+            ref[u, v] = d
+    np.testing.assert_array_equal(D, ref)
+    capped = shortest_path_distance(edges(G), 40, 2, directed=directed)
+    np.testing.assert_array_equal(capped, np.where(ref <= 2, ref, -1))
+
+
+def test_spd_edge_cases():
+    assert shortest_path_distance(np.zeros((2, 0), np.int64), 0).shape == (0, 0)
+    np.testing.assert_array_equal(shortest_path_distance(np.zeros((2, 0), np.int64), 2), [[0, -1], [-1, 0]])
+    D = shortest_path_distance(torch.tensor([[0, 1], [1, 2]]), 3, unreachable=99)
+    assert isinstance(D, torch.Tensor) and D[0, 2] == 2
+    with pytest.raises(ValueError, match="max_dist"):
+        shortest_path_distance(np.array([[0], [1]]), 2, -1)
+
+
+def test_resistance_matches_networkx_and_closed_forms():
+    G = nx.connected_watts_strogatz_graph(15, 4, 0.4, seed=1)
+    R = resistance_distance(edges(G), 15)
+    ref = np.array([[nx.resistance_distance(G, u, v) if u != v else 0 for v in range(15)] for u in range(15)])
+    np.testing.assert_allclose(R, ref, atol=1e-10)
+    n = 9
+    i = np.arange(n)
+    np.testing.assert_allclose(resistance_distance(edges(nx.path_graph(n)), n), np.abs(i[:, None] - i), atol=1e-10)
+    d = np.abs(i[:, None] - i)
+    np.testing.assert_allclose(resistance_distance(edges(nx.cycle_graph(n)), n), d * (n - d) / n, atol=1e-10)
+    T = nx.random_labeled_tree(12, seed=3) if hasattr(nx, "random_labeled_tree") else nx.random_tree(12, seed=3)
+    np.testing.assert_allclose(resistance_distance(edges(T), 12), shortest_path_distance(edges(T), 12), atol=1e-10)
+
+
+def test_resistance_weights_disconnection_and_errors():
+    ei = np.array([[0, 1], [1, 2]])
+    R = resistance_distance(ei, 4, np.array([2.0, 4.0]))  # conductances in series, node 3 isolated
+    assert R[0, 2] == pytest.approx(1 / 2 + 1 / 4)
+    assert np.isinf(R[0, 3]) and R[3, 3] == 0
+    with pytest.raises(StructureError, match="max_nodes"):
+        resistance_distance(ei, 4, max_nodes=3)
+    with pytest.raises(StructureError, match="edge 1"):
+        resistance_distance(ei, 4, np.array([1.0, -1.0]))
+
+
+def test_batches_and_padding():
+    graphs = [(edges(nx.path_graph(n)), n) for n in (1, 3, 5)]
+    spd = shortest_path_distance_batch(graphs, max_dist=3)
+    res = resistance_distance_batch(graphs)
+    for (ei, n), s, r in zip(graphs, spd, res):
+        np.testing.assert_array_equal(s, shortest_path_distance(ei, n, 3))
+        np.testing.assert_allclose(r, resistance_distance(ei, n))
+    stacked, mask = pad_pairwise(spd, pad_value=-1)
+    assert stacked.shape == (3, 5, 5) and mask.sum() == 1 + 9 + 25
+    np.testing.assert_array_equal(stacked[1, :3, :3], spd[1])
+    assert (stacked[~mask] == -1).all()
+
+
+def test_structure_families():
+    s = Structure(kind="tree", labels=list("abcd"), parent=np.array([-1, 0, 1, 0]))
+    out = compute(s, "spd:5,resistance")
+    ref = np.array([[0, 1, 2, 1], [1, 0, 1, 2], [2, 1, 0, 3], [1, 2, 3, 0]])
+    np.testing.assert_array_equal(out["spd"], ref)
+    np.testing.assert_allclose(out["resistance"], ref, atol=1e-12)
