@@ -9,7 +9,11 @@
 
 Each timing is the best of ``--repeats`` runs. ``--quick`` runs a small version.
 
-    python benchmarks/bench_graph.py [--quick] [--graphs N] [--grid SIDE] [--repeats R]
+    python benchmarks/bench_graph.py [--quick] [--graphs N] [--grid SIDE] [--repeats R] [--threads T]
+
+On a busy machine multi-threaded BLAS/torch on small matrices slows *every* contender badly;
+``--threads 1`` gives all of them one thread (structpos itself limits BLAS to one thread for
+stacks of small matrices when ``threadpoolctl`` is installed).
 """
 
 from __future__ import annotations
@@ -61,7 +65,17 @@ def main(argv=None) -> None:
     ap.add_argument("--graphs", type=int, default=None)
     ap.add_argument("--grid", type=int, default=None, help="side of the large grid graph")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="limit torch and BLAS threads for every contender (fair on a busy machine)")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        try:
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(args.threads)
+        except ImportError:
+            print("threadpoolctl not installed: BLAS threads not limited")
     count = args.graphs or (300 if args.quick else 2000)
     side = args.grid or (100 if args.quick else 320)
 

@@ -12,6 +12,7 @@ rotated q, k, including the cos/sin computation (HF recomputes cos/sin every cal
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -40,9 +41,9 @@ def hf_apply(q, k, cos, sin, unsqueeze_dim=2):
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
 
-def timeit_interleaved(fns: list, repeat: int, warmup: int = 2) -> list[float]:
-    """Best-of-``repeat`` seconds per function, the functions run in turn each round so that
-    load from other processes hits all of them alike."""
+def timeit_interleaved(fns: list, repeat: int, warmup: int = 2) -> list[list[float]]:
+    """Seconds per round for each function; the functions run in turn every round, so load
+    from other processes hits them alike and per-round ratios pair close-in-time runs."""
     for _ in range(warmup):
         for fn in fns:
             fn()
@@ -52,7 +53,12 @@ def timeit_interleaved(fns: list, repeat: int, warmup: int = 2) -> list[float]:
             t0 = time.perf_counter()
             fn()
             times[i].append(time.perf_counter() - t0)
-    return [min(t) for t in times]
+    return times
+
+
+def paired_ratio(a: list[float], b: list[float]) -> float:
+    """Median over rounds of a/b (robust to a busy machine)."""
+    return statistics.median(x / y for x, y in zip(a, b))
 
 
 def run(B, L, H, D, dtype, repeat):
@@ -79,13 +85,16 @@ def run(B, L, H, D, dtype, repeat):
 
     with torch.inference_mode():
         t3, t1, thf = timeit_interleaved([lambda: rope3(q, k, coords3), lambda: rope1(q, k, coords1), hf], repeat)
+        # the only work that differs between 3 axes and 1: building cos/sin from coordinates
+        c3, c1 = timeit_interleaved([lambda: rope3.cos_sin(coords3, dtype), lambda: rope1.cos_sin(coords1, dtype)], repeat)
+    r1, rhf = paired_ratio(t3, t1), paired_ratio(t3, thf)
     name = str(dtype).replace("torch.", "")
     print(
-        f"B={B} L={L} H={H} D={D} {name:8s}  struct3={t3 * 1e3:8.2f} ms  rope1d={t1 * 1e3:8.2f} ms  "
-        f"hf_eager={thf * 1e3:8.2f} ms  |  struct3/rope1d={t3 / t1:5.3f} (goal ≤1.1)  "
-        f"struct3/hf={t3 / thf:5.3f} (goal ≤1.0)"
+        f"B={B} L={L} H={H} D={D} {name:8s}  struct3={min(t3) * 1e3:8.2f} ms  rope1d={min(t1) * 1e3:8.2f} ms  "
+        f"hf_eager={min(thf) * 1e3:8.2f} ms  cos/sin 3-axis {min(c3) * 1e3:6.3f} ms vs 1-axis {min(c1) * 1e3:6.3f} ms"
+        f"  |  struct3/rope1d={r1:5.3f} (goal ≤1.1)  struct3/hf={rhf:5.3f} (goal ≤1.0)"
     )
-    return t3 / t1, t3 / thf
+    return r1, rhf
 
 
 def main(argv=None):
@@ -97,7 +106,7 @@ def main(argv=None):
     if args.threads:
         torch.set_num_threads(args.threads)
     shapes = [(2, 512, 8, 64)] if args.quick else [(4, 2048, 16, 128), (1, 8192, 8, 64)]
-    repeat = args.repeat or (5 if args.quick else 10)
+    repeat = args.repeat or (7 if args.quick else 15)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     for shape in shapes:
         for dtype in (torch.float32, torch.bfloat16):

@@ -49,6 +49,21 @@ def _check_invariant(out: Path, record_ids: list[str]) -> None:
     assert len(read_errors(out)) == t["errors"]
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:  # not Linux: nothing to check
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+
+
 def test_conllu_file_matches_direct_parse_and_coords(shared_data, tmp_path):
     out = tmp_path / "enc"
     assert main(["encode", str(_conllu(shared_data)), "--kind", "conllu", "--coords", "tree:8x16",
@@ -172,7 +187,7 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(shared_data, tmp_path)
     src = _conllu(shared_data)
     out = tmp_path / "enc"
     cmd = [sys.executable, "-m", "structpos.cli", "encode", str(src), "--kind", "conllu", "--coords", "tree",
-           "--out", str(out), "--shard-size", "10", "--no-progress"]
+           "--out", str(out), "--shard-size", "10", "--workers", "2", "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = out / "part-00000.parquet"
@@ -181,8 +196,13 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(shared_data, tmp_path)
         time.sleep(0.005)
     time.sleep(0.3)  # let it get well into the run
     assert proc.poll() is None, "the run finished before it could be killed: give it more work"
+    workers = _children(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers), "worker processes outlived the killed driver"
     m = _manifest(out)
     assert not m["complete"]
     done_before = len(m["shards"])

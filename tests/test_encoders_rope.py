@@ -205,6 +205,15 @@ def test_unused_axis_and_stacked_table():
     assert torch.equal(rope.cos_sin(c2)[0], cos)
 
 
+def test_huge_integer_coordinates_use_exact_angles():
+    rope = StructuralRoPE(8, 1)
+    c = torch.tensor([[(1 << 25) + 1], [(1 << 25) + 2]])
+    cos, sin = rope.cos_sin(c)
+    ref = c.double() * rope.inv_freq.double()
+    torch.testing.assert_close(cos[:, 0].double(), ref.cos(), rtol=0, atol=1e-6)
+    assert not torch.equal(cos[0], cos[1])  # fp32 would round both to the same value
+
+
 def test_table_cache_keyed_by_extent_not_length():
     rope = StructuralRoPE(32, 2)
     for length in (5, 17, 33, 60):

@@ -4,6 +4,7 @@ with the rotary score heatmap against tree/graph distance (headless; HTML is sel
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="input file (code, JSON, CoNLL-U, CSV/HTML table, graph, ...)")
     p.add_argument("--kind", help="input kind (default: from the file suffix)")
     p.add_argument("--language", help="code language (default: from the file suffix)")
-    p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="extra parser option (repeatable)")
+    p.add_argument("--parser-opt", action="append", default=[], metavar="KEY=VALUE", help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable")
     p.add_argument("--index", type=int, default=0, help="which structure when the file holds several (e.g. CoNLL-U sentence), 0-based")
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg, .pdf or .html")
     p.add_argument("--coords", default=None, help="coordinate spec, e.g. 'tree' or 'lap:8,rw:16' (default: tree for trees, table for tables, lap:4 for graphs)")
@@ -52,13 +53,16 @@ def _parse_size(text: str) -> tuple[int, int]:
 
 
 def _parser_options(args) -> dict:
+    """``--parser-opt KEY=VALUE`` pairs (as ``structpos encode``: VALUE read as JSON when it is JSON)."""
     opts: dict = {}
-    for item in args.opt:
+    for item in args.parser_opt:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--opt must be KEY=VALUE, got {item!r}")
-        low = value.lower()
-        opts[key] = True if low == "true" else False if low == "false" else int(value) if value.lstrip("-").isdigit() else value
+            raise ValueError(f"--parser-opt must be KEY=VALUE, got {item!r}")
+        try:
+            opts[key] = json.loads(value)
+        except json.JSONDecodeError:
+            opts[key] = value
     return opts
 
 

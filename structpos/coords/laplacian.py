@@ -46,6 +46,7 @@ from ..structure import Structure
 from ._eigen import batched_eigh, smallest_eigenpairs
 from ._graph_utils import (
     SENTINEL,
+    EigenConvergenceError,
     Graph,
     adjacency,
     as_graph,
@@ -58,7 +59,7 @@ from ._graph_utils import (
     to_output,
 )
 
-__all__ = ["laplacian_pe", "laplacian_pe_batch", "LapBatch", "lap_coords", "DENSE_MAX"]
+__all__ = ["laplacian_pe", "laplacian_pe_batch", "LapBatch", "lap_coords", "DENSE_MAX", "EigenConvergenceError"]
 
 DENSE_MAX = 1000
 """Graphs (or components) with at most this many nodes use dense ``eigh``."""

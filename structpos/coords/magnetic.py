@@ -127,7 +127,7 @@ def magnetic_laplacian_pe_batch(
         V = canonical_phase(U[:, :, :kk]) * valid[:, None, :]
         full = np.zeros((len(idx), S, k), dtype=cdtype)
         full[:, :, :kk] = V
-        eigvals[idx, :kk] = np.where(valid, w[:, :kk], 0.0)
+        eigvals[idx, :kk] = np.where(valid, np.maximum(w[:, :kk], 0.0), 0.0)  # PSD: clip -1e-16
         mask[idx, :kk] = valid
         _scatter_rows(pe, ptr, idx, n, full)
     for i in np.flatnonzero(sizes > dense_max):
@@ -220,6 +220,6 @@ def _sparse_graph(g: Graph, k: int, q: float, q_relative: bool, *, method: str =
     else:
         w, U = smallest_eigenpairs(L, m, tol=tol, maxiter=maxiter, method=method, name=g.name)
     pe[keep, :m] = canonical_phase(U)
-    ev[:m] = w
+    ev[:m] = np.maximum(w, 0.0)
     mask[:m] = True
     return pe, ev, mask

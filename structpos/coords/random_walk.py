@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..structure import Structure
+from ._eigen import SMALL, single_blas_thread
 from ._graph_utils import (
     Graph,
     adjacency,
@@ -96,7 +97,11 @@ def random_walk_pe_batch(
         if S == 0:
             continue
         A = dense_adjacency_batch([gs[i] for i in idx], S, symmetrize=symmetrize, self_loops=True)
-        diag = _dense_rwse(A.astype(dtype, copy=False), K)
+        if S <= SMALL:
+            with single_blas_thread():
+                diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
+        else:
+            diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
         n = sizes[idx]
         within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
         src = np.repeat(np.arange(len(idx)) * S, n) + within
@@ -126,10 +131,17 @@ def _check_len(K) -> int:
     return int(K)
 
 
-def _dense_rwse(A: np.ndarray, K: int) -> np.ndarray:
-    """``(B, S, K)`` diagonals of ``P^k`` for a batch of dense adjacencies ``(B, S, S)``."""
-    deg = A.sum(-1, keepdims=True)
-    P = A / np.where(deg > 0, deg, 1)
+def _dense_rwse(A: np.ndarray, K: int, symmetric: bool) -> np.ndarray:
+    """``(B, S, K)`` diagonals of ``P^k`` for a batch of dense adjacencies ``(B, S, S)``.
+
+    Symmetric ``A``: ``diag(P^k) = diag(M^k)`` with the symmetric ``M = D^{-1/2} A D^{-1/2}``,
+    so ``[M^{h+j}]_ii = Σ_m [M^h]_im [M^j]_im`` reads both factors row-wise."""
+    deg = A.sum(-1)
+    if symmetric:
+        dinv = np.where(deg > 0, 1 / np.sqrt(np.where(deg > 0, deg, 1)), 0)
+        P = dinv[:, :, None] * A * dinv[:, None, :]
+    else:
+        P = A / np.where(deg > 0, deg, 1)[:, :, None]
     h = (K + 1) // 2
     powers = [P]
     for _ in range(h - 1):
@@ -137,7 +149,8 @@ def _dense_rwse(A: np.ndarray, K: int) -> np.ndarray:
     diags = [p.diagonal(axis1=-2, axis2=-1) for p in powers]
     top = powers[-1]
     for j in range(1, K - h + 1):
-        diags.append(np.einsum("bij,bji->bi", top, powers[j - 1]))
+        other = powers[j - 1] if symmetric else powers[j - 1].transpose(0, 2, 1)
+        diags.append((top * other).sum(-1))
     return np.stack(diags, axis=-1)
 
 

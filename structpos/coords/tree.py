@@ -1,10 +1,12 @@
 """Tree coordinates from a preorder parent array, vectorized with numpy.
 
 Every function takes ``parent``: an ``(N,)`` int array in **preorder** (``parent[i] < i``,
-``-1`` for a root; several roots make a forest, whose trees follow one another). Nothing
-recurses and nothing loops over nodes in Python: per-node quantities come from sorting,
-``bincount`` and *pointer jumping* (``f <- f[f]``, which halves every remaining ancestor
-chain per step), so a 100k-deep chain costs ``O(N log depth)``.
+``-1`` for a root; several roots make a forest, whose trees follow one another, and the
+subtree of every node is a contiguous index range). Nothing recurses and nothing loops over
+nodes in Python: per-node quantities come from a stable (radix) sort by parent, ``bincount``,
+cumulative sums and *pointer jumping* (``f <- f[f]``, which halves every remaining ancestor
+chain per round), so a 100k-deep chain costs ``O(N log depth)``; only :func:`root_path`
+loops, once per level up to its ``max_depth``.
 
 Definitions (``anc_k(i)`` is the ``k``-th ancestor of ``i``):
 
@@ -15,9 +17,15 @@ Definitions (``anc_k(i)`` is the ``k``-th ancestor of ``i``):
   ``i`` is exactly the index range ``[i, i + subtree_size[i])``.
 * ``root_path[i]``: the child indices taken on the way from the root down to ``i``,
   ``(sibling_index[anc_{d-1}(i)], ..., sibling_index[anc_1(i)], sibling_index[i])`` with
-  ``d = depth[i]`` (the Shiv & Quirk 2019 tree position; a root has the empty path).
+  ``d = depth[i]`` (the Shiv & Quirk 2019 tree position; a root has the empty path),
+  capped to ``max_depth`` steps and ``max_width`` children with an overflow flag.
 * ``tree_distance(u, v) = depth[u] + depth[v] - 2 depth[lca(u, v)]``, the number of edges on
   the path between ``u`` and ``v``; ``-1`` when they lie in different trees of a forest.
+
+Validation: every function rejects ``parent[i] >= i`` or ``< -1``; the ones that rely on
+contiguous subtrees (:func:`subtree_size`, :func:`root_path`, :func:`lca`,
+:func:`tree_distance`, :func:`tree_coords`) also reject a parent array that is not a
+preorder, with a :class:`~structpos.StructureError` naming the node.
 """
 
 from __future__ import annotations
@@ -202,8 +210,9 @@ def root_path(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Child indices along each node's root path, capped to ``(max_depth, max_width)``.
 
-    Returns ``(path, overflow)``: ``path`` is ``(N, max_depth)`` :func:`path_dtype` (int16), row ``i`` holding
-    the root path of ``i`` (see the module docstring) left-aligned and padded with ``-1``;
+    Returns ``(path, overflow)``: ``path`` is ``(N, max_depth)`` of :func:`path_dtype` (int16),
+    row ``i`` holding the root path of ``i`` (see the module docstring) left-aligned and
+    padded with ``-1``;
     ``overflow`` is ``(N,)`` bool, True exactly when the stored row differs from the true path.
 
     Capping rule:
@@ -384,8 +393,10 @@ def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nd
     """Coordinate family ``"tree"`` (spec ``"tree"`` or ``"tree:DEPTHxWIDTH"``, default 32x64).
 
     Returns ``depth``, ``sibling``, ``parent``, ``num_children``, ``subtree_size`` (all
-    ``(N,)`` int64), ``root_path`` (``(N, DEPTH)``, see :func:`root_path`, ``keep="top"``)
-    and ``root_path_overflow`` (``(N,)`` bool).
+    ``(N,)`` int64), ``root_path`` (``(N, DEPTH)`` int16, padded with ``-1``; see
+    :func:`root_path` for the capping rule, ``keep="top"``) and ``root_path_overflow``
+    (``(N,)`` bool: the stored path was cut or clipped). Raises StructureError if the parent
+    array is not a preorder.
     """
     if structure.parent is None:
         raise StructureError("tree coordinates need a tree (no parent array)", name=structure.name)

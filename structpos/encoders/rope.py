@@ -220,9 +220,10 @@ class StructuralRoPE(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``cos φ``, ``sin φ`` in ``dtype`` with a head axis: ``(..., H', D/2)``, ``H' ∈ {1, H}``."""
         coords = self._check_coords(coords, None)
-        cos_sin = self._table_cos_sin(coords, dtype)
+        cos_sin, huge = self._table_cos_sin(coords, dtype)
         if cos_sin is None:
-            ang_dtype = torch.float64 if torch.float64 in (dtype, coords.dtype) else torch.float32
+            # fp32 holds integers exactly only up to 2^24: larger coordinates get fp64 angles
+            ang_dtype = torch.float64 if huge or torch.float64 in (dtype, coords.dtype) else torch.float32
             ang = self.angles(coords.to(ang_dtype))
             if not self._per_head():
                 ang = ang.unsqueeze(-2)
@@ -238,32 +239,34 @@ class StructuralRoPE(nn.Module):
         return cos, sin
 
     def _table_cos_sin(self, coords: torch.Tensor, dtype: torch.dtype):
-        """Gather cos/sin from the cached integer table, or ``None`` when it does not apply."""
-        if (
-            self.axis_map is None
-            or coords.is_floating_point()
-            or dtype == torch.float64
-            or isinstance(self.inv_freq, nn.Parameter)  # learnable: tables would go stale
-            or coords.numel() == 0
-        ):
-            return None
+        """``((cos, sin) or None, huge)``: gathered from the cached integer table when it applies;
+        ``huge`` says integer coordinates reach 2^24 (beyond fp32's exact integers)."""
+        if coords.is_floating_point() or coords.numel() == 0:
+            return None, False
         lo, hi = torch.aminmax(coords)
         lo, hi = int(lo), int(hi)
-        if lo < 0 or hi >= self.cache.max_extent:
-            return None
+        huge = max(hi, -lo) >= 1 << 24
+        if (
+            self.axis_map is None
+            or dtype == torch.float64
+            or isinstance(self.inv_freq, nn.Parameter)  # learnable: tables would go stale
+            or lo < 0
+            or hi >= self.cache.max_extent
+        ):
+            return None, huge
         extent, cos_t, sin_t = self.cache.get(self.inv_freq.to(coords.device), hi + 1, dtype)
         if self.allocation == "per_head":
             idx = coords[..., self._head_axes]  # (..., H): every pair of a head follows one axis
-            return F.embedding(idx, cos_t), F.embedding(idx, sin_t)
+            return (F.embedding(idx, cos_t), F.embedding(idx, sin_t)), False
         if self._single_axis is not None:
             idx = coords[..., self._single_axis]
-            return F.embedding(idx, cos_t).unsqueeze(-2), F.embedding(idx, sin_t).unsqueeze(-2)
+            return (F.embedding(idx, cos_t).unsqueeze(-2), F.embedding(idx, sin_t).unsqueeze(-2)), False
         # stacked per-axis table: row a·extent + c_a holds axis a's columns, zeros elsewhere
         idx = (coords + self._axis_offsets.to(coords.device) * extent).reshape(-1, self.num_axes)
         shape = (*coords.shape[:-1], 1, self.num_pairs)
         cos = F.embedding_bag(idx, cos_t, mode="sum").view(shape)
         sin = F.embedding_bag(idx, sin_t, mode="sum").view(shape)
-        return cos, sin
+        return (cos, sin), False
 
     # ----------------------------------------------------------------- forward
     def _check_coords(self, coords, like: torch.Tensor | None) -> torch.Tensor:

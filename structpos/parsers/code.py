@@ -24,9 +24,7 @@ Kind ids map to labels and named-ness through per-language tables.
 
 from __future__ import annotations
 
-import queue
 import threading
-from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,7 @@ import numpy as np
 from ..structure import Structure, StructureError
 from ._offsets import ByteToChar
 
-__all__ = ["parse_code", "iter_parse_code", "get_language", "language_for_path", "LANGUAGES", "SUFFIXES"]
+__all__ = ["parse_code", "get_language", "language_for_path", "LANGUAGES", "SUFFIXES"]
 
 # canonical name -> importable wheel module (tree_sitter_<name>.language())
 LANGUAGES: dict[str, str] = {
@@ -57,26 +55,29 @@ SUFFIXES: dict[str, str] = {
     ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".h++": "cpp",
 }  # fmt: skip
 
-ERROR_KIND_ID = 0xFFFF  # tree-sitter's builtin error symbol (ts_builtin_sym_error)
-
-
 def _canonical(name: str) -> str:
     name = name.strip().lower().replace("-", "_")
     return ALIASES.get(name, name)
 
 
-@lru_cache(maxsize=None)
 def get_language(name: str):
     """The cached ``tree_sitter.Language`` for a language name (``"python"``, ``"cpp"``, ...)."""
-    ts = _tree_sitter()
     canon = _canonical(name)
+    if not canon.isidentifier():
+        raise ValueError(f"bad language name {name!r}")
+    return _language(canon)
+
+
+@lru_cache(maxsize=None)
+def _language(canon: str):
+    ts = _tree_sitter()
     module = LANGUAGES.get(canon, f"tree_sitter_{canon}")
     pip_name = module.replace("_", "-")
     try:
         mod = __import__(module)
     except ImportError as e:
         raise ImportError(
-            f"parsing {name!r} code needs the grammar wheel {module!r}: pip install {pip_name} "
+            f"parsing {canon!r} code needs the grammar wheel {module!r}: pip install {pip_name} "
             f"(the seven built-in languages come with pip install 'structpos[code]')"
         ) from e
     fn = getattr(mod, "language", None)
@@ -110,7 +111,7 @@ class _KindTables:
         count = language.node_kind_count
         labels = [language.node_kind_for_id(i) or "" for i in range(count)]
         named = [bool(language.node_kind_is_named(i)) for i in range(count)]
-        # the error symbol id (0xFFFF) lies far past the table: map it to one extra slot
+        # the ERROR symbol's id (0xFFFF, ts_builtin_sym_error) lies past the table: one extra slot
         self.error_slot = count
         self.labels = np.array(labels + ["ERROR"], dtype=object)
         self.named = np.array(named + [True], dtype=bool)
@@ -148,14 +149,14 @@ def _walk_all(tree, fields: bool):
 
     ``top`` is the parent of the node under the cursor; descending pushes it, ascending pops.
     """
+    if fields:
+        return _walk_all_fields(tree)
     cur = tree.walk()
     kinds: list[int] = []
     starts: list[int] = []
     ends: list[int] = []
     parents: list[int] = []
-    field_ids: list[int] = []
     add_kind, add_start, add_end, add_parent = kinds.append, starts.append, ends.append, parents.append
-    add_field = field_ids.append
     first_child, next_sibling, go_up = cur.goto_first_child, cur.goto_next_sibling, cur.goto_parent
     stack: list[int] = []
     push, pop = stack.append, stack.pop
@@ -167,8 +168,6 @@ def _walk_all(tree, fields: bool):
         add_start(node.start_byte)
         add_end(node.end_byte)
         add_parent(top)
-        if fields:
-            add_field(cur.field_id or 0)
         if first_child():
             push(top)
             top = i
@@ -177,8 +176,38 @@ def _walk_all(tree, fields: bool):
         i += 1
         while not next_sibling():
             if not go_up():
-                return kinds, starts, ends, parents, field_ids
+                return kinds, starts, ends, parents, []
             top = pop()
+
+
+def _walk_all_fields(tree):
+    """:func:`_walk_all` that also records each node's field id (0: none)."""
+    cur = tree.walk()
+    kinds: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    parents: list[int] = []
+    field_ids: list[int] = []
+    stack: list[int] = []
+    i = 0
+    top = -1
+    while True:
+        node = cur.node
+        kinds.append(node.kind_id)
+        starts.append(node.start_byte)
+        ends.append(node.end_byte)
+        parents.append(top)
+        field_ids.append(cur.field_id or 0)
+        if cur.goto_first_child():
+            stack.append(top)
+            top = i
+            i += 1
+            continue
+        i += 1
+        while not cur.goto_next_sibling():
+            if not cur.goto_parent():
+                return kinds, starts, ends, parents, field_ids
+            top = stack.pop()
 
 
 def _walk_named(tree, named: list[bool], error_slot: int, fields: bool):
@@ -231,9 +260,9 @@ def _missing_flags(tree, n_expected: int, named_only: bool, named: list[bool], e
             continue
         while not cur.goto_next_sibling():
             if not cur.goto_parent():
-                out = np.array(flags, dtype=bool)
-                assert out.size == n_expected
-                return out
+                if len(flags) != n_expected:  # both walks visit the same nodes; never expected
+                    raise RuntimeError(f"tree walk mismatch: {len(flags)} != {n_expected} nodes")
+                return np.array(flags, dtype=bool)
 
 
 # ------------------------------------------------------------------ entry
@@ -267,6 +296,11 @@ def _read_source(source, name: str | None, language) -> tuple[str, bytes, str, A
     return text, data, name, language
 
 
+def _ints(values: list[int]) -> np.ndarray:
+    """A list of Python ints as int64 (``fromiter`` skips ``np.array``'s type discovery)."""
+    return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
 def _resolve_language(language) -> tuple[Any, str]:
     """(tree_sitter.Language, canonical name) for a name or a user Language."""
     if isinstance(language, str):
@@ -285,7 +319,7 @@ def _build(tree, text: str, data: bytes, name: str, lang, lang_name: str, named_
         kinds, starts, ends, parents, field_ids = _walk_named(tree, tables.named_list, tables.error_slot, fields)
     else:
         kinds, starts, ends, parents, field_ids = _walk_all(tree, fields)
-    kind = np.array(kinds, dtype=np.int64)
+    kind = _ints(kinds)
     kind[kind >= tables.error_slot] = tables.error_slot
     is_error = kind == tables.error_slot
     has_error = tree.root_node.has_error
@@ -295,13 +329,13 @@ def _build(tree, text: str, data: bytes, name: str, lang, lang_name: str, named_
     attrs: dict[str, np.ndarray] = {"is_named": tables.named[kind], "is_error": is_error}
     if fields:
         names = np.array([""] + [lang.field_name_for_id(i) or "" for i in range(1, lang.field_count + 1)], dtype=object)
-        attrs["field"] = names[np.array(field_ids, dtype=np.int64)]
+        attrs["field"] = names[_ints(field_ids)]
     return Structure(
         kind="tree",
         labels=tables.labels[kind],
-        start=to_char(np.array(starts, dtype=np.int64)),
-        end=to_char(np.array(ends, dtype=np.int64)),
-        parent=np.array(parents, dtype=np.int64),
+        start=to_char(_ints(starts)),
+        end=to_char(_ints(ends)),
+        parent=_ints(parents),
         source=text,
         name=name,
         attrs=attrs,
@@ -329,69 +363,6 @@ def parse_code(
     text, data, name, language = _read_source(source, name, language)
     lang, lang_name = _resolve_language(language)
     tree = _parser_for(lang).parse(data)
+    if tree is None:  # only with a parser timeout or no language; neither is set here
+        raise StructureError("tree-sitter returned no tree", name=name)
     return _build(tree, text, data, name, lang, lang_name, named_only, fields)
-
-
-_DONE = object()
-
-
-def iter_parse_code(
-    sources: Iterable[str | bytes | Path],
-    language: Any = None,
-    names: Iterable[str] | None = None,
-    named_only: bool = False,
-    fields: bool = False,
-    prefetch: int = 8,
-) -> Iterator[Structure]:
-    """:func:`parse_code` over many sources, pipelined: a background thread reads and parses
-    (tree-sitter releases the GIL while parsing) while this thread walks the previous trees.
-
-    Yields one Structure per source, in order. ``language=None`` guesses each Path's
-    language from its suffix (``"python"`` for text/bytes). An error for one source is raised
-    when its turn comes. ``prefetch`` bounds how many parsed trees wait in memory.
-    """
-    results: queue.Queue = queue.Queue(maxsize=max(1, prefetch))
-    stop = threading.Event()
-    name_iter = iter(names) if names is not None else None
-
-    def producer() -> None:
-        try:
-            for src in sources:
-                if stop.is_set():
-                    return
-                nm = next(name_iter, None) if name_iter is not None else None
-                try:
-                    text, data, nm, lang_spec = _read_source(src, nm, language)
-                    lang, lang_name = _resolve_language(lang_spec)
-                    item: Any = (_parser_for(lang).parse(data), text, data, nm, lang, lang_name)
-                except BaseException as e:  # handed to the consumer, raised in order
-                    item = e
-                while not stop.is_set():
-                    try:
-                        results.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-        except BaseException as e:  # the sources iterable itself failed
-            results.put(e)
-        finally:
-            results.put(_DONE)
-
-    worker = threading.Thread(target=producer, name="structpos-parse", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = results.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            tree, text, data, nm, lang, lang_name = item
-            yield _build(tree, text, data, nm, lang, lang_name, named_only, fields)
-    finally:
-        stop.set()
-        while worker.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                results.get_nowait()
-            except queue.Empty:
-                worker.join(timeout=0.05)

@@ -47,9 +47,10 @@ def parse_table(
     header: bool | str | None = None,
     *,
     delimiter: str | None = None,
-    quotechar: str | None = '"',
+    quotechar: str | None = "auto",
     escapechar: str | None = None,
     table: int = 0,
+    displayed_only: bool = True,
     index: bool = False,
 ) -> Structure:
     """Parse a table into a Structure of kind ``"table"``.
@@ -60,12 +61,14 @@ def parse_table(
     ``header``: ``True`` (first row is the header; default for CSV/DataFrame), ``False``,
     or ``"auto"`` (CSV: :func:`~structpos.parsers.table_csv.sniff_header`; HTML, the default:
     ``<thead>`` rows or leading all-``<th>`` rows). ``delimiter`` defaults to ``,`` (``\\t``
-    for TSV); TSV files are read unquoted (``quotechar=None``) as the IANA TSV format has no
-    quoting; ``escapechar`` as in :mod:`csv` (WikiTableQuestions CSVs use ``"\\"``). ``table`` picks the top-level HTML table; ``index`` includes a DataFrame's index.
+    for TSV); ``quotechar`` defaults to ``"`` for CSV and to ``None`` (no quoting) for TSV, as
+    the IANA TSV format has no quoting; ``escapechar`` as in :mod:`csv` (WikiTableQuestions
+    CSVs need ``"\\"``). HTML: ``table`` picks the top-level table, ``displayed_only`` leaves
+    ``display:none`` content out of cell text. ``index`` includes a DataFrame's index.
     """
     if format is None:
         if isinstance(obj, (str, os.PathLike)) and _looks_like_path(obj):
-            format = _EXT_FORMAT[Path(obj).suffix.lower()]
+            format = _EXT_FORMAT.get(Path(obj).suffix.lower(), "csv")
         elif hasattr(obj, "to_csv") and hasattr(obj, "columns"):
             format = "dataframe"
         elif isinstance(obj, (list, tuple)):
@@ -77,8 +80,6 @@ def parse_table(
     format = format.lower()
     if format in ("csv", "tsv", "html") and _looks_like_path(obj):
         name = name or str(obj)
-        if format == "tsv" and quotechar == '"':
-            quotechar = None
         obj = _read(Path(obj))
     if format == "dataframe":
         return parse_dataframe(obj, name=name or "<dataframe>", header=True if header is None else header, index=index)
@@ -87,12 +88,21 @@ def parse_table(
     if not isinstance(obj, str):
         raise TypeError(f"{format} input must be text or a path, not {type(obj).__name__}")
     if format == "html":
-        return parse_html_table(obj, name=name or "<html>", header="auto" if header is None else header, table=table)
+        return parse_html_table(
+            obj, name=name or "<html>", header="auto" if header is None else header, table=table, displayed_only=displayed_only
+        )
     if format in ("csv", "tsv"):
         sep = delimiter or ("\t" if format == "tsv" else ",")
+        if quotechar == "auto":
+            quotechar = None if format == "tsv" else '"'
         return parse_csv_table(
-            obj, name=name or f"<{format}>", header=True if header is None else header, delimiter=sep, quotechar=quotechar,
-            escapechar=escapechar, fmt=format
+            obj,
+            name=name or f"<{format}>",
+            header=True if header is None else header,
+            delimiter=sep,
+            quotechar=quotechar,
+            escapechar=escapechar,
+            fmt=format,
         )
     raise ValueError(f"unknown table format {format!r}; known: csv, tsv, html, dataframe, rows")
 

@@ -49,18 +49,18 @@ class EncodeOptions:
         return {"kind": self.kind, "coords": self.coords, "language": self.language, "parser_options": [list(kv) for kv in self.parser_options]}
 
 
-_ACCEPTS_NAME: dict[str, bool] = {}
+_ACCEPTS: dict[str, bool] = {}
 
 
 def _parser_accepts(kind: str, fn, arg: str) -> bool:
     key = f"{kind}:{arg}"
-    if key not in _ACCEPTS_NAME:
+    if key not in _ACCEPTS:
         try:
             params = inspect.signature(fn).parameters
-            _ACCEPTS_NAME[key] = arg in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+            _ACCEPTS[key] = arg in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
         except (TypeError, ValueError):
-            _ACCEPTS_NAME[key] = False
-    return _ACCEPTS_NAME[key]
+            _ACCEPTS[key] = False
+    return _ACCEPTS[key]
 
 
 def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | None, options: Mapping[str, Any]):
@@ -193,7 +193,7 @@ SAMPLES: dict[str, Any] = {
     "graph": {"edge_index": [[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]},
 }
 
-_SCHEMAS: dict[tuple, pa.Schema | None] = {}
+_SCHEMAS: dict[tuple[str | None, str], pa.Schema | None] = {}
 
 
 def output_schema(options: EncodeOptions, kind: str | None = None) -> pa.Schema | None:
@@ -203,7 +203,7 @@ def output_schema(options: EncodeOptions, kind: str | None = None) -> pa.Schema 
     coordinates asked of a table: then every record fails anyway).
     """
     kind = kind or options.kind
-    key = (kind, options)
+    key = (kind, json.dumps(options.as_dict(), sort_keys=True, default=repr))
     if key not in _SCHEMAS:
         schema = None
         if kind in SAMPLES:

@@ -13,6 +13,9 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -31,11 +34,25 @@ def run_serial(shards: Iterable[Shard], options: EncodeOptions, out_dir: Path, w
         yield encode_shard(index, records, options, out_dir)
 
 
+def _exit_with_parent(parent_pid: int, interval: float = 0.5) -> None:
+    """Worker initializer: end this worker when the driver dies (even by ``kill -9``), so no
+    orphan keeps burning CPU on shards nobody will record."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="structpos-parent-watch").start()
+
+
 def run_processes(shards: Iterable[Shard], options: EncodeOptions, out_dir: Path, workers: int = 2, **_) -> Iterator[ShardResult]:
     if workers <= 1:
         yield from run_serial(shards, options, out_dir)
         return
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
     try:
         pending = set()
         it = iter(shards)
