@@ -282,6 +282,11 @@ def test_html_row_groups_nested_tables_and_implicit_ends():
     second = parse_table(html, table=1)
     assert second.meta["grid"] == [["second"]] and second.node_text(0) == "<table><tr><td>second</td></tr></table>"
     assert len(parse(html, "table", format="html", header=True).meta["grid"]) == 5
+    # CRLF line ends and astral characters shift every offset; spans must follow
+    crlf = parse_table("🙂\r\n" + html.replace("\n", "\r\n")).validate()
+    assert crlf.meta["grid"] == s.meta["grid"]
+    for i in cell_ids(s):
+        assert crlf.node_text(i).replace("\r\n", "\n") == s.node_text(i)
 
 
 @pytest.mark.parametrize(

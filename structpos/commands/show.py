@@ -72,6 +72,10 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
     from ..pipeline.records import kind_for_path
 
     guess = kind_for_path(path)
+    if kind is None and path.suffix.lower() in GRAPH_READERS:
+        kind = "graph"
+    if kind == "graph":
+        return parse(read_graph_file(path), "graph", name=str(path), **options)
     if kind is None:
         if guess is None:
             raise ValueError(f"{path}: cannot guess the kind from the suffix {path.suffix!r}; pass --kind")
@@ -90,6 +94,21 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
             raise ValueError(f"{path}: --index {index} is out of range; the file holds {len(result)} structures")
         result = result[index]
     return result
+
+
+GRAPH_READERS = {".edgelist": "read_edgelist", ".edges": "read_edgelist", ".adjlist": "read_adjlist", ".gml": "read_gml", ".graphml": "read_graphml"}
+
+
+def read_graph_file(path: Path):
+    """A networkx graph from ``.graphml``/``.gml``/``.adjlist`` or an edge list (``u v`` per line, any other suffix)."""
+    from ..parsers import require
+
+    nx = require("networkx", "graph", "reading graph files")
+    reader = getattr(nx, GRAPH_READERS.get(path.suffix.lower(), "read_edgelist"))
+    try:
+        return reader(path)
+    except Exception as e:  # networkx raises many types for malformed files
+        raise ValueError(f"{path}: cannot read as a graph ({type(e).__name__}: {e})") from None
 
 
 def default_spec(structure) -> str:
