@@ -238,3 +238,18 @@ def test_graph_jsonl_with_spectral_coords_matches_direct(tmp_path):
         assert row["num_nodes"] == s.num_nodes and row["parent"] is None
         for k, v in c.items():
             assert np.allclose(np.asarray(row[k], dtype=float), v), k
+
+
+def test_parquet_input_gives_the_same_rows_as_jsonl(tmp_path):
+    import pyarrow as pa
+
+    docs = [{"k": i, "v": list(range(i))} for i in range(9)]
+    texts = [json.dumps(d) for d in docs]
+    names = [f"doc{i}" for i in range(9)]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"name": n, "body": t}) + "\n" for n, t in zip(names, texts)))
+    pq.write_table(pa.table({"name": names, "body": texts}), tmp_path / "in.parquet")
+    for src in ("in.jsonl", "in.parquet"):
+        assert main(["encode", str(tmp_path / src), "--kind", "json", "--coords", "tree", "--field", "body", "--id-field", "name",
+                     "--out", str(tmp_path / src.replace(".", "_")), "--shard-size", "4", "--no-progress"]) == 0
+    a, b = read_output(tmp_path / "in_jsonl"), read_output(tmp_path / "in_parquet")
+    assert a.equals(b) and a.column("id").to_pylist() == names

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -112,4 +113,4 @@ def test_ray_data_map_batches_matches_local(ray_cluster, shared_data):
     for k, row in expected.items():
         assert row["error"] is None and got[k]["error"] is None
         for col in ("labels", "parent", "depth", "sibling", "root_path"):
-            assert [list(x) if hasattr(x, "__len__") and not isinstance(x, str) else x for x in got[k][col]] == row[col], col
+            assert np.asarray(list(got[k][col])).tolist() == row[col], col  # Ray hands back numpy arrays

@@ -118,3 +118,26 @@ def test_conllu_sentences_match_the_conllu_library(shared_data):
     recs = list(read_records(path))
     assert [r.id for r in recs] == [f"en_ewt-ud-dev.conllu#{s}" for s, _, _ in ours]
     assert count_records(path) is None  # one file, many sentences: not known without reading
+
+
+def test_string_array_nulls_and_unicode():
+    from structpos.pipeline.arrow import string_array
+
+    values = ["a", None, "", "é∑😀", None, "x" * 1000]
+    assert string_array(values).to_pylist() == values
+    assert string_array([]).to_pylist() == []
+
+
+def test_encoding_a_shard_does_not_import_pandas(stdlib, tmp_path):
+    """pyarrow's ``pa.array`` imports pandas (~1 s CPU per fresh worker); shards avoid it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from structpos.pipeline import encode_to_parquet; "
+        f"encode_to_parquet({str(stdlib / 'json')!r}, {str(tmp_path / 'o')!r}, kind='code', coords='tree', progress=False); "
+        "print('pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

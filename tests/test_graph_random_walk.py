@@ -115,3 +115,11 @@ def test_tree_structure_is_walked_undirected():
     np.testing.assert_array_equal(rw[:, 0], 0)  # no self-loops: no 1-step return
     two = [sum(1 / (deg[i] * deg[j]) for j in nbrs[i]) for i in range(6)]
     np.testing.assert_allclose(rw[:, 1], two, atol=1e-12)
+
+
+def test_directed_graph_structure_walks_edges_as_given():
+    ei = np.array([[0, 1, 2, 2], [1, 2, 0, 1]])
+    s = Structure(kind="graph", labels=["a", "b", "c"], edge_index=ei, directed=True)
+    np.testing.assert_allclose(compute(s, "rw:3")["rw"], random_walk_pe(ei, 3, 3, symmetrize=False))
+    s_und = Structure(kind="graph", labels=["a", "b", "c"], edge_index=ei)
+    np.testing.assert_allclose(compute(s_und, "rw:3")["rw"], random_walk_pe(ei, 3, 3))

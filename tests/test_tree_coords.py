@@ -200,3 +200,43 @@ def test_tree_coords_family_and_spec():
         compute(s, "tree:axb")
     with pytest.raises(StructureError, match="rand"):
         T.tree_coords(Structure(kind="graph", labels=["a"], name="rand"))
+
+
+def is_preorder_by_dfs(parent) -> bool:
+    kids: dict[int, list[int]] = {}
+    for i, p in enumerate(parent):
+        kids.setdefault(int(p), []).append(i)
+    order, stack = [], list(reversed(kids.get(-1, [])))
+    while stack:
+        v = stack.pop()
+        order.append(v)
+        stack.extend(reversed(kids.get(v, [])))
+    return order == list(range(len(parent)))
+
+
+def test_preorder_check_is_exact_on_all_small_forests():
+    import itertools
+
+    seen = 0
+    for n in range(1, 7):
+        for parent in itertools.product(*[range(-1, i) for i in range(n)]):
+            want = is_preorder_by_dfs(parent)
+            try:
+                T.subtree_size(np.array(parent))
+                got = True
+            except StructureError:
+                got = False
+            assert got == want, parent
+            seen += want
+    assert seen == sum([1, 2, 5, 14, 42, 132])  # forests on n nodes: Catalan numbers
+
+
+def test_root_path_keep_bottom_on_chain_with_branches():
+    # chain 0-1-...-9; node 10 is a second child of node 9's parent (8)
+    parent = np.r_[np.arange(-1, 9), 8]
+    path, flag = T.root_path(parent, 3, 1, keep="bottom")
+    np.testing.assert_array_equal(path[9], [0, 0, 0])
+    np.testing.assert_array_equal(path[10], [0, 0, 0])  # child index 1 clipped to width 1
+    assert flag[10] and flag[9] and not flag[3] and flag[4]
+    path, _ = T.root_path(parent, 3, 4, keep="bottom")
+    np.testing.assert_array_equal(path[10], [0, 0, 1])

@@ -187,12 +187,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _encoder(coords: dict, names: list[str] | None, head_dim: int):
-    """The library's StructuralRoPE when available (else ``None``: the sectioned fallback)."""
+    """The library encoder for these coordinates: WIRE for Laplacian eigenvectors (``lap``,
+    with ``scale = N`` so that spectral steps of size ``O(1/√N)`` turn by useful angles), else
+    StructuralRoPE (sectioned); ``None`` (the viz fallback) when the encoders cannot load."""
     try:
-        from ..encoders import StructuralRoPE  # type: ignore[attr-defined]
+        from ..encoders import WIRE, StructuralRoPE
     except ImportError:
         return None
     from ..viz import coordinate_matrix
 
     mat, _ = coordinate_matrix(coords, names)
-    return StructuralRoPE(max(head_dim, 2 * mat.shape[1]), mat.shape[1])
+    n, a = mat.shape
+    dim = max(head_dim, 2 * a)
+    if names and all(x == "lap" for x in names):
+        return WIRE(dim, a, scale=float(max(n, 1)))
+    return StructuralRoPE(dim, a)

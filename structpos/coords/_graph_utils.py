@@ -21,7 +21,7 @@ Conventions (documented once, used by every family):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -131,7 +131,13 @@ def _unchecked(obj, num_nodes, edge_weight, directed, name) -> Graph:
         ei, ew = obj.edges()
         return _shaped(ei, obj.num_nodes, ew if edge_weight is None else edge_weight,
                        obj.directed if directed is None else directed, name or obj.name)
-    if hasattr(obj, "edge_index") and hasattr(obj, "num_nodes"):  # PyG Data
+    store = getattr(obj, "_store", None)  # PyG Data: read its storage directly (much faster)
+    if isinstance(store, Mapping) and "edge_index" in store:
+        ew = edge_weight if edge_weight is not None else store.get("edge_weight")
+        n = num_nodes if num_nodes is not None else store.get("num_nodes")
+        n = obj.num_nodes if n is None else n
+        return _shaped(store["edge_index"], n, ew, bool(directed), name or "<data>")
+    if hasattr(obj, "edge_index") and hasattr(obj, "num_nodes"):  # other Data-like objects
         ew = edge_weight if edge_weight is not None else getattr(obj, "edge_weight", None)
         n = obj.num_nodes if num_nodes is None else num_nodes
         return _shaped(obj.edge_index, n, ew, bool(directed), name or "<data>")

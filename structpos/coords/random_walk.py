@@ -15,8 +15,9 @@ not sum to 1).
 ``A_s = max(A, Aᵀ)``, which leaves a graph stored with both edge directions unchanged;
 ``symmetrize=False`` walks the edges as given (``P = D_out^{-1} A``).
 
-Computation: ``h = ⌈K/2⌉`` matrix products ``P, P², …, P^h``, then
-``[P^{h+j}]_{ii} = Σ_m [P^h]_{im} [P^j]_{mi}`` (an elementwise product, no further matmul).
+Computation: only ``O(√K)`` matrix products (baby-step/giant-step), since
+``[P^{a+b}]_{ii} = Σ_m [P^a]_{im} [P^b]_{mi}`` is an elementwise product (see ``_dense_rwse``;
+the sparse path forms ``P, …, P^{⌈K/2⌉}``).
 Many small graphs: dense batched products per size group; large graphs (``N > dense_max``):
 sparse products, never densified.
 """
@@ -134,24 +135,29 @@ def _check_len(K) -> int:
 def _dense_rwse(A: np.ndarray, K: int, symmetric: bool) -> np.ndarray:
     """``(B, S, K)`` diagonals of ``P^k`` for a batch of dense adjacencies ``(B, S, S)``.
 
-    Symmetric ``A``: ``diag(P^k) = diag(M^k)`` with the symmetric ``M = D^{-1/2} A D^{-1/2}``,
-    so ``[M^{h+j}]_ii = Σ_m [M^h]_im [M^j]_im`` reads both factors row-wise."""
+    Baby-step/giant-step: with ``s = ⌈√K⌉`` only ``M, M², …, M^s`` and ``M^{2s}, M^{3s}, …``
+    are formed (about ``2√K`` matmuls), and ``[M^{a+b}]_ii = Σ_m [M^a]_im [M^b]_mi``. For
+    symmetric ``A`` the walk uses the symmetric ``M = D^{-1/2} A D^{-1/2}`` (same diagonal
+    powers as ``P``), so ``[M^b]_mi = [M^b]_im`` is read row-wise without a transpose."""
     deg = A.sum(-1)
     if symmetric:
         dinv = np.where(deg > 0, 1 / np.sqrt(np.where(deg > 0, deg, 1)), 0)
-        P = dinv[:, :, None] * A * dinv[:, None, :]
+        M = dinv[:, :, None] * A * dinv[:, None, :]
     else:
-        P = A / np.where(deg > 0, deg, 1)[:, :, None]
-    h = (K + 1) // 2
-    powers = [P]
-    for _ in range(h - 1):
-        powers.append(powers[-1] @ P)
-    diags = [p.diagonal(axis1=-2, axis2=-1) for p in powers]
-    top = powers[-1]
-    for j in range(1, K - h + 1):
-        other = powers[j - 1] if symmetric else powers[j - 1].transpose(0, 2, 1)
-        diags.append((top * other).sum(-1))
-    return np.stack(diags, axis=-1)
+        M = A / np.where(deg > 0, deg, 1)[:, :, None]
+    s = max(1, int(np.ceil(np.sqrt(K))))
+    B, S, _ = M.shape
+    babies = np.empty((B, s, S, S), dtype=M.dtype)  # M, M², …, M^s
+    babies[:, 0] = M
+    for j in range(1, s):
+        np.matmul(babies[:, j - 1], M, out=babies[:, j])
+    rows = babies if symmetric else babies.transpose(0, 1, 3, 2)
+    blocks = [babies.diagonal(axis1=-2, axis2=-1)]  # (B, s, S): k = 1..s
+    giant = babies[:, s - 1]
+    for _ in range(s, K, s):  # k = g+1 .. g+s from the giant step M^g, g = s, 2s, ...
+        blocks.append((giant[:, None] * rows).sum(-1))
+        giant = giant @ babies[:, s - 1]
+    return np.concatenate(blocks, axis=1)[:, :K].transpose(0, 2, 1)
 
 
 def _sparse_rwse(g: Graph, K: int, symmetrize: bool) -> np.ndarray:

@@ -14,15 +14,45 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["list_column", "string_list_column", "rows_to_table", "BASE_COLUMNS"]
+__all__ = ["list_column", "string_list_column", "numeric_array", "string_array", "rows_to_table", "BASE_COLUMNS"]
 
 BASE_COLUMNS = ("id", "kind", "num_nodes", "labels", "start", "end", "parent")
 
 
+def _validity(valid: np.ndarray) -> pa.Buffer | None:
+    """Arrow validity bitmap (LSB first) of a boolean mask, or ``None`` when all are valid."""
+    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def numeric_array(a: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """Zero-copy Arrow array of a 1-D numeric/bool numpy array.
+
+    Built from buffers rather than ``pa.array`` because that call imports pandas (~1 s of CPU
+    in every fresh worker process).
+    """
+    a = np.ascontiguousarray(a)
+    n = len(a)
+    bitmap = None if valid is None else _validity(valid)
+    if a.dtype == np.bool_:
+        return pa.Array.from_buffers(pa.bool_(), n, [bitmap, pa.py_buffer(np.packbits(a, bitorder="little"))])
+    return pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), n, [bitmap, pa.py_buffer(a)])
+
+
+def string_array(values: Sequence[object | None]) -> pa.Array:
+    """Arrow ``string`` array (``None`` -> null) built from UTF-8 buffers (see :func:`numeric_array`)."""
+    data = [b"" if v is None else str(v).encode("utf-8") for v in values]
+    offsets = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter((len(b) for b in data), dtype=np.int64, count=len(data)), out=offsets[1:])
+    valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    if offsets[-1] < 2**31:
+        return pa.Array.from_buffers(pa.string(), len(data), [_validity(valid), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(data))])
+    return pa.Array.from_buffers(pa.large_string(), len(data), [_validity(valid), pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+
+
 def _values(flat: np.ndarray) -> pa.Array:
-    if flat.dtype == object:
-        return pa.array([None if v is None else str(v) for v in flat], type=pa.string())
-    return pa.array(flat)
+    if flat.dtype == object or flat.dtype.kind in "US":
+        return string_array(flat.tolist())
+    return numeric_array(flat)
 
 
 def list_column(arrays: Sequence[np.ndarray | None]) -> pa.Array:
@@ -48,7 +78,11 @@ def list_column(arrays: Sequence[np.ndarray | None]) -> pa.Array:
         values = pa.ListArray.from_arrays(_offsets(lengths), values)
     outer = np.array([0 if a is None else np.shape(a)[0] for a in arrays], dtype=np.int64)
     mask = np.array([a is None for a in arrays])
-    return pa.ListArray.from_arrays(_offsets(outer), values, mask=pa.array(mask) if mask.any() else None)
+    if not mask.any():
+        return pa.ListArray.from_arrays(_offsets(outer), values)
+    offsets = np.zeros(len(outer) + 1, dtype=np.int32)
+    np.cumsum(outer, out=offsets[1:])
+    return pa.Array.from_buffers(pa.list_(values.type), len(arrays), [_validity(~mask), pa.py_buffer(offsets)], children=[values])
 
 
 def string_list_column(arrays: Sequence[np.ndarray | None]) -> pa.Array:
@@ -64,7 +98,7 @@ def _offsets(lengths: np.ndarray) -> pa.Array:
     np.cumsum(lengths, out=off[1:])
     if off[-1] >= 2**31:
         raise ValueError("a shard holds more than 2**31 values in one column; use a smaller --shard-size")
-    return pa.array(off.astype(np.int32))
+    return numeric_array(off.astype(np.int32))
 
 
 def rows_to_table(rows: list[dict], extra: dict[str, list] | None = None) -> pa.Table:
@@ -75,9 +109,10 @@ def rows_to_table(rows: list[dict], extra: dict[str, list] | None = None) -> pa.
     ``extra`` columns (plain Python lists, e.g. error columns).
     """
     cols: dict[str, pa.Array] = {
-        "id": pa.array([r["id"] for r in rows], type=pa.string()),
-        "kind": pa.array([r["kind"] for r in rows], type=pa.string()),
-        "num_nodes": pa.array([r["num_nodes"] for r in rows], type=pa.int64()),
+        "id": string_array([r["id"] for r in rows]),
+        "kind": string_array([r["kind"] for r in rows]),
+        "num_nodes": numeric_array(np.array([r["num_nodes"] or 0 for r in rows], dtype=np.int64),
+                                   np.array([r["num_nodes"] is not None for r in rows], dtype=bool)),
         "labels": string_list_column([r["labels"] for r in rows]),
     }
     for name in ("start", "end", "parent"):
@@ -91,5 +126,5 @@ def rows_to_table(rows: list[dict], extra: dict[str, list] | None = None) -> pa.
     for k in coord_names:
         cols[k] = list_column([r["coords"].get(k) for r in rows])
     for k, v in (extra or {}).items():
-        cols[k] = pa.array(v, type=pa.string())
-    return pa.table(cols)
+        cols[k] = string_array(v)
+    return pa.Table.from_arrays(list(cols.values()), names=list(cols))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..structure import Structure, StructureError
+from ..structure import Structure
 from .layout import hop_distance, layout, tree_depth
 from .similarity import rotary_scores
 
@@ -228,9 +228,9 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
         ei, _ = s.edges()
         if ei.shape[1]:
             seg = np.stack([pos[ei[0]], pos[ei[1]]], axis=1)
-            ax.add_collection(LineCollection(seg, colors=(0.55, 0.55, 0.55, 0.8), linewidths=0.8 if n < 300 else 0.4, zorder=1))
+            ax.add_collection(LineCollection(seg, colors=(0.55, 0.55, 0.55, 0.8), linewidths=0.8 if n < 300 else 0.4, zorder=1, rasterized=n > 500))
         size = 90 if n <= LABEL_LIMIT else max(4.0, 2500.0 / n)
-        ax.scatter(pos[:, 0], pos[:, 1], s=size, c=rgba, edgecolors="black" if n <= LABEL_LIMIT else "none", linewidths=0.4, zorder=2)
+        ax.scatter(pos[:, 0], pos[:, 1], s=size, c=rgba, edgecolors="black" if n <= LABEL_LIMIT else "none", linewidths=0.4, zorder=2, rasterized=n > 500)
         if show_text:
             for i in range(n):
                 lab = str(s.labels[i]) if style == "tree" else f"{i}"
@@ -256,11 +256,13 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
     else:
         handles = [Patch(facecolor=c, label=_short(lab, 22)) for lab, c in obj]
         ax.legend(handles=handles, title=color_label or None, fontsize=6.5, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    ax.set_title(title if title is not None else f"{s.name} ({s.kind}, {n} nodes)", fontsize=10)
+    total = s.meta.get("truncated_from")
+    count = f"first {n} of {total} nodes" if total else f"{n} nodes"
+    ax.set_title(title if title is not None else f"{s.name} ({s.kind}, {count})", fontsize=10)
     return ax
 
 
-def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np.ndarray | None = None, encoder=None, head_dim: int = 32, vectors: str = "ones", seed: int = 0, coord_names: list[str] | None = None):
+def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np.ndarray | None = None, encoder=None, head_dim: int = 32, vectors: str = "ones", seed: int = 0, coord_names: list[str] | None = None, distance_label: str = "hops"):
     """Three panels on ``axes`` (three Axes): distance matrix, rotary score matrix, score-vs-distance scatter.
 
     Returns ``(distance, scores)``.
@@ -282,7 +284,7 @@ def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np
     finite = np.isfinite(dist)
     dmax = dist[finite].max() if finite.any() else 1.0
     im = ax_d.imshow(np.where(finite, dist, np.nan), cmap="magma_r", vmin=0, vmax=max(dmax, 1), interpolation="nearest")
-    fig.colorbar(im, ax=ax_d, shrink=0.8, label="hops")
+    fig.colorbar(im, ax=ax_d, shrink=0.8, label=distance_label)
     ax_d.set_title("structural distance d(i, j)", fontsize=10)
     lo, hi = float(scores.min()), float(scores.max())
     if lo < 0 < hi:  # signed scores: diverging map centred on 0
@@ -305,7 +307,7 @@ def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np
         rng = np.random.default_rng(seed)
         pick = rng.choice(dv.size, size=min(dv.size, 20000), replace=False)
         jitter = rng.uniform(-0.15, 0.15, size=pick.size)
-        ax_x.scatter(dv[pick] + jitter, sv[pick], s=3, alpha=0.25, color="tab:blue", linewidths=0, label="node pairs")
+        ax_x.scatter(dv[pick] + jitter, sv[pick], s=3, alpha=0.25, color="tab:blue", linewidths=0, label="node pairs", rasterized=True)
         uniq = np.unique(dv)
         means = np.array([sv[dv == u].mean() for u in uniq])
         ax_x.plot(uniq, means, "o-", color="tab:red", markersize=3.5, linewidth=1.5, label="mean per distance")
@@ -313,11 +315,12 @@ def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np
             from scipy.stats import spearmanr
 
             rho = spearmanr(dv, sv).statistic
-            ax_x.text(0.98, 0.97, f"Spearman ρ = {rho:+.2f}", transform=ax_x.transAxes, ha="right", va="top", fontsize=9)
-        ax_x.legend(fontsize=7, loc="lower left")
-    ax_x.set_xlabel("structural distance (hops)")
+            ax_x.set_title(f"score vs distance (Spearman ρ = {rho:+.2f})", fontsize=10)
+        ax_x.legend(fontsize=7, loc="lower left", framealpha=0.8)
+    ax_x.set_xlabel(f"structural distance ({distance_label})")
     ax_x.set_ylabel("score")
-    ax_x.set_title("score vs distance", fontsize=10)
+    if not ax_x.get_title():
+        ax_x.set_title("score vs distance", fontsize=10)
     return dist, scores
 
 
@@ -345,12 +348,13 @@ def show_figure(s: Structure, *, color_by: str = "depth", coords: dict[str, np.n
     draw_structure(s, values, categorical=categorical, ax=ax_tree, color_label=color_by)
     if similarity:
         mat, names = _rope_matrix(s, coords, rope_coords)
-        target = s
+        target, dlabel = s, "hops"
         if layout(s)[0] == "grid":  # a table: compare cells on the grid, not via row/table nodes
             keep = np.flatnonzero((np.asarray(s.attrs["row"]) >= 0) & (np.asarray(s.attrs["col"]) >= 0))
             target = _select(s, keep)
             mat = mat[keep]
-        draw_similarity(target, mat, axes=axes, encoder=encoder, head_dim=max(head_dim, 2 * mat.shape[1]), vectors=vectors, seed=seed, coord_names=names)
+            dlabel = "|Δrow| + |Δcol|"
+        draw_similarity(target, mat, axes=axes, encoder=encoder, head_dim=max(head_dim, 2 * mat.shape[1]), vectors=vectors, seed=seed, coord_names=names, distance_label=dlabel)
     return fig
 
 

@@ -23,7 +23,7 @@ def figure_svg(fig) -> str:
 
     buf = io.StringIO()
     with mpl.rc_context({"svg.fonttype": "path"}):
-        fig.savefig(buf, format="svg")
+        fig.savefig(buf, format="svg", metadata={"Creator": None, "Date": None, "Format": None, "Type": None})
     text = buf.getvalue()
     return text[text.index("<svg"):]
 
