@@ -31,6 +31,19 @@ train set) is printed for reference.
 
 Run ``python examples/train_structural_task.py`` (full, ≈ 5 min on 2 cores) or ``--quick``
 (< 60 s). Seeds are fixed; numbers are test-set token accuracies.
+
+Measured (full mode, seed 0, 168 stdlib files / 31 held out, 2683 train and 559 test functions,
+37,283 test nodes; single-thread CPU seconds of training on a busy 2-core machine)::
+
+    label-majority baseline 0.375
+    nope     0.414   (46 s)      wire     0.536   (56 s)
+    rope1d   0.741   (52 s)      awrope   0.778   (165 s)
+    tree     0.999   (52 s)
+
+Reading it: tree RoPE's coordinates contain depth *differences* and the function node (depth 0)
+is always present, so it only has to read the structure out — a sanity check that rotations
+carry it, not a contest. WIRE sees the same tree only through 8 Laplacian eigenvectors and does
+worse than 1-D order here; AW-RoPE transports phases along the AST edges and beats 1-D RoPE.
 """
 
 from __future__ import annotations

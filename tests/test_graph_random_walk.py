@@ -55,7 +55,8 @@ def test_weighted_walk_equals_dense_matrix_powers():
     deg = A.sum(1)
     P = np.divide(A, deg[:, None], out=np.zeros_like(A), where=deg[:, None] > 0)
     ref = np.stack([np.diag(np.linalg.matrix_power(P, k)) for k in range(1, 13)], axis=1)
-    np.testing.assert_allclose(random_walk_pe(ei, 20, 12, w), ref, atol=1e-12)
+    np.testing.assert_allclose(random_walk_pe(ei, 20, 12, w, dtype=np.float64), ref, atol=1e-12)
+    np.testing.assert_allclose(random_walk_pe(ei, 20, 12, w), ref, atol=1e-6)  # float32 default
 
 
 def test_equals_pyg_on_directed_graph_without_symmetrizing():
@@ -74,7 +75,7 @@ def test_matches_spectral_formula():
     K = 10
     ref = np.stack([(U**2) @ (1 - lam) ** k for k in range(1, K + 1)], axis=1)
     e = np.array(list(G.edges())).T
-    ours = random_walk_pe(np.concatenate([e, e[::-1]], axis=1), 20, K)
+    ours = random_walk_pe(np.concatenate([e, e[::-1]], axis=1), 20, K, dtype=np.float64)
     np.testing.assert_allclose(ours, ref, atol=1e-12)
 
 
@@ -82,17 +83,20 @@ def test_matches_spectral_formula():
 def test_sparse_path_equals_dense(K):
     rng = np.random.default_rng(K)
     ei = random_graph(60, 150, rng, loops=True)
-    np.testing.assert_allclose(random_walk_pe(ei, 60, K, dense_max=0), random_walk_pe(ei, 60, K), atol=1e-12)
+    np.testing.assert_allclose(random_walk_pe(ei, 60, K, dense_max=0, dtype=np.float64),
+                               random_walk_pe(ei, 60, K, dtype=np.float64), atol=1e-12)
 
 
 def test_batch_equals_single_graphs():
     rng = np.random.default_rng(2)
     graphs = [(random_graph(int(n), int(2 * n), rng), int(n)) for n in rng.integers(0, 30, 25)]
     for bucket in (1, 8):
-        pe, ptr = random_walk_pe_batch(graphs, 9, bucket=bucket)
+        pe, ptr = random_walk_pe_batch(graphs, 9, bucket=bucket, dtype=np.float64)
         for g, (ei, n) in enumerate(graphs):
-            np.testing.assert_allclose(pe[ptr[g]: ptr[g + 1]], random_walk_pe(ei, n, 9), atol=1e-12)
-    pe32, _ = random_walk_pe_batch(graphs, 9, dtype=np.float32)
+            ref = random_walk_pe(ei, n, 9, dtype=np.float64)
+            np.testing.assert_allclose(pe[ptr[g]: ptr[g + 1]], ref, atol=1e-12)
+    pe32, _ = random_walk_pe_batch(graphs, 9)
+    assert pe32.dtype == np.float32
     np.testing.assert_allclose(pe32, pe, atol=1e-5)
 
 
@@ -114,7 +118,7 @@ def test_tree_structure_is_walked_undirected():
     nbrs = {0: [1, 2], 1: [0, 3, 4, 5], 2: [0], 3: [1], 4: [1], 5: [1]}
     np.testing.assert_array_equal(rw[:, 0], 0)  # no self-loops: no 1-step return
     two = [sum(1 / (deg[i] * deg[j]) for j in nbrs[i]) for i in range(6)]
-    np.testing.assert_allclose(rw[:, 1], two, atol=1e-12)
+    np.testing.assert_allclose(rw[:, 1], two, atol=1e-6)  # float32 by default
 
 
 def test_directed_graph_structure_walks_edges_as_given():

@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Parse FILE, compute coordinates, and draw the tree / table / graph with nodes coloured "
         "by one coordinate, plus the heatmap of <R(c_i) q, R(c_j) k> next to the structural distance matrix.",
     )
-    p.add_argument("file", help="input file (code, JSON, CoNLL-U, CSV/HTML table, graph, ...)")
+    p.add_argument("file", help="input file: code, JSON, CoNLL-U, CSV/TSV/HTML table, Markdown, ..., or a graph (.edgelist/.adjlist/.gml/.graphml)")
     p.add_argument("--kind", help="input kind (default: from the file suffix)")
     p.add_argument("--language", help="code language (default: from the file suffix)")
     p.add_argument("--parser-opt", action="append", default=[], metavar="KEY=VALUE", help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable")
@@ -134,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"{path}: no such file")
     if Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf", ".html", ".htm"):
         return _fail(f"{args.output}: unsupported output type; use .png, .svg, .pdf or .html")
+    if args.max_nodes <= 0:
+        return _fail("--max-nodes must be positive")
     try:
         size = _parse_size(args.size)
         options = _parser_options(args)
@@ -142,8 +144,6 @@ def run(args: argparse.Namespace) -> int:
         coords = compute(full, spec)
     except (ValueError, ImportError, OSError) as e:
         return _fail(str(e))
-    if args.max_nodes <= 0:
-        return _fail("--max-nodes must be positive")
     n = full.num_nodes
     s = viz.truncate(full, args.max_nodes)
     if s.num_nodes < n:

@@ -21,7 +21,7 @@ Conventions (documented once, used by every family):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -71,8 +71,13 @@ def is_torch(x: Any) -> bool:
 
 
 def _to_numpy(x: Any) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        return x
     if is_torch(x):
-        return x.detach().cpu().numpy()
+        try:
+            return x.numpy()  # CPU tensor without grad: zero-copy
+        except (RuntimeError, TypeError):
+            return x.detach().cpu().numpy()
     return np.asarray(x)
 
 
@@ -132,7 +137,7 @@ def _unchecked(obj, num_nodes, edge_weight, directed, name) -> Graph:
         return _shaped(ei, obj.num_nodes, ew if edge_weight is None else edge_weight,
                        obj.directed if directed is None else directed, name or obj.name)
     store = getattr(obj, "_store", None)  # PyG Data: read its storage directly (much faster)
-    if isinstance(store, Mapping) and "edge_index" in store:
+    if store is not None and hasattr(store, "get") and "edge_index" in store:
         ew = edge_weight if edge_weight is not None else store.get("edge_weight")
         n = num_nodes if num_nodes is not None else store.get("num_nodes")
         n = obj.num_nodes if n is None else n
@@ -158,7 +163,7 @@ def _shaped(edge_index, num_nodes, edge_weight, directed: bool, name: str) -> Gr
     ei = _to_numpy(edge_index)
     if ei.size == 0:
         ei = np.zeros((2, 0), dtype=np.int64)
-    if ei.ndim != 2 or ei.shape[0] != 2:
+    elif ei.ndim != 2 or ei.shape[0] != 2:
         raise StructureError(f"edge_index must have shape (2, E), got {ei.shape}", name=name)
     if ei.dtype != np.int64:
         if not np.issubdtype(ei.dtype, np.integer):

@@ -55,19 +55,21 @@ def random_walk_pe(
     edge_weight: Any = None,
     *,
     symmetrize: bool = True,
+    dtype=np.float32,
     dense_max: int = DENSE_MAX,
 ):
     """RWSE of one graph: ``(N, walk_length)`` return probabilities (see the module docstring).
 
     ``edge_index`` may also be a Structure / PyG Data / ``(edge_index, num_nodes)`` tuple.
-    Torch input gives torch output.
+    Computed and returned in ``dtype`` (float32 by default, as PyG; ``np.float64`` for full
+    precision). Torch input gives torch output.
     """
     g = as_graph(edge_index, num_nodes, edge_weight)
     K = _check_len(walk_length)
     if g.num_nodes <= dense_max:
-        pe, _ = random_walk_pe_batch([g], K, symmetrize=symmetrize, as_torch=False)
+        pe, _ = random_walk_pe_batch([g], K, symmetrize=symmetrize, dtype=dtype, as_torch=False)
     else:
-        pe = _sparse_rwse(g, K, symmetrize)
+        pe = _sparse_rwse(g, K, symmetrize).astype(dtype, copy=False)
     like = output_like(edge_index)
     return to_output(pe, like)
 
@@ -77,7 +79,7 @@ def random_walk_pe_batch(
     walk_length: int = 16,
     *,
     symmetrize: bool = True,
-    dtype=np.float64,
+    dtype=np.float32,
     bucket: int = 1,
     dense_max: int = DENSE_MAX,
     as_torch: bool | None = None,
@@ -91,7 +93,7 @@ def random_walk_pe_batch(
     gs = as_graphs(graphs)
     sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
     ptr = np.concatenate([[0], np.cumsum(sizes)])
-    pe = np.zeros((int(ptr[-1]), K))
+    pe = np.zeros((int(ptr[-1]), K), dtype=dtype)
     small = np.flatnonzero(sizes <= dense_max)
     for S, local in group_by_size(sizes[small], bucket).items():
         idx = small[local]
@@ -151,13 +153,15 @@ def _dense_rwse(A: np.ndarray, K: int, symmetric: bool) -> np.ndarray:
     babies[:, 0] = M
     for j in range(1, s):
         np.matmul(babies[:, j - 1], M, out=babies[:, j])
-    rows = babies if symmetric else babies.transpose(0, 1, 3, 2)
-    blocks = [babies.diagonal(axis1=-2, axis2=-1)]  # (B, s, S): k = 1..s
+    # rows[b, i, r, m] = [M^{r+1}]_{mi}: the second factor laid out for one contiguous einsum
+    rows = np.ascontiguousarray(babies.transpose(0, 2, 1, 3) if symmetric else babies.transpose(0, 3, 1, 2))
+    blocks = [babies.diagonal(axis1=-2, axis2=-1).transpose(0, 2, 1)]  # (B, S, s): k = 1..s
     giant = babies[:, s - 1]
-    for _ in range(s, K, s):  # k = g+1 .. g+s from the giant step M^g, g = s, 2s, ...
-        blocks.append((giant[:, None] * rows).sum(-1))
-        giant = giant @ babies[:, s - 1]
-    return np.concatenate(blocks, axis=1)[:, :K].transpose(0, 2, 1)
+    for g in range(s, K, s):  # k = g+1 .. g+s from the giant step M^g, g = s, 2s, ...
+        if g > s:
+            giant = giant @ babies[:, s - 1]
+        blocks.append(np.einsum("bim,birm->bir", giant, rows))
+    return np.concatenate(blocks, axis=2)[:, :, :K]
 
 
 def _sparse_rwse(g: Graph, K: int, symmetrize: bool) -> np.ndarray:

@@ -12,6 +12,8 @@ GUI backend or display is touched.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from ..structure import Structure
@@ -146,6 +148,16 @@ def _short(x, width: int = 12) -> str:
     return t if len(t) <= width else t[: width - 1] + "…"
 
 
+def _node_caption(s: Structure, i: int) -> str:
+    """The label, plus the node's text on a second line when that text is short (a word, a token)."""
+    lab = _short(s.labels[i])
+    text = s.node_text(i)
+    if text is None:
+        return lab
+    text = " ".join(text.split())
+    return f"{lab}\n{text}" if text and len(text) <= 14 and text != lab else lab
+
+
 def _colors(values: np.ndarray, categorical: bool, cmap_name: str = "viridis", shown: np.ndarray | None = None):
     """RGBA per node plus what to put in the legend/colorbar; ``shown`` (bool) limits the
     colour range / legend to the nodes actually drawn."""
@@ -233,8 +245,8 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
         ax.scatter(pos[:, 0], pos[:, 1], s=size, c=rgba, edgecolors="black" if n <= LABEL_LIMIT else "none", linewidths=0.4, zorder=2, rasterized=n > 500)
         if show_text:
             for i in range(n):
-                lab = str(s.labels[i]) if style == "tree" else f"{i}"
-                ax.annotate(_short(lab), pos[i], xytext=(0, -8 if style == "tree" else 6), textcoords="offset points", ha="center", va="top" if style == "tree" else "bottom", fontsize=6.5, zorder=3)
+                lab = _node_caption(s, i) if style == "tree" else f"{i}"
+                ax.annotate(lab, pos[i], xytext=(0, -8 if style == "tree" else 6), textcoords="offset points", ha="center", va="top" if style == "tree" else "bottom", fontsize=6.5, zorder=3)
         ax.autoscale_view()
         ax.margins(0.06)
         if style == "tree":
@@ -258,7 +270,7 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
         ax.legend(handles=handles, title=color_label or None, fontsize=6.5, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     total = s.meta.get("truncated_from")
     count = f"first {n} of {total} nodes" if total else f"{n} nodes"
-    ax.set_title(title if title is not None else f"{s.name} ({s.kind}, {count})", fontsize=10)
+    ax.set_title(title if title is not None else f"{_short(Path(s.name).name, 80)} ({s.kind}, {count})", fontsize=10)
     return ax
 
 
