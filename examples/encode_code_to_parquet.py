@@ -44,17 +44,18 @@ def encode_directory(src: Path, out: Path, coords: str, limit: int | None) -> No
         raise SystemExit(f"structpos encode failed with exit code {rc}")
 
 
-def _flat(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+def _flat(col: pa.ChunkedArray, name: str) -> tuple[np.ndarray, np.ndarray]:
     """A list column as ``(values, offsets)``; a list-of-lists column as ``(values (T, k), offsets)``."""
     arr = col.combine_chunks()
-    offsets = arr.offsets.to_numpy() - arr.offset if arr.offset else arr.offsets.to_numpy()
-    inner = arr.values
+    offsets = arr.offsets.to_numpy()
+    offsets = offsets - offsets[0]
+    inner = arr.flatten()  # respects slicing, unlike .values
     if pa.types.is_list(inner.type) or pa.types.is_large_list(inner.type):
         width = inner.value_lengths().to_numpy(zero_copy_only=False)
         k = int(width.max()) if width.size else 0
         if width.size and (width != k).any():
-            raise ValueError(f"column {col._name if hasattr(col, '_name') else ''} has rows of different widths")
-        values = inner.values.to_numpy(zero_copy_only=False).reshape(-1, k) if k else np.zeros((len(width), 0))
+            raise ValueError(f"column {name!r} has nodes with different widths")
+        values = inner.flatten().to_numpy(zero_copy_only=False).reshape(-1, k) if k else np.zeros((len(width), 0))
         return values, offsets
     return inner.to_numpy(zero_copy_only=False), offsets
 
@@ -73,7 +74,7 @@ class ParquetStructures(Dataset):
             raise FileNotFoundError(f"no part-*.parquet shards in {shard_dir}")
         table = pa.concat_tables(pq.read_table(f) for f in files)
         self.ids = table.column("id").to_pylist()
-        labels, self.offsets = _flat(table.column("labels"))
+        labels, self.offsets = _flat(table.column("labels"), "labels")
         if vocab is None:
             uniq, counts = np.unique(labels.astype(str), return_counts=True)
             vocab = {"<pad>": 0, "<unk>": 1} | {lab: i + 2 for i, lab in enumerate(uniq[np.argsort(-counts, kind="stable")])}
@@ -81,13 +82,13 @@ class ParquetStructures(Dataset):
         self.tokens = np.array([vocab.get(x, 1) for x in labels], dtype=np.int64)
         cols = []
         for name in coord_columns:
-            values, offs = _flat(table.column(name))
+            values, offs = _flat(table.column(name), name)
             if not np.array_equal(offs, self.offsets):
                 raise ValueError(f"column {name!r} is not aligned with the node labels")
             cols.append(values.reshape(len(values), -1).astype(np.float32))
         self.coords = np.concatenate(cols, axis=1)
         self.coord_names = coord_columns
-        depth, _ = _flat(table.column("depth"))
+        depth, _ = _flat(table.column("depth"), "depth")
         self.depth = depth.astype(np.int64)
         self.max_len = max_len
 

@@ -314,7 +314,7 @@ def main(argv=None) -> int:
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r}; choose from {VARIANTS}")
     files = args.files or (12 if args.quick else None)
-    steps = args.steps or (20 if args.quick else 500)
+    steps = args.steps or (20 if args.quick else 400)
     batch_size = 16 if args.quick else 32
     t0 = time.perf_counter()
     train, test, vocab, n_test_files, n_files = build_dataset(files, max_per_file=8 if args.quick else 40, seed=args.seed)

@@ -238,3 +238,18 @@ def test_viz_never_loads_a_gui_backend(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert png_size(tmp_path / "a.png") == (400, 300)
+
+
+def test_cli_show_graph_edgelist_svg(tmp_path, capsys):
+    nx = pytest.importorskip("networkx")
+    src = tmp_path / "karate.edgelist"
+    nx.write_edgelist(nx.karate_club_graph(), src, data=False)
+    out = tmp_path / "karate.svg"
+    rc = cli_main(["show", str(src), "-o", str(out), "--color-by", "lap:0", "--size", "800x600"])
+    assert rc == 0, capsys.readouterr().err
+    text = out.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text and "WIRE" in text  # spectral coords -> WIRE
+    bad = tmp_path / "bad.gml"
+    bad.write_text("graph [ node [ id 0 ")
+    assert cli_main(["show", str(bad), "-o", str(out)]) == 2
+    assert "cannot read as a graph" in capsys.readouterr().err
