@@ -32,18 +32,20 @@ train set) is printed for reference.
 Run ``python examples/train_structural_task.py`` (full, ≈ 5 min on 2 cores) or ``--quick``
 (< 60 s). Seeds are fixed; numbers are test-set token accuracies.
 
-Measured (full mode, seed 0, 168 stdlib files / 31 held out, 2683 train and 559 test functions,
-37,283 test nodes; single-thread CPU seconds of training on a busy 2-core machine)::
+Measured (full mode, 400 steps, seed 0; 168 stdlib files / 31 held out, 2683 train and 559 test
+functions, 37,283 test nodes; ``--threads 1`` on a shared 2-core machine: 339 s in all)::
 
     label-majority baseline 0.375
-    nope     0.414   (46 s)      wire     0.536   (56 s)
-    rope1d   0.741   (52 s)      awrope   0.778   (165 s)
-    tree     0.999   (52 s)
+    nope     0.409   (32 s train)     wire     0.521   (42 s)
+    rope1d   0.715   (35 s)           awrope   0.767   (130 s)
+    tree     0.999   (35 s)
 
 Reading it: tree RoPE's coordinates contain depth *differences* and the function node (depth 0)
 is always present, so it only has to read the structure out — a sanity check that rotations
 carry it, not a contest. WIRE sees the same tree only through 8 Laplacian eigenvectors and does
-worse than 1-D order here; AW-RoPE transports phases along the AST edges and beats 1-D RoPE.
+worse than 1-D order here. AW-RoPE's phases come from the same (depth, order) coordinates but
+reach q/k only through transport along the AST edges: it beats 1-D RoPE, yet stays far below
+direct tree rotations at this budget.
 """
 
 from __future__ import annotations
@@ -306,9 +308,9 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--files", type=int, default=None, help="number of stdlib files to read (sorted order)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: 1 with --quick, else 2; use 1 on a busy machine)")
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads or (1 if args.quick else 2))
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     for v in variants:
         if v not in VARIANTS:

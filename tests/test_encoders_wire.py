@@ -25,15 +25,29 @@ def fiedler_by_hand(n):
     return torch.linalg.eigh(lap).eigenvectors[:, 1]
 
 
+def path_cosine_mode(n, c=1):
+    """Unit eigenvector ``cos(π c (i + ½) / n)`` of the path's ``D − A`` (eigenvalue ``2 − 2cos(π c/n)``)."""
+    v = torch.cos(math.pi * c * (torch.arange(n, dtype=torch.float64) + 0.5) / n)
+    return v / v.norm()
+
+
+def sign_is_canonical(t):
+    """Every column's first entry within 1e-6 (relative) of its largest magnitude is positive."""
+    mag = t.abs()
+    first = (mag >= mag.max(dim=0).values * (1 - 1e-6)).to(torch.int8).argmax(dim=0)
+    return bool((t[first, torch.arange(t.shape[1])] > 0).all())
+
+
 def test_spectral_coords_on_path_are_the_cosine_mode():
     n = 12
     t = spectral_coords(path_edges(n), n, k=2)
-    closed = torch.cos(math.pi * (torch.arange(n, dtype=torch.float64) + 0.5) / n)
-    closed = closed / closed.norm()
+    closed = path_cosine_mode(n)
     assert torch.allclose(t[:, 0], closed, atol=1e-10) or torch.allclose(t[:, 0], -closed, atol=1e-10)
     f = fiedler_by_hand(n)
     torch.testing.assert_close(t[:, 0].abs(), f.abs())
-    assert t[t[:, 0].abs().argmax(), 0] > 0  # deterministic sign
+    assert sign_is_canonical(t)  # deterministic sign (both ends tie: node 0 is positive)
+    lam = 2 - 2 * torch.cos(math.pi * torch.arange(1, 3, dtype=torch.float64) / n)
+    torch.testing.assert_close(spectral_coords(path_edges(n), n, k=2, eigval_scale=True), t / lam.sqrt())
     tn = spectral_coords(path_edges(n), n, k=1, normalized=True)[:, 0]
     deg = torch.full((n,), 2.0, dtype=torch.float64)
     deg[[0, -1]] = 1.0
@@ -41,6 +55,22 @@ def test_spectral_coords_on_path_are_the_cosine_mode():
     assert (tn[1:] < tn[:-1]).all() or (tn[1:] > tn[:-1]).all()
     with pytest.raises(ValueError, match="k must be"):
         spectral_coords(path_edges(n), n, k=n)
+
+
+def test_spectral_coords_drop_every_zero_mode_of_a_forest_of_paths():
+    # paths of 7 and 5 nodes plus an isolated node: three zero modes of D − A are dropped
+    e7, e5 = path_edges(7), path_edges(5) + 7
+    n = 13
+    t = spectral_coords(torch.cat([e7, e5], dim=1), n, k=3)
+    assert sign_is_canonical(t)
+    # the smallest non-zero eigenvalues: 2 − 2cos(π/7) < 2 − 2cos(π/5) < 2 − 2cos(2π/7)
+    for col, (lo, hi, c) in enumerate([(0, 7, 1), (7, 12, 1), (0, 7, 2)]):
+        mode = torch.zeros(n, dtype=torch.float64)
+        mode[lo:hi] = path_cosine_mode(hi - lo, c)
+        assert torch.allclose(t[:, col], mode, atol=1e-10) or torch.allclose(t[:, col], -mode, atol=1e-10)
+    assert t[12].abs().max() == 0  # the isolated node takes no mode
+    padded = spectral_coords(torch.cat([e7, e5], dim=1), n, k=12)  # only 13 − 3 modes exist
+    assert padded[:, 10:].abs().max() == 0 and padded[:, :10].abs().sum(0).min() > 0
 
 
 def test_wire_on_path_orders_like_1d_rope():

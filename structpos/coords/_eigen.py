@@ -64,6 +64,16 @@ def batched_eigh(M: np.ndarray, dtype=np.float64) -> tuple[np.ndarray, np.ndarra
     return np.linalg.eigh(M)
 
 
+def choose_method(method: str, num_nodes: int, dense_max: int) -> str:
+    """Resolve a ``method`` argument: ``"auto"`` is ``"dense"`` up to ``dense_max`` nodes, else
+    ``"shift-invert"``; ``"dense"``, ``"shift-invert"`` and ``"lobpcg"`` pass; others raise."""
+    if method == "auto":
+        return "dense" if num_nodes <= dense_max else "shift-invert"
+    if method not in ("dense", "shift-invert", "lobpcg"):
+        raise ValueError(f"unknown method {method!r} (use 'auto', 'dense', 'shift-invert' or 'lobpcg')")
+    return method
+
+
 def _start_block(n: int, m: int, complex_: bool) -> np.ndarray:
     rng = np.random.default_rng(SEED)
     X = rng.standard_normal((n, m))

@@ -38,9 +38,11 @@ __all__ = [
     "dense_adjacency_batch",
     "group_by_size",
     "canonical_phase",
+    "scatter_rows",
     "is_torch",
     "to_output",
     "output_like",
+    "batch_output",
 ]
 
 SENTINEL = 3.0
@@ -96,6 +98,18 @@ def to_output(arr: np.ndarray, like: Any, dtype=None):
         t = torch.from_numpy(np.ascontiguousarray(arr))
         return t.to(dtype) if dtype is not None else t
     return arr
+
+
+def batch_output(arrays: Sequence[np.ndarray], graphs: Sequence[Any], as_torch: bool | None) -> tuple:
+    """``arrays`` as CPU torch tensors when ``as_torch`` (``None``: when the first graph's
+    ``edge_index`` is a tensor), else unchanged: the output rule of every ``*_batch`` function."""
+    if as_torch is None:
+        as_torch = bool(graphs) and is_torch(output_like(graphs[0]))
+    if not as_torch:
+        return tuple(arrays)
+    import torch
+
+    return tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)
 
 
 def as_graph(
@@ -259,6 +273,16 @@ def group_by_size(sizes: np.ndarray, bucket: int = 1) -> dict[int, np.ndarray]:
     keys, starts = np.unique(padded[order], return_index=True)
     groups = np.split(order, starts[1:])
     return {int(k): idx for k, idx in zip(keys, groups)}
+
+
+def scatter_rows(out: np.ndarray, ptr: np.ndarray, idx: np.ndarray, n: np.ndarray, V: np.ndarray) -> None:
+    """``out[ptr[g] : ptr[g] + n_b] = V[b, :n_b]`` for every graph ``g = idx[b]``: the real rows
+    of a size-``S`` padded batch ``V`` ``(B, S, …)`` into the concatenated (PyG ``Batch``) layout."""
+    S = V.shape[1]
+    within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    src = np.repeat(np.arange(len(idx)) * S, n) + within
+    dst = np.repeat(ptr[idx], n) + within
+    out[dst] = V.reshape(len(idx) * S, *V.shape[2:])[src]
 
 
 # ---------------------------------------------------------------- sign / phase

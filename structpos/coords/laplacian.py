@@ -43,7 +43,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ..structure import Structure
-from ._eigen import batched_eigh, smallest_eigenpairs
+from ._eigen import batched_eigh, choose_method, smallest_eigenpairs
 from ._graph_utils import (
     SENTINEL,
     EigenConvergenceError,
@@ -51,11 +51,12 @@ from ._graph_utils import (
     adjacency,
     as_graph,
     as_graphs,
+    batch_output,
     canonical_phase,
     dense_adjacency_batch,
     group_by_size,
-    is_torch,
     output_like,
+    scatter_rows,
     to_output,
 )
 
@@ -102,15 +103,12 @@ def laplacian_pe(
     """
     g = as_graph(edge_index, num_nodes, edge_weight)
     k = _check_k(k)
-    if method == "auto":
-        method = "dense" if g.num_nodes <= dense_max else "shift-invert"
+    method = choose_method(method, g.num_nodes, dense_max)
     if method == "dense":
         out = _dense_batch([g], k)
         pe, ev, mask = out.pe, out.eigvals[0], out.mask[0]
-    elif method in ("shift-invert", "lobpcg"):
-        pe, ev, mask = _sparse_graph(g, k, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter)
     else:
-        raise ValueError(f"unknown method {method!r} (use 'auto', 'dense', 'shift-invert' or 'lobpcg')")
+        pe, ev, mask = _sparse_graph(g, k, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter)
     like = output_like(edge_index)
     return to_output(pe, like), to_output(ev, like), to_output(mask, like)
 
@@ -140,13 +138,7 @@ def laplacian_pe_batch(
         pe, ev, mask = _sparse_graph(gs[i], k, dense_max=dense_max)
         out.pe[out.ptr[i]: out.ptr[i + 1]] = pe
         out.eigvals[i], out.mask[i] = ev, mask
-    if as_torch is None:
-        as_torch = bool(graphs) and is_torch(output_like(graphs[0]))
-    if as_torch:
-        import torch
-
-        return LapBatch(*(torch.from_numpy(np.ascontiguousarray(a)) for a in out))
-    return out
+    return LapBatch(*batch_output(out, graphs, as_torch))
 
 
 def lap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
@@ -225,17 +217,8 @@ def _dense_batch(gs: Sequence[Graph], k: int, *, dtype=np.float64, bucket: int =
         V = np.take_along_axis(U, np.broadcast_to(cols[:, None, :], (len(idx), S, k)), axis=2)
         V = canonical_phase(V) * valid[:, None, :] + 0.0  # (+0.0 turns -0.0 into 0.0)
         eigvals[idx], mask[idx] = ev, valid
-        _scatter_rows(pe, ptr, idx, n, V)
+        scatter_rows(pe, ptr, idx, n, V)
     return LapBatch(pe, eigvals, mask, ptr)
-
-
-def _scatter_rows(out: np.ndarray, ptr: np.ndarray, idx: np.ndarray, n: np.ndarray, V: np.ndarray) -> None:
-    """``out[ptr[g] : ptr[g] + n_b] = V[b, :n_b]`` for every graph ``g = idx[b]``."""
-    S = V.shape[1]
-    within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-    src = np.repeat(np.arange(len(idx)) * S, n) + within
-    dst = np.repeat(ptr[idx], n) + within
-    out[dst] = V.reshape(-1, V.shape[-1])[src]
 
 
 # ---------------------------------------------------------------- large sparse graphs

@@ -34,21 +34,22 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..structure import Structure
-from ._eigen import batched_eigh, smallest_eigenpairs
+from ._eigen import batched_eigh, choose_method, smallest_eigenpairs
 from ._graph_utils import (
     SENTINEL,
     Graph,
     adjacency,
     as_graph,
     as_graphs,
+    batch_output,
     canonical_phase,
     dense_adjacency_batch,
     group_by_size,
-    is_torch,
     output_like,
+    scatter_rows,
     to_output,
 )
-from .laplacian import LapBatch, _check_k, _scatter_rows
+from .laplacian import LapBatch, _check_k
 
 __all__ = ["magnetic_laplacian_pe", "magnetic_laplacian_pe_batch", "maglap_coords", "DENSE_MAX"]
 
@@ -76,15 +77,12 @@ def magnetic_laplacian_pe(
     g = as_graph(edge_index, num_nodes, edge_weight)
     k = _check_k(k)
     _check_q(q)
-    if method == "auto":
-        method = "dense" if g.num_nodes <= dense_max else "shift-invert"
+    method = choose_method(method, g.num_nodes, dense_max)
     if method == "dense":
         out = magnetic_laplacian_pe_batch([g], k, q, q_relative=q_relative, as_torch=False)
         pe, ev, mask = out.pe, out.eigvals[0], out.mask[0]
-    elif method in ("shift-invert", "lobpcg"):
-        pe, ev, mask = _sparse_graph(g, k, q, q_relative, method=method, tol=tol, maxiter=maxiter)
     else:
-        raise ValueError(f"unknown method {method!r} (use 'auto', 'dense', 'shift-invert' or 'lobpcg')")
+        pe, ev, mask = _sparse_graph(g, k, q, q_relative, method=method, tol=tol, maxiter=maxiter)
     like = output_like(edge_index)
     return to_output(pe, like), to_output(ev, like), to_output(mask, like)
 
@@ -129,18 +127,11 @@ def magnetic_laplacian_pe_batch(
         full[:, :, :kk] = V
         eigvals[idx, :kk] = np.where(valid, np.maximum(w[:, :kk], 0.0), 0.0)  # PSD: clip -1e-16
         mask[idx, :kk] = valid
-        _scatter_rows(pe, ptr, idx, n, full)
+        scatter_rows(pe, ptr, idx, n, full)
     for i in np.flatnonzero(sizes > dense_max):
         p, ev, m = _sparse_graph(gs[i], k, q, q_relative)
         pe[ptr[i]: ptr[i + 1]], eigvals[i], mask[i] = p, ev, m
-    out = LapBatch(pe, eigvals, mask, ptr)
-    if as_torch is None:
-        as_torch = bool(graphs) and is_torch(output_like(graphs[0]))
-    if as_torch:
-        import torch
-
-        return LapBatch(*(torch.from_numpy(np.ascontiguousarray(a)) for a in out))
-    return out
+    return LapBatch(*batch_output((pe, eigvals, mask, ptr), graphs, as_torch))
 
 
 def maglap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:

@@ -37,9 +37,10 @@ from ._graph_utils import (
     as_graph,
     as_graphs,
     dense_adjacency_batch,
+    batch_output,
     group_by_size,
-    is_torch,
     output_like,
+    scatter_rows,
     to_output,
 )
 
@@ -105,19 +106,10 @@ def random_walk_pe_batch(
                 diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
         else:
             diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
-        n = sizes[idx]
-        within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-        src = np.repeat(np.arange(len(idx)) * S, n) + within
-        pe[np.repeat(ptr[idx], n) + within] = diag.reshape(-1, K)[src]
+        scatter_rows(pe, ptr, idx, sizes[idx], diag)
     for i in np.flatnonzero(sizes > dense_max):
         pe[ptr[i]: ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize)
-    if as_torch is None:
-        as_torch = bool(graphs) and is_torch(output_like(graphs[0]))
-    if as_torch:
-        import torch
-
-        return torch.from_numpy(pe), torch.from_numpy(ptr)
-    return pe, ptr
+    return batch_output((pe, ptr), graphs, as_torch)
 
 
 def rw_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:

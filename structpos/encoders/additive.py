@@ -20,20 +20,25 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..coords.tree import depth, root_path, sibling_index
 from ..structure import StructureError
-from ._tree import ancestors_upto, as_parent, sibling_index, tree_depth
+from ._tree import as_parent
 
 __all__ = ["tree_path_pe", "tree_depth_sibling", "LapPEEmbedding"]
 
 
 def tree_depth_sibling(tree) -> tuple[np.ndarray, np.ndarray]:
-    """Depth and sibling index of every node of a tree (:class:`Structure` or parent array)."""
+    """Depth and sibling index of every node of a tree (:class:`Structure` or parent array);
+    see :func:`structpos.coords.tree.depth` and :func:`~structpos.coords.tree.sibling_index`."""
     parent, _ = as_parent(tree)
-    return tree_depth(parent), sibling_index(parent)
+    return depth(parent), sibling_index(parent)
 
 
 def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip: bool = False) -> np.ndarray:
     """Stacked one-hot root-path encoding, shape ``(N, max_depth · max_branch)`` float32.
+
+    Built from :func:`structpos.coords.tree.root_path` (``keep="bottom"``), so ``tree`` must be
+    a preorder parent array (or a tree :class:`Structure`).
 
     ``decay`` is the per-level weight ``γ``. A sibling index ``≥ max_branch`` raises a
     :class:`StructureError` naming the node, unless ``clip`` maps it to ``max_branch − 1``.
@@ -51,13 +56,13 @@ def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip
             name=name,
             position=f"node {i}",
         )
-    sib = np.minimum(sib, max_branch - 1)
-    anc = ancestors_upto(parent, max_depth)  # (N, k): ancestor l steps up
-    has_step = anc >= 0
-    has_step &= np.where(has_step, parent[np.maximum(anc, 0)] >= 0, False)  # roots take no step
+    # Rows of root_path(keep="bottom") hold the last min(depth, k) steps, root side first
+    # (sibling indices already clipped), so block l (l steps up) is column (steps − 1 − l).
+    path, _ = root_path(parent, max_depth, max_branch, keep="bottom")
+    rows, cols = np.nonzero(path >= 0)
+    levels = (path >= 0).sum(axis=1)[rows] - 1 - cols
     out = np.zeros((n, max_depth, max_branch), dtype=np.float32)
-    rows, levels = np.nonzero(has_step)
-    out[rows, levels, sib[anc[rows, levels]]] = np.float32(decay) ** levels
+    out[rows, levels, path[rows, cols]] = np.float32(decay) ** levels
     return out.reshape(n, max_depth * max_branch)
 
 

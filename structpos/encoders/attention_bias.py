@@ -1,10 +1,10 @@
 """Attention biases from structural distances: tree distance, shortest-path distance (SPD).
 
 * :func:`tree_distance` — number of edges between two nodes of a tree,
-  ``d(i, j) = depth_i + depth_j − 2·depth(lca(i, j))``; with ``M`` the ancestor-or-self
-  indicator matrix, ``(M Mᵀ)_{ij} = depth(lca) + 1``, so the whole matrix is one product.
+  ``d(i, j) = depth_i + depth_j − 2·depth(lca(i, j))``
+  (:func:`structpos.coords.tree.tree_distance`: LCA by range-minimum over the preorder).
 * :func:`shortest_path_distance` — unweighted all-pairs BFS distances (Graphormer's SPD),
-  via ``scipy.sparse.csgraph``.
+  from :func:`structpos.coords.distance.shortest_path_distance`.
 
 Unreachable pairs (different trees of a forest, different components) are ``-1``. A distance
 matrix becomes a bias added to attention logits by :class:`SPDBias` (one learned scalar per
@@ -19,59 +19,39 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..structure import Structure, StructureError
-from ._tree import ancestor_matrix, as_parent, tree_depth
+from ..coords import tree as _tree_coords
+from ..coords._graph_utils import as_graph
+from ..coords.distance import shortest_path_distance as _coords_spd
+from ..structure import Structure
+from ._tree import as_parent
 
 __all__ = ["tree_distance", "shortest_path_distance", "SPDBias", "alibi_slopes", "alibi_distance_bias"]
 
 
 def tree_distance(tree) -> np.ndarray:
-    """``(N, N)`` int64 tree distances (``-1`` across trees of a forest)."""
+    """``(N, N)`` int64 tree distances (``-1`` across trees of a forest) of a preorder tree."""
     parent, _ = as_parent(tree)
-    n = parent.size
-    if n == 0:
-        return np.zeros((0, 0), dtype=np.int64)
-    depth = tree_depth(parent)
-    m = ancestor_matrix(parent, depth).astype(np.float32)
-    common = np.rint(m @ m.T).astype(np.int64)  # depth(lca) + 1, or 0 across trees
-    dist = depth[:, None] + depth[None, :] - 2 * (common - 1)
-    dist[common == 0] = -1
-    return dist
+    return _tree_coords.tree_distance(parent)
 
 
 def shortest_path_distance(graph, num_nodes: int | None = None, directed: bool = False, max_distance: int | None = None) -> np.ndarray:
     """``(N, N)`` int64 hop distances; ``graph`` is a :class:`Structure` or an edge index ``(2, E)``.
 
+    A thin wrapper over :func:`structpos.coords.distance.shortest_path_distance` that keeps
+    this module's conventions: the result is always numpy, ``num_nodes`` defaults to
+    ``max(edge_index) + 1``, and a Structure with an edge list uses its own ``directed``.
     ``max_distance`` caps the BFS (farther pairs count as unreachable, ``-1``).
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import shortest_path
-
-    name = "<edge_index>"
     if isinstance(graph, Structure):
-        name = graph.name
-        ei, _ = graph.edges()
-        num_nodes = graph.num_nodes if num_nodes is None else num_nodes
+        ei, ew = graph.edges()
         directed = graph.directed if graph.edge_index is not None else directed
+        g = as_graph(ei, graph.num_nodes if num_nodes is None else num_nodes, ew, name=graph.name)
     else:
         ei = graph.detach().cpu().numpy() if isinstance(graph, torch.Tensor) else np.asarray(graph)
-    ei = np.asarray(ei)
-    if ei.ndim != 2 or ei.shape[0] != 2:
-        raise StructureError(f"edge_index must have shape (2, E), got {ei.shape}", name=name)
-    if num_nodes is None:
-        num_nodes = int(ei.max()) + 1 if ei.size else 0
-    if ei.size:
-        bad = np.flatnonzero((ei < 0).any(0) | (ei >= num_nodes).any(0))
-        if bad.size:
-            e = int(bad[0])
-            raise StructureError(f"edge {e} = {ei[:, e].tolist()} is outside 0..{num_nodes - 1}", name=name, position=f"edge {e}")
-    adj = coo_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(num_nodes, num_nodes)).tocsr()
-    dist = shortest_path(adj, directed=directed, unweighted=True)
-    unreachable = ~np.isfinite(dist)
-    if max_distance is not None:
-        unreachable |= dist > max_distance
-    out = np.where(unreachable, -1, dist).astype(np.int64)
-    return out
+        if num_nodes is None:
+            num_nodes = int(ei.max()) + 1 if ei.size else 0
+        g = as_graph(ei, num_nodes, name="<edge_index>")
+    return _coords_spd(g, max_dist=max_distance, directed=directed)
 
 
 class SPDBias(nn.Module):

@@ -12,60 +12,63 @@ is RoPE-like: pair ``j`` reads spectral coordinate ``j mod k`` with frequency
 ``scale · base^{−2j/D}``. On a path graph the Fiedler vector ``cos(π(i+½)/n)`` is monotone,
 so WIRE with ``k = 1`` orders nodes as 1-D RoPE does.
 
-:func:`spectral_coords` is a small dense helper (``torch.linalg.eigh``) for tests and small
-graphs; use ``structpos.coords`` for large ones.
+:func:`spectral_coords` gives ``t``: with ``normalized=True`` it is
+:func:`structpos.coords.laplacian.laplacian_pe` (dense or sparse solver); the default
+combinatorial Laplacian ``D − A`` (whose path-graph Fiedler vector is the cosine above) is
+computed here, densely, with the same graph and sign conventions.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from scipy.sparse.csgraph import connected_components
 from torch import nn
 
+from ..coords._graph_utils import Graph, adjacency, as_graph, canonical_phase
+from ..coords.laplacian import laplacian_pe
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 
-__all__ = ["WIRE", "spectral_coords", "dense_laplacian"]
-
-
-def dense_laplacian(edge_index, num_nodes: int, edge_weight=None, normalized: bool = False, dtype=torch.float64):
-    """Dense symmetric Laplacian ``L = D − A`` (or ``I − D^{-1/2} A D^{-1/2}``) of an undirected graph."""
-    ei = torch.as_tensor(edge_index, dtype=torch.int64)
-    if ei.dim() != 2 or ei.shape[0] != 2:
-        raise ValueError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}")
-    if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= num_nodes):
-        bad = torch.nonzero((ei < 0) | (ei >= num_nodes))[0].tolist()
-        raise ValueError(f"edge_index entry at {bad} is outside 0..{num_nodes - 1}")
-    w = torch.ones(ei.shape[1], dtype=dtype) if edge_weight is None else torch.as_tensor(edge_weight, dtype=dtype)
-    adj = torch.zeros(num_nodes, num_nodes, dtype=dtype)
-    adj.index_put_((ei[0], ei[1]), w, accumulate=True)
-    adj = torch.maximum(adj, adj.T)  # undirected view
-    adj.fill_diagonal_(0)
-    deg = adj.sum(1)
-    if not normalized:
-        return torch.diag(deg) - adj
-    inv_sqrt = torch.where(deg > 0, deg.clamp_min(1e-300).rsqrt(), torch.zeros_like(deg))
-    lap = -inv_sqrt[:, None] * adj * inv_sqrt[None, :]
-    lap.diagonal().add_((deg > 0).to(dtype))
-    return lap
+__all__ = ["WIRE", "spectral_coords"]
 
 
 def spectral_coords(edge_index, num_nodes: int, k: int, normalized: bool = False, eigval_scale: bool = False):
-    """The ``k`` eigenvectors after the first (smallest eigenvalue) of the graph Laplacian.
+    """Eigenvectors of the ``k`` smallest non-trivial eigenvalues of an undirected graph's Laplacian.
 
-    Signs are made deterministic: each column's entry of largest magnitude (first on ties)
-    is positive. ``eigval_scale`` divides column ``c`` by ``sqrt(λ_c)`` (WIRE's option).
-    Returns ``(num_nodes, k)`` float64. Dense ``O(N³)``: for small graphs.
+    * ``normalized=True``: ``L = I − D^{-1/2} A D^{-1/2}``, i.e. exactly the ``pe`` of
+      :func:`structpos.coords.laplacian.laplacian_pe`.
+    * ``normalized=False`` (default): the combinatorial ``L = D − A`` (dense ``eigh``,
+      ``O(N³)``: small graphs), which ``structpos.coords`` does not provide.
+
+    Both follow the conventions of :mod:`structpos.coords.laplacian`: ``A`` is symmetrised
+    (``max(A, Aᵀ)``, self-loops dropped); the zero modes, one per connected component
+    (isolated nodes included), are dropped; missing modes are zero columns; each column's
+    largest-magnitude entry is positive (ties within 1e-6: lowest node). ``eigval_scale``
+    divides column ``c`` by ``sqrt(λ_c)`` (WIRE's option). Returns ``(num_nodes, k)`` float64.
     """
     if not 1 <= k <= num_nodes - 1:
         raise ValueError(f"k must be in 1..num_nodes-1 = {num_nodes - 1}, got {k}")
-    lap = dense_laplacian(edge_index, num_nodes, normalized=normalized)
-    evals, evecs = torch.linalg.eigh(lap)
-    vecs = evecs[:, 1 : k + 1]
-    idx = vecs.abs().argmax(dim=0)
-    signs = torch.sign(vecs[idx, torch.arange(k)])
-    vecs = vecs * torch.where(signs == 0, torch.ones_like(signs), signs)
+    g = as_graph(edge_index, num_nodes)
+    if normalized:
+        vecs, evals, _ = laplacian_pe(g, k=k)
+    else:
+        vecs, evals = _combinatorial_modes(g, k)
     if eigval_scale:
-        vecs = vecs / evals[1 : k + 1].clamp_min(1e-12).sqrt()
-    return vecs
+        vecs = vecs / np.sqrt(np.maximum(evals, 1e-12))
+    return torch.from_numpy(np.ascontiguousarray(vecs, dtype=np.float64))
+
+
+def _combinatorial_modes(g: Graph, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(vecs (N, k), eigvals (k,))`` of ``D − A`` above its zero modes (one per component)."""
+    adj = adjacency(g)
+    num_zero, _ = connected_components(adj, directed=False)
+    adj = adj.toarray()
+    evals, evecs = np.linalg.eigh(np.diag(adj.sum(1)) - adj)
+    m = min(k, g.num_nodes - num_zero)
+    vecs, vals = np.zeros((g.num_nodes, k)), np.zeros(k)
+    vecs[:, :m] = canonical_phase(evecs[:, num_zero : num_zero + m])
+    vals[:m] = evals[num_zero : num_zero + m]
+    return vecs, vals
 
 
 class WIRE(nn.Module):
