@@ -221,7 +221,9 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
         for i in np.flatnonzero(cell):
             ax.add_patch(Rectangle((col[i] - 0.5, -row[i] - max(rs[i], 1) + 0.5), max(cs[i], 1), max(rs[i], 1), facecolor=rgba[i], edgecolor="white", linewidth=1.0))
             if show_text or cell.sum() <= 150:
-                txt = s.node_text(i)
+                # tables keep the decoded/visible cell text in meta["text"]; spans may hold markup
+                texts = s.meta.get("text")
+                txt = texts[i] if texts is not None and texts[i] is not None else s.node_text(i)
                 txt = str(s.labels[i]) if txt is None else txt
                 lum = 0.299 * rgba[i][0] + 0.587 * rgba[i][1] + 0.114 * rgba[i][2]
                 ax.text(pos[i, 0], pos[i, 1], _short(txt, 14), ha="center", va="center", fontsize=7, color="black" if lum > 0.5 else "white")
