@@ -14,7 +14,9 @@ Each timing is the best of ``--repeats`` interleaved runs. ``--quick`` runs a sm
 
 On a busy machine multi-threaded BLAS/torch on small matrices slows *every* contender badly;
 ``--threads 1`` gives all of them one thread (structpos itself limits BLAS to one thread for
-stacks of small matrices when ``threadpoolctl`` is installed).
+stacks of small matrices when ``threadpoolctl`` is installed). Without ``--threads``, structpos
+decomposes size groups on a thread pool (``workers=None``: one thread per core, at most 4); the
+``workers=1`` rows show the single-threaded figures alongside.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ def main(argv=None) -> None:
     ap.add_argument("--grid", type=int, default=None, help="side of the large grid graph")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None,
-                    help="limit torch and BLAS threads for every contender (fair on a busy machine)")
+                    help="limit torch and BLAS threads for every contender (fair on a busy machine), "
+                         "and structpos's thread pool (workers=) to the same number")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -95,13 +98,17 @@ def main(argv=None) -> None:
     def per_graph(T):  # in place: re-running only overwrites the attribute (no clone in the timing)
         return lambda: [T(g) for g in graphs]
 
+    w = args.threads  # None: structpos picks its thread-pool size (one per core, at most 4)
     contenders = {
         "pyg_lap": per_graph(AddLaplacianEigenvectorPE(8)),
-        "lap64": lambda: laplacian_pe_batch(graphs, 8),
-        "lap32": lambda: laplacian_pe_batch(graphs, 8, dtype=np.float32),
+        "lap64": lambda: laplacian_pe_batch(graphs, 8, workers=w),
+        "lap32": lambda: laplacian_pe_batch(graphs, 8, dtype=np.float32, workers=w),
+        "lap64_1": lambda: laplacian_pe_batch(graphs, 8, workers=1),
         "pyg_rw": per_graph(AddRandomWalkPE(16)),
-        "rw64": lambda: random_walk_pe_batch(graphs, 16, dtype=np.float64),
-        "rw32": lambda: random_walk_pe_batch(graphs, 16),
+        "rw64": lambda: random_walk_pe_batch(graphs, 16, dtype=np.float64, workers=w),
+        "rw32": lambda: random_walk_pe_batch(graphs, 16, workers=w),
+        "rw64_1": lambda: random_walk_pe_batch(graphs, 16, dtype=np.float64, workers=1),
+        "rw32_1": lambda: random_walk_pe_batch(graphs, 16, workers=1),
     }
     best = dict.fromkeys(contenders, np.inf)
     for _ in range(args.repeats):  # interleaved, so load drift hits every contender alike
@@ -109,17 +116,21 @@ def main(argv=None) -> None:
             best[name] = min(best[name], best_time(fn, 1))
     t_pyg_lap, t_lap64, t_lap32 = best["pyg_lap"], best["lap64"], best["lap32"]
     t_pyg_rw, t_rw64, t_rw32 = best["pyg_rw"], best["rw64"], best["rw32"]
+    ws = f"workers={w or 'auto'}"
     rows += [
         ("PyG AddLaplacianEigenvectorPE(8)", t_pyg_lap, 1.0),
-        ("laplacian_pe_batch(k=8) float64", t_lap64, t_pyg_lap / t_lap64),
-        ("laplacian_pe_batch(k=8) float32", t_lap32, t_pyg_lap / t_lap32),
+        (f"laplacian_pe_batch(k=8) float64 {ws}", t_lap64, t_pyg_lap / t_lap64),
+        (f"laplacian_pe_batch(k=8) float32 {ws}", t_lap32, t_pyg_lap / t_lap32),
+        ("laplacian_pe_batch(k=8) float64 workers=1", best["lap64_1"], t_pyg_lap / best["lap64_1"]),
         ("PyG AddRandomWalkPE(16)", t_pyg_rw, 1.0),
-        ("random_walk_pe_batch(16) float64", t_rw64, t_pyg_rw / t_rw64),
-        ("random_walk_pe_batch(16) float32 (dflt)", t_rw32, t_pyg_rw / t_rw32),
+        (f"random_walk_pe_batch(16) float64 {ws}", t_rw64, t_pyg_rw / t_rw64),
+        (f"random_walk_pe_batch(16) float32 {ws}", t_rw32, t_pyg_rw / t_rw32),
+        ("random_walk_pe_batch(16) float64 workers=1", best["rw64_1"], t_pyg_rw / best["rw64_1"]),
+        ("random_walk_pe_batch(16) float32 workers=1", best["rw32_1"], t_pyg_rw / best["rw32_1"]),
     ]
-    print(f"\n{'small graphs':40s} {'seconds':>9s} {'graphs/s':>10s} {'speed-up vs PyG':>16s}")
+    print(f"\n{'small graphs':46s} {'seconds':>9s} {'graphs/s':>10s} {'speed-up vs PyG':>16s}")
     for name, t, r in rows:
-        print(f"{name:40s} {t:9.3f} {count / t:10.0f} {r:15.1f}x")
+        print(f"{name:46s} {t:9.3f} {count / t:10.0f} {r:15.1f}x")
 
     # ---------------------------------------------------------------- large sparse graph
     ei = grid_edges(side)
@@ -138,8 +149,10 @@ def main(argv=None) -> None:
     print(f"{'direct scipy eigsh shift-invert':40s} {t_direct:9.3f} s")
     print(f"{'laplacian_pe (end to end)':40s} {t_ours:9.3f} s   ratio {t_ours / t_direct:.2f}x "
           f"(goal <= 1.2x); max |Δλ| = {np.abs(ev - w).max():.1e}")
-    print(f"\nsummary: LapPE {t_pyg_lap / t_lap64:.1f}x / {t_pyg_lap / t_lap32:.1f}x (f64/f32), "
-          f"RWSE {t_pyg_rw / t_rw64:.1f}x / {t_pyg_rw / t_rw32:.1f}x vs PyG; large graph {t_ours / t_direct:.2f}x scipy")
+    print(f"\nsummary ({ws}): LapPE {t_pyg_lap / t_lap64:.1f}x / {t_pyg_lap / t_lap32:.1f}x (f64/f32), "
+          f"RWSE {t_pyg_rw / t_rw64:.1f}x / {t_pyg_rw / t_rw32:.1f}x vs PyG; "
+          f"one worker: LapPE {t_pyg_lap / best['lap64_1']:.1f}x, RWSE {t_pyg_rw / best['rw64_1']:.1f}x / "
+          f"{t_pyg_rw / best['rw32_1']:.1f}x; large graph {t_ours / t_direct:.2f}x scipy")
 
 
 if __name__ == "__main__":

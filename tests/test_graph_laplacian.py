@@ -6,6 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
+from threadpoolctl import threadpool_info
 
 from structpos import Structure, StructureError
 from structpos.coords import compute
@@ -261,3 +262,33 @@ def test_structure_family_on_a_tree():
     child = np.arange(1, 6)
     ref = laplacian_pe(np.concatenate([[parent[child], child], [child, parent[child]]], axis=1), 6, 3)
     np.testing.assert_allclose(out["lap"], ref[0], atol=1e-12)
+
+
+def test_threaded_batch_is_identical_to_serial_and_correct():
+    """Size groups decomposed by a thread pool give bit-identical output (graphs of mixed sizes,
+    components and isolated nodes), and each graph's modes match the networkx reference."""
+    rng = np.random.default_rng(11)
+    simple = lambda n, extra: np.unique(random_connected(n, extra, rng), axis=1)  # noqa: E731 (no duplicates)
+    graphs = [(simple(n, n // 3), int(n)) for n in rng.integers(3, 25, 40)]
+    two = np.concatenate([simple(6, 2), simple(7, 3) + 6], axis=1)
+    graphs += [(two, 15), (np.zeros((2, 0), np.int64), 4)]  # 2 components + 2 isolated; all isolated
+    graphs += [(simple(140, 20), 140)]  # above SMALL: decomposed outside the pool, BLAS threads kept
+    blas_threads = [(i["filepath"], i["num_threads"]) for i in threadpool_info()]
+    serial = laplacian_pe_batch(graphs, 6, workers=1)
+    for workers in (2, 3):
+        threaded = laplacian_pe_batch(graphs, 6, workers=workers)
+        for a, b in zip(serial, threaded):
+            np.testing.assert_array_equal(a, b)
+    assert [(i["filepath"], i["num_threads"]) for i in threadpool_info()] == blas_threads  # restored
+    for g, (ei, n) in enumerate(graphs):
+        pe, ev, mask = serial.graph(g)
+        L, lam, _, c = nx_reference(ei, n)
+        nontrivial = lam[np.abs(lam) > 1e-9][:6]  # zero modes: one per component of >= 2 nodes
+        np.testing.assert_allclose(ev[mask], nontrivial, atol=1e-9)
+        assert_same_modes(pe[:, mask], pe[:, mask], ev[mask], L)
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5])
+def test_bad_workers_raise(workers):
+    with pytest.raises(ValueError, match="workers"):
+        laplacian_pe_batch([(random_connected(5, 1, np.random.default_rng(0)), 5)] * 300, 2, workers=workers)

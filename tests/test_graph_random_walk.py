@@ -127,3 +127,26 @@ def test_directed_graph_structure_walks_edges_as_given():
     np.testing.assert_allclose(compute(s, "rw:3")["rw"], random_walk_pe(ei, 3, 3, symmetrize=False))
     s_und = Structure(kind="graph", labels=["a", "b", "c"], edge_index=ei)
     np.testing.assert_allclose(compute(s_und, "rw:3")["rw"], random_walk_pe(ei, 3, 3))
+
+
+def test_threaded_batch_is_identical_to_serial():
+    """Size groups multiplied by a thread pool give bit-identical output (one group above the
+    single-BLAS-thread size runs outside the pool), and bad ``workers`` raise."""
+    rng = np.random.default_rng(5)
+    graphs = []
+    for n in [*rng.integers(2, 30, 40), 140]:
+        ei = rng.integers(0, n, (2, 2 * n))
+        graphs.append((ei, int(n)))
+    for dtype in (np.float32, np.float64):
+        serial, ptr = random_walk_pe_batch(graphs, 7, dtype=dtype, workers=1)
+        threaded, _ = random_walk_pe_batch(graphs, 7, dtype=dtype, workers=2)
+        np.testing.assert_array_equal(serial, threaded)
+    ei, n = graphs[-1]  # independent reference: diagonals of powers of P = D^-1 max(A, Aᵀ)
+    A = np.zeros((n, n))
+    np.add.at(A, (ei[0], ei[1]), 1.0)
+    A = np.maximum(A, A.T)
+    P = A / np.maximum(A.sum(1, keepdims=True), 1e-300)
+    ref = np.stack([np.diag(np.linalg.matrix_power(P, j)) for j in range(1, 8)], axis=1)
+    np.testing.assert_allclose(serial[ptr[-2]:], ref, atol=1e-12)
+    with pytest.raises(ValueError, match="workers"):
+        random_walk_pe_batch(graphs, 7, workers=0)

@@ -33,11 +33,7 @@ SMALL = 128
 _controller = None
 
 
-def single_blas_thread():
-    """Context limiting BLAS to one thread (via ``threadpoolctl`` when installed).
-
-    Stacks of small matrices gain nothing from BLAS threads, and on a busy machine
-    OpenBLAS's threads make a stacked ``eigh`` 5–30x slower (measured)."""
+def _limit_one(user_api: str):
     global _controller
     if _controller is None:
         try:
@@ -48,16 +44,47 @@ def single_blas_thread():
             _controller = False
     if not _controller:
         return contextlib.nullcontext()
-    return _controller.limit(limits=1, user_api="blas")
+    return _controller.limit(limits=1, user_api=user_api)
 
 
-def batched_eigh(M: np.ndarray, dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
-    """Ascending eigenvalues ``(B, N)`` and eigenvectors ``(B, N, N)`` of a Hermitian stack."""
+def single_blas_thread():
+    """Context limiting BLAS to one thread (via ``threadpoolctl`` when installed).
+
+    Stacks of small matrices gain nothing from BLAS threads, and on a busy machine
+    OpenBLAS's threads make a stacked ``eigh`` 5–30x slower (measured)."""
+    return _limit_one("blas")
+
+
+def single_openmp_thread():
+    """Context limiting OpenMP (torch's MKL LAPACK) to one thread in the calling thread only
+    (``omp_set_num_threads`` is per thread, so workers of a pool may each enter it).
+
+    Torch's default two OpenMP threads make its stacked ``eigh`` of small matrices ~3x
+    slower (measured)."""
+    return _limit_one("openmp")
+
+
+def batched_eigh(M: np.ndarray, dtype=np.float64, *, backend: str = "numpy") -> tuple[np.ndarray, np.ndarray]:
+    """Ascending eigenvalues ``(B, N)`` and eigenvectors ``(B, N, N)`` of a Hermitian stack.
+
+    ``backend="numpy"`` (OpenBLAS LAPACK) or ``"torch"`` (torch's MKL LAPACK, one OpenMP
+    thread for ``N <= SMALL``; measured on stacks with N = 10..40: ~20% faster in float32, no
+    faster in float64). Both release the GIL, so stacks may be decomposed concurrently from a
+    thread pool (for the numpy backend, hold :func:`single_blas_thread` around the pool: the
+    OpenBLAS limit is process-wide)."""
     if M.shape[-1] == 0:
         return np.zeros(M.shape[:-1]), np.zeros(M.shape, dtype=M.dtype)
     if np.iscomplexobj(M):
         dtype = np.complex64 if np.dtype(dtype) == np.float32 else np.complex128
     M = M.astype(dtype, copy=False)
+    if backend == "torch":
+        import torch
+
+        with single_openmp_thread() if M.shape[-1] <= SMALL else contextlib.nullcontext():
+            w, U = torch.linalg.eigh(torch.from_numpy(np.ascontiguousarray(M)))
+        return w.numpy(), U.numpy()
+    if backend != "numpy":
+        raise ValueError(f"unknown eigh backend {backend!r} (use 'numpy' or 'torch')")
     if M.shape[-1] <= SMALL:
         with single_blas_thread():
             return np.linalg.eigh(M)

@@ -20,6 +20,7 @@ Conventions (documented once, used by every family):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -36,7 +37,10 @@ __all__ = [
     "adjacency",
     "edge_weights",
     "dense_adjacency_batch",
+    "packed_edges",
+    "bucket_edges",
     "group_by_size",
+    "auto_workers",
     "canonical_phase",
     "scatter_rows",
     "is_torch",
@@ -151,6 +155,12 @@ def _unchecked(obj, num_nodes, edge_weight, directed, name) -> Graph:
         return _shaped(ei, obj.num_nodes, ew if edge_weight is None else edge_weight,
                        obj.directed if directed is None else directed, name or obj.name)
     store = getattr(obj, "_store", None)  # PyG Data: read its storage directly (much faster)
+    mapping = getattr(store, "_mapping", None)  # ... and the storage's plain dict, faster still
+    if type(mapping) is dict and "edge_index" in mapping:
+        ew = edge_weight if edge_weight is not None else mapping.get("edge_weight")
+        n = num_nodes if num_nodes is not None else mapping.get("num_nodes")
+        n = obj.num_nodes if n is None else n
+        return _shaped(mapping["edge_index"], n, ew, bool(directed), name or "<data>")
     if store is not None and hasattr(store, "get") and "edge_index" in store:
         ew = edge_weight if edge_weight is not None else store.get("edge_weight")
         n = num_nodes if num_nodes is not None else store.get("num_nodes")
@@ -263,6 +273,71 @@ def dense_adjacency_batch(graphs: Sequence[Graph], size: int, *, symmetrize: boo
     if symmetrize:
         A = np.maximum(A, A.transpose(0, 2, 1))
     return A
+
+
+def packed_edges(graphs: Sequence[Graph], *, self_loops: bool = False):
+    """The edges of all graphs concatenated, in one pass: ``(row, col, weight, gid)``.
+
+    Zero-weight edges (and self-loops unless ``self_loops``) are dropped; ``gid`` is each
+    edge's graph index; ``weight`` is float64 (ones for unweighted graphs)."""
+    B = len(graphs)
+    counts = np.fromiter((g.edge_index.shape[1] for g in graphs), dtype=np.int64, count=B)
+    if counts.sum() == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0), empty
+    ei = np.concatenate([g.edge_index for g in graphs], axis=1) if B > 1 else graphs[0].edge_index
+    gid = np.repeat(np.arange(B), counts)
+    if all(g.edge_weight is None for g in graphs):
+        keep = None if self_loops else ei[0] != ei[1]
+        w = np.ones(int(counts.sum()) if keep is None else int(keep.sum()))
+    else:
+        w = np.concatenate([edge_weights(g) for g in graphs])
+        keep = w > 0
+        if not self_loops:
+            keep &= ei[0] != ei[1]
+        w = w[keep]
+    if keep is None:
+        return ei[0], ei[1], w, gid
+    return ei[0, keep], ei[1, keep], w, gid[keep]
+
+
+def bucket_edges(groups: dict[int, np.ndarray], num_graphs: int, row: np.ndarray, col: np.ndarray,
+                 gid: np.ndarray) -> list[np.ndarray]:
+    """For each size group ``S → idx`` (see :func:`group_by_size`), the edges of its graphs as
+    indices into the packed edge arrays and their flat positions in the group's zero-padded
+    ``(len(idx), S, S)`` adjacency: ``[(edge_sel, flat), ...]`` in ``groups`` order (one sort
+    for all groups; ``np.bincount(flat, w[edge_sel])`` is then the dense adjacency)."""
+    key = np.full(num_graphs, -1, dtype=np.int64)
+    pos = np.zeros(num_graphs, dtype=np.int64)
+    size = np.zeros(num_graphs, dtype=np.int64)
+    for b, (S, idx) in enumerate(groups.items()):
+        key[idx], pos[idx], size[idx] = b, np.arange(len(idx)), S
+    eb = key[gid]
+    Se = size[gid]
+    flat = (pos[gid] * Se + row) * Se + col
+    order = np.argsort(eb, kind="stable")
+    bounds = np.searchsorted(eb[order], np.arange(len(groups) + 1))
+    out = []
+    for b in range(len(groups)):
+        sel = order[bounds[b]: bounds[b + 1]]
+        out.append((sel, flat[sel]))
+    return out
+
+
+def auto_workers(workers: int | None, num_graphs: int, num_groups: int) -> int:
+    """``workers`` if given, else one per available core (at most 4) for batches big enough to
+    gain from it (>= 256 graphs in >= 2 size groups), else 1."""
+    if workers is not None:
+        if int(workers) != workers or workers < 1:
+            raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
+        return int(workers)
+    if num_graphs < 256 or num_groups < 2:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
 
 
 def group_by_size(sizes: np.ndarray, bucket: int = 1) -> dict[int, np.ndarray]:
