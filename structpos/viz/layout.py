@@ -13,36 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..coords.tree import check_parent
+from ..coords.tree import depth as tree_depth  # re-exported: depth of every node of a forest
 from ..structure import Structure, StructureError
 
 __all__ = ["tree_depth", "tree_layout", "grid_layout", "graph_layout", "layout"]
 
 
-def tree_depth(parent: np.ndarray) -> np.ndarray:
-    """Depth of every node of a forest given by ``parent`` (roots have depth 0).
-
-    List ranking by pointer jumping: ``d[i]`` = hops from ``i`` to ``anc[i]``; every round does
-    ``d[i] += d[anc[i]]; anc[i] = anc[anc[i]]`` for all ``i`` at once, so ``O(N log H)``.
-    """
-    anc = np.asarray(parent, dtype=np.int64).copy()
-    d = (anc >= 0).astype(np.int64)
-    live = np.flatnonzero(anc >= 0)
-    while live.size:
-        up = anc[live]
-        d[live] += d[up]
-        anc[live] = anc[up]
-        live = live[anc[live] >= 0]
-    return d
-
-
 def _check_tree(s: Structure) -> np.ndarray:
     if s.parent is None:
         raise StructureError("tree layout needs a tree (parent array)", name=s.name)
-    parent = s.parent
-    bad = np.flatnonzero(parent >= np.arange(len(parent)))
-    if bad.size:
-        raise StructureError("parent index is not before its child (not preorder)", name=s.name, position=f"node {int(bad[0])}")
-    return parent
+    return check_parent(s.parent, name=s.name)
 
 
 def tree_layout(s: Structure) -> np.ndarray:
