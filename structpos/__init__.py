@@ -3,12 +3,42 @@
 parsers -> :class:`Structure` -> coordinates -> token alignment -> encoders.
 """
 
-from .structure import Structure, StructureError
+from . import exceptions
+from .exceptions import (
+    EigenConvergenceError,
+    InputError,
+    LimitError,
+    ParseError,
+    ResumeError,
+    ShapeError,
+    SolverError,
+    SpecError,
+    StructposError,
+    StructureError,
+)
+from .structure import Structure
 from .parsers import parse
 from .coords import compute as compute_coords
 
 __version__ = "0.1.0"
-__all__ = ["Structure", "StructureError", "parse", "compute_coords", "align", "__version__"]
+__all__ = [
+    "Structure",
+    "parse",
+    "compute_coords",
+    "align",
+    "exceptions",
+    "StructposError",
+    "InputError",
+    "ParseError",
+    "StructureError",
+    "LimitError",
+    "SpecError",
+    "ShapeError",
+    "SolverError",
+    "EigenConvergenceError",
+    "ResumeError",
+    "__version__",
+]
 
 
 def __getattr__(name):

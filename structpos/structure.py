@@ -26,21 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from .exceptions import StructureError
+
 __all__ = ["Structure", "StructureError"]
-
-
-class StructureError(ValueError):
-    """Bad input: the message names the input and the position of the problem."""
-
-    def __init__(self, message: str, *, name: str | None = None, position: Any = None):
-        self.input_name = name
-        self.position = position
-        where = ""
-        if name is not None:
-            where += f"{name}"
-        if position is not None:
-            where += f" at {position}"
-        super().__init__(f"{where}: {message}" if where else message)
 
 
 def _as_int_array(x, n: int, fill: int) -> np.ndarray:

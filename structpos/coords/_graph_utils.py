@@ -27,6 +27,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import EigenConvergenceError
 from ..structure import Structure, StructureError
 
 __all__ = [
@@ -55,10 +56,6 @@ SENTINEL = 3.0
 Every eigenvalue of a normalised (magnetic) Laplacian lies in ``[0, 2]``, so modes living on
 sentinel rows have eigenvalue exactly 3 and sort after every real mode; the blocks are
 decoupled, so the real modes are those of the unpadded graph."""
-
-
-class EigenConvergenceError(RuntimeError):
-    """An iterative eigensolver did not converge (the message says which, and the residual)."""
 
 
 @dataclass(frozen=True)

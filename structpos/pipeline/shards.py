@@ -29,16 +29,13 @@ import pyarrow.parquet as pq
 from .arrow import rows_to_table
 from .encode import EncodeOptions, conform, encode_records, output_schema
 from .records import Record
+from ..exceptions import ResumeError
 
 __all__ = ["ShardResult", "Manifest", "ResumeError", "shard_paths", "encode_shard", "write_shard", "options_hash", "atomic_write_bytes"]
 
 MANIFEST = "manifest.json"
 ERRORS = "errors.jsonl"
 MANIFEST_VERSION = 1
-
-
-class ResumeError(RuntimeError):
-    """The output directory cannot be resumed (different options or changed input)."""
 
 
 def shard_paths(out_dir: Path, index: int) -> tuple[Path, Path]:
