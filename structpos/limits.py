@@ -1,0 +1,106 @@
+"""Resource limits with safe defaults, each named in the :class:`~structpos.exceptions.LimitError` it raises.
+
+One :class:`Limits` object travels from the CLI / pipeline into every parser, so that no single
+input can grow without bound: a tiny edge list naming node 10,000,000, an HTML table whose
+spans expand to billions of cells, a record of gigabytes. Every field can be overridden
+(``Limits(max_nodes=10**8)``; ``structpos encode --limit max_nodes=100000000``); ``None`` turns a
+limit off.
+
+Examples
+--------
+>>> from structpos.limits import Limits
+>>> Limits().max_colspan
+1000
+>>> Limits(max_nodes=10).max_nodes
+10
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from .exceptions import LimitError, SpecError
+
+__all__ = ["Limits", "DEFAULT_LIMITS", "check_limit"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-record limits (``None`` = unlimited).
+
+    Attributes
+    ----------
+    max_input_bytes : int or None
+        Size of one record's raw input (a file, a JSONL line).
+    max_nodes : int or None
+        Nodes in one :class:`~structpos.Structure`.
+    max_table_cells : int or None
+        Cells of a table after rowspan/colspan expansion.
+    max_colspan, max_rowspan : int
+        HTML's own caps (the HTML standard clamps colspan to 1000 and rowspan to 65534).
+    max_graph_nodes_per_edge : int or None
+        A graph whose node count comes from its largest node id may have at most
+        ``max(1024, max_graph_nodes_per_edge * (edges + 1))`` nodes; pass ``num_nodes``
+        explicitly for sparser graphs.
+    record_timeout : float or None
+        Seconds one record may take in ``encode`` before it goes to the errors file.
+    max_memory_bytes : int or None
+        Address-space limit of an ``encode`` worker process.
+    """
+
+    max_input_bytes: int | None = 64 * 2**20
+    max_nodes: int | None = 5_000_000
+    max_table_cells: int | None = 1_000_000
+    max_colspan: int = 1000
+    max_rowspan: int = 65534
+    max_graph_nodes_per_edge: int | None = 64
+    record_timeout: float | None = 120.0
+    max_memory_bytes: int | None = 4 * 2**30
+
+    def with_overrides(self, items: dict[str, str | int | float | None]) -> "Limits":
+        """A copy with some fields replaced (values may be strings, as from the CLI).
+
+        Examples
+        --------
+        >>> Limits().with_overrides({"max_nodes": "100", "record_timeout": "none"}).max_nodes
+        100
+        """
+        known = {f.name: f for f in fields(self)}
+        parsed: dict[str, int | float | None] = {}
+        for key, value in items.items():
+            if key not in known:
+                raise SpecError(f"unknown limit {key!r}; known: {', '.join(known)}")
+            parsed[key] = _parse_value(key, value)
+        return replace(self, **parsed)
+
+
+def _parse_value(key: str, value: str | int | float | None) -> int | float | None:
+    if value is None or (isinstance(value, str) and value.lower() in ("none", "off", "")):
+        return None
+    try:
+        number = float(value) if key == "record_timeout" else int(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"limit {key}: {value!r} is not a number") from None
+    if number <= 0:
+        raise SpecError(f"limit {key}: must be positive, got {value!r}")
+    return number
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def check_limit(
+    value: int | float, maximum: int | float | None, limit: str, what: str, *, name: str | None = None, position=None
+) -> None:
+    """Raise :class:`LimitError` when ``value > maximum`` (no-op when ``maximum`` is None).
+
+    Examples
+    --------
+    >>> check_limit(3, 5, "max_nodes", "nodes")
+    >>> check_limit(9, 5, "max_nodes", "nodes", name="g.json")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.LimitError: g.json: 9 nodes (max_nodes: 9 > 5; raise the limit to allow it)
+    """
+    if maximum is not None and value > maximum:
+        raise LimitError(f"{value} {what}", limit=limit, value=value, maximum=maximum, name=name, position=position)
