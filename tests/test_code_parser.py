@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import io
 import sys
+import tokenize
 from pathlib import Path
 
 import numpy as np
@@ -100,7 +102,8 @@ def stdlib_files(root: Path) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def stdlib_sources(stdlib):
-    """Every stdlib .py file that is valid UTF-8 as (path, bytes), and how many are not."""
+    """Every stdlib .py file that is valid UTF-8 (with no coding line Python rejects) as (path, bytes),
+    and how many are not."""
     files = stdlib_files(stdlib)
     assert len(files) > 500, f"suspiciously few stdlib files under {stdlib}"
     blobs, skipped = [], 0
@@ -108,7 +111,8 @@ def stdlib_sources(stdlib):
         data = path.read_bytes()
         try:
             data.decode("utf-8")
-        except UnicodeDecodeError:
+            tokenize.detect_encoding(io.BytesIO(data).readline)
+        except (UnicodeDecodeError, SyntaxError):
             skipped += 1
             continue
         blobs.append((path, data))
@@ -246,8 +250,8 @@ def test_invalid_utf8_names_the_byte(tmp_path):
 
 def test_str_and_bytes_agree_and_registry_dispatch():
     text = "π = 3.14  # ünïcode\nprint(π)\n"
-    a = parse_code(text)
-    b = parse_code(text.encode("utf-8"))
+    a = parse_code(text, "python")
+    b = parse_code(text.encode("utf-8"), "python")
     c = parse(text, "code", language="py")
     for other in (b, c):
         assert list(a.labels) == list(other.labels)
@@ -271,4 +275,4 @@ def test_missing_grammar_names_the_wheel():
 
 def test_bad_source_type():
     with pytest.raises(TypeError, match="source must be"):
-        parse_code(12)
+        parse_code(12, "python")
