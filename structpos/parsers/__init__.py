@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..exceptions import SpecError
 from ..structure import Structure
 
 # kind -> (module, function)
@@ -29,16 +30,50 @@ PARSERS: dict[str, tuple[str, str]] = {
 
 
 def get_parser(kind: str):
-    """The parse function registered for ``kind``."""
+    """The parse function registered for ``kind`` (SpecError for an unknown kind).
+
+    Examples
+    --------
+    >>> get_parser("json").__name__
+    'parse_json'
+    """
     try:
         mod, fn = PARSERS[kind]
     except KeyError:
-        raise ValueError(f"unknown input kind {kind!r}; known kinds: {', '.join(sorted(PARSERS))}") from None
+        raise SpecError(f"unknown input kind {kind!r}; known kinds: {', '.join(sorted(PARSERS))}") from None
     return getattr(importlib.import_module(f"{__name__}.{mod}"), fn)
 
 
 def parse(obj: Any, kind: str, **options: Any) -> Structure | list[Structure]:
-    """Parse ``obj`` as input of ``kind`` (see :data:`PARSERS`) into a Structure."""
+    """Parse ``obj`` as input of ``kind`` (see :data:`PARSERS`) into a Structure.
+
+    Parameters
+    ----------
+    obj : str, bytes, os.PathLike or a kind-specific object
+        Text, bytes or a file path for every text kind (code, json, xml, yaml, conllu,
+        table, document, markdown, grammar); a graph object for ``graph``, a Doc for ``spacy``,
+        a DataFrame or rows for ``table``.
+    kind : str
+        A key of :data:`PARSERS`.
+    **options
+        Passed to the parser: ``name``, ``limits`` (a :class:`~structpos.limits.Limits`),
+        ``language`` for code, ``format`` for tables, ...
+
+    Returns
+    -------
+    Structure or list of Structure
+        (CoNLL-U gives one Structure per sentence.)
+
+    Raises
+    ------
+    ParseError, LimitError, SpecError
+        Bad input (naming the input and position), a limit reached, a bad option.
+
+    Examples
+    --------
+    >>> parse('{"a": 1}', "json").num_nodes
+    3
+    """
     return get_parser(kind)(obj, **options)
 
 

@@ -27,22 +27,23 @@ from pathlib import Path
 
 import numpy as np
 
+from ..limits import Limits, check_limit, node_budget
 from ..structure import Structure, StructureError
 from . import require
+from ._input import read_text
 from ._dependency import heads_to_preorder
 
 __all__ = ["parse_conllu", "sentence_text"]
 
 
-def _read(text_or_path) -> tuple[str, str]:
-    if isinstance(text_or_path, Path) or (
-        isinstance(text_or_path, str) and "\n" not in text_or_path and len(text_or_path) < 4096 and os.path.isfile(text_or_path)
-    ):
-        p = Path(text_or_path)
-        return p.read_text(encoding="utf-8"), str(p)
-    if isinstance(text_or_path, (bytes, bytearray)):
-        return bytes(text_or_path).decode("utf-8"), "<conllu>"
-    return text_or_path, "<conllu>"
+def _looks_like_path(obj) -> bool:
+    return isinstance(obj, str) and "\n" not in obj and len(obj) < 4096 and "\x00" not in obj and os.path.isfile(obj)
+
+
+def _read(text_or_path, name: str | None, limits: Limits | None) -> tuple[str, str]:
+    if _looks_like_path(text_or_path):
+        text_or_path = Path(text_or_path)
+    return read_text(text_or_path, name=name, default="<conllu>", limits=limits)
 
 
 def _space_after(tok) -> bool:
@@ -74,16 +75,43 @@ def _surface(tokens):
             yield tok["form"], [tid], tok
 
 
-def parse_conllu(text_or_path, name: str | None = None) -> list[Structure]:
-    """Parse CoNLL-U text or a file path into one ``kind="tree"`` Structure per sentence."""
+def parse_conllu(text_or_path, name: str | None = None, *, limits: Limits | None = None) -> list[Structure]:
+    """Parse CoNLL-U text or a file path into one ``kind="tree"`` Structure per sentence.
+
+    ``text_or_path``: text, bytes, a ``pathlib.Path`` or a string naming an existing file.
+    ``limits``: ``max_input_bytes``, and ``max_nodes`` over all sentences together.
+    Malformed input raises :class:`~structpos.exceptions.ParseError` naming the sentence
+    and the word.
+
+    Examples
+    --------
+    >>> rows = ["1\\tHi\\thi\\tINTJ\\t_\\t_\\t0\\troot\\t_\\t_", "2\\t!\\t!\\tPUNCT\\t_\\t_\\t1\\tpunct\\t_\\t_"]
+    >>> [s] = parse_conllu("# text = Hi!\\n" + "\\n".join(rows) + "\\n\\n")
+    >>> [str(l) for l in s.labels], s.node_text(1)
+    (['root', 'punct'], '!')
+    """
     conllu = require("conllu", "text", "parse_conllu")
-    text, default_name = _read(text_or_path)
-    name = name or default_name
+    text, name = _read(text_or_path, name, limits)
     try:
         sentences = conllu.parse(text)
-    except Exception as e:  # conllu raises ParseException and plain ValueErrors
+    except Exception as e:  # noqa: BLE001 - conllu raises ParseException, ValueError, IndexError, ...
         raise StructureError(f"not valid CoNLL-U: {e}", name=name) from None
-    return [_sentence(s, k, name) for k, s in enumerate(sentences)]
+    out, budget = [], node_budget(limits)
+    for k, s in enumerate(sentences):
+        out.append(_checked_sentence(s, k, name))
+        budget -= out[-1].num_nodes
+        if budget < 0:
+            check_limit(node_budget(limits) - budget, node_budget(limits), "max_nodes", "nodes", name=name)
+    return out
+
+
+def _checked_sentence(tokens, k: int, name: str) -> Structure:
+    """:func:`_sentence`, with column values of the wrong type reported as a ParseError."""
+    try:
+        return _sentence(tokens, k, name)
+    except (TypeError, KeyError, AttributeError) as e:  # a column the conllu library left as an odd type
+        sent_id = tokens.metadata.get("sent_id", str(k + 1)) if hasattr(tokens, "metadata") else str(k + 1)
+        raise StructureError(f"malformed token columns ({type(e).__name__}: {e})", name=f"{name}#{sent_id}") from None
 
 
 def _sentence(tokens, k: int, name: str) -> Structure:
