@@ -121,6 +121,7 @@ def _sentence(tokens, k: int, name: str) -> Structure:
     n = len(words)
     if n == 0:
         raise StructureError("sentence has no words", name=sname)
+    _check_ids(tokens, n, sname)
     ids = np.array([t["id"] for t in words], dtype=np.int64)
     if not np.array_equal(ids, np.arange(1, n + 1)):
         w = int(np.flatnonzero(ids != np.arange(1, n + 1))[0])
@@ -163,6 +164,21 @@ def _sentence(tokens, k: int, name: str) -> Structure:
         meta={"format": "conllu", "sent_id": sent_id, "sentence_index": k, "nested_spans": False,
               "text_synthesized": synthesized, "metadata": dict(tokens.metadata)},
     )
+
+
+def _check_ids(tokens, n: int, sname: str) -> None:
+    """Word ids within ``1..n`` and multiword ranges ``a-b`` with ``1 <= a <= b <= n``."""
+    for t in tokens:
+        tid = t["id"]
+        if isinstance(tid, int):
+            bad = not 1 <= tid <= n
+        elif isinstance(tid, tuple) and len(tid) == 3 and tid[1] == "-":
+            bad = not (isinstance(tid[0], int) and isinstance(tid[2], int) and 1 <= tid[0] <= tid[2] <= n)
+        else:
+            continue  # an empty node (8.1): skipped
+        if bad:
+            shown = "".join(map(str, tid)) if isinstance(tid, tuple) else tid
+            raise StructureError(f"token id {shown} is outside the sentence's words 1..{n}", name=sname, position=f"token {shown}")
 
 
 def _word_spans(tokens, text: str, n: int, sname: str) -> tuple[np.ndarray, np.ndarray]:

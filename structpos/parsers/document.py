@@ -30,7 +30,8 @@ __all__ = ["parse_document", "split_paragraphs", "split_sentences", "tokenize", 
 
 _PARA_SEP = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|\w+(?:['’\-]\w+)*|[^\w\s]")
-_TERMINATOR = re.compile(r"(?:[.!?…]+)[\"'”’)\]»]*(?=\s|$)")
+# possessive runs, and no match starting inside a run: linear on "....." runs of any length
+_TERMINATOR = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’)\]»]*+(?=\s|$)")
 _WORD_BEFORE = re.compile(r"([\w.\-]+)$")
 
 # never end a sentence after these (lowercased, without the final period)

@@ -36,7 +36,6 @@ from .document import add_blocks, finish
 __all__ = ["parse_markdown"]
 
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")
-_ATX_CLOSE = re.compile(r"(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _BREAK = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
@@ -135,7 +134,7 @@ class _MarkdownTree:
             return None
         self.flush()
         cs = ls + m.end()
-        ce = max(ls + _ATX_CLOSE.search(line, m.end()).start(), cs)
+        ce = max(ls + _atx_content_end(line, m.end()), cs)
         self.heading(len(m.group(1)), ls + line.index("#"), (cs, ce), le)
         return k + 1
 
@@ -208,6 +207,16 @@ def parse_markdown(text: str, name: str | None = None, *, limits: Limits | None 
         lv[node] = lvl
     s.attrs["level"] = lv
     return s
+
+
+def _atx_content_end(line: str, start: int) -> int:
+    """End of an ATX heading's text: before trailing blanks and an optional closing ``#`` run
+    preceded by a blank (string operations: a regex search here is quadratic on long blank runs)."""
+    end = len(line.rstrip(" \t"))
+    body = line[:end].rstrip("#")
+    if len(body) < end and len(body) > start and body[-1] in " \t":  # " ###" closes the heading
+        end = len(body.rstrip(" \t"))
+    return max(end, start)
 
 
 def _trim_end(text: str, s: int, e: int) -> int:

@@ -73,6 +73,13 @@ class _TableScanner(HTMLParser):
         self.stack: list[_OpenTable] = []
         self.tables: list[_OpenTable] = []  # finished top-level tables, in order of their end
 
+    def parse_html_declaration(self, i: int) -> int:
+        """``<![...`` is a bogus comment up to the next ``>`` in HTML (``_markupbase`` asserts on it)."""
+        if self.rawdata.startswith("<![", i):
+            j = self.rawdata.find(">", i + 3)
+            return -1 if j < 0 else j + 1
+        return super().parse_html_declaration(i)
+
     # ----------------------------------------------------------------- helpers
     def _pos(self) -> int:
         line, col = self.getpos()
@@ -236,8 +243,11 @@ def parse_html_tables(
         raise SpecError(f"header must be True, False or 'auto', not {header!r}")
     check_text(text, name, limits)
     scanner = _TableScanner(text, name, displayed_only)
-    scanner.feed(text)
-    tables = scanner.finish()
+    try:
+        scanner.feed(text)
+        tables = scanner.finish()
+    except AssertionError as e:  # html.parser / _markupbase report some malformed markup this way
+        raise StructureError(f"malformed markup: {e}", name=name, position=f"line:col {scanner.getpos()[0]}:{scanner.getpos()[1] + 1}") from None
     out = []
     for k, t in enumerate(tables):
         s = build_table(

@@ -69,16 +69,16 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
     root = -1
     if len(docs) != 1:
         root = b.add("stream", -1, 0, len(text))
-    # explicit stack of (node, parent, key, index); children pushed in reverse order
-    stack = [(d, root, None, i if root >= 0 else -1) for i, d in enumerate(docs)][::-1]
+    # explicit stack of (node, parent, member key, index, is a member); children pushed in reverse order
+    stack = [(d, root, None, i if root >= 0 else -1, False) for i, d in enumerate(docs)][::-1]
     while stack:
-        node, parent, key, index = stack.pop()
-        if key is not None:
+        node, parent, key, index, is_member = stack.pop()
+        if is_member:  # node is a (key node, value node) pair; the key may be None ("~: x")
             key_node, value = node
             # an alias value lies elsewhere (its anchor's marks): the member then spans the key only
             end = key_node.end_mark.index if id(value) in seen else value.end_mark.index
             member = b.add(f"member:{clean_label(str(key))}", parent, key_node.start_mark.index, end, key=key, index=index)
-            stack.append((value, member, None, -1))
+            stack.append((value, member, None, -1, False))
             continue
         if id(node) in seen:
             b.add("alias", parent, index=index)
@@ -88,11 +88,11 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
         if isinstance(node, yaml.MappingNode):
             i = b.add("object", parent, s, e, index=index)
             for k, v in reversed(node.value):
-                stack.append(((k, v), i, _key(k, text, constructor, yaml), -1))
+                stack.append(((k, v), i, _key(k, text, constructor, yaml), -1, True))
         elif isinstance(node, yaml.SequenceNode):
             i = b.add("array", parent, s, e, index=index)
             for j in range(len(node.value) - 1, -1, -1):
-                stack.append((node.value[j], i, None, j))
+                stack.append((node.value[j], i, None, j, False))
         else:
             b.add(_tag_label(node), parent, s, e, index=index)
     return b.build("tree", text, name, {"format": "yaml"})
