@@ -137,8 +137,11 @@ def test_encoding_from_declaration_bom_and_path(tmp_path):
 
 
 def test_errors_name_input_and_position():
-    with pytest.raises(ParseError, match=r"r\.xml at line:col 1:8") as e:
-        parse_xml("<a><b></a>", name="r.xml")
+    text = "<a>\n<b></a>"
+    with pytest.raises(ParseError, match=r"r\.xml at line:col 2:\d+: mismatched tag") as e:
+        parse_xml(text, name="r.xml")
+    col = int(e.value.position.rsplit(":", 1)[1])
+    assert text.split("\n")[1].index("</a>") < col <= len(text.split("\n")[1])  # inside the closing tag
     assert isinstance(e.value, ValueError)
     with pytest.raises(ParseError, match="byte 3"):
         parse_xml(b"<a>\xff</a>")
