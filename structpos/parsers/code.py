@@ -226,7 +226,9 @@ def _source_encoding(data: bytes, name: str, lang_name: str) -> str | None:
         return None
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as e:  # an unknown or conflicting coding declaration
+    except SyntaxError as e:
+        if "invalid or missing" in str(e.msg):  # no declaration, first lines not UTF-8: the decoder names the byte
+            return None
         raise ParseError(f"bad encoding declaration: {e.msg}", name=name, position=f"line {e.lineno or 1}") from None
     return None if encoding == "utf-8" else encoding
 
