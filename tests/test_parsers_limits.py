@@ -133,6 +133,22 @@ def test_latin1_python_with_coding_line(tmp_path):
     assert parse(bom, "code", language="python").source == "x = 'é'\n"
 
 
+def test_slow_tree_sitter_parse_stops_at_record_timeout():
+    # tree-sitter's error recovery is superlinear here: an unclosed def before many comment lines
+    data = b"class A:\n  @d\n  def" + b"# c\n" * 30000
+    t = time.perf_counter()
+    with pytest.raises(LimitError) as e:
+        parse(data, "code", language="python", limits=Limits(record_timeout=0.2))
+    assert e.value.limit == "record_timeout" and time.perf_counter() - t < 5
+    # the cancelled parser was reset: the next parse of other text is a fresh, correct tree
+    small = b"x = 1\n" * 20000
+    import tree_sitter
+    import tree_sitter_python
+
+    ref = tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language())).parse(small)
+    assert parse(small, "code", language="python").num_nodes == ref.root_node.descendant_count
+
+
 def test_code_language_is_never_a_silent_default(tmp_path):
     with pytest.raises(SpecError, match="language"):
         parse("x = 1\n", "code")

@@ -3,6 +3,30 @@
 ``parse(obj, kind, **options)`` dispatches by kind; the per-kind functions can also be
 imported directly. Optional dependencies are imported lazily, with a clear message naming
 the extra to install when they are missing.
+
+The contract every parser keeps:
+
+* **Inputs**: every text kind takes ``str``, ``bytes`` or a path (``os.PathLike``; a path
+  names the input). Bytes and files are decoded by their byte-order mark, else by what the
+  format declares (a PEP 263 line for Python code, an XML declaration), else as UTF-8.
+* **Errors**: everything a user's input or options can cause raises a
+  :class:`~structpos.exceptions.StructposError` — :class:`~structpos.exceptions.ParseError`
+  naming the input and the position (``line:col``, ``byte N`` for undecodable bytes,
+  ``char N`` for a lone surrogate in ``str`` input, ``node``/``word``/``edge`` numbers),
+  :class:`~structpos.exceptions.LimitError` naming the limit,
+  :class:`~structpos.exceptions.SpecError` for bad options. (Passing a Python object of the
+  wrong type, e.g. an int as source, is a ``TypeError``.)
+* **Limits**: ``limits=`` (a :class:`~structpos.limits.Limits`, default
+  :data:`~structpos.limits.DEFAULT_LIMITS`) bounds the input bytes, the nodes, the table cells
+  after span expansion and the graph nodes implied by node ids, checked before the work they
+  guard.
+* **Labels** always encode as UTF-8: lone surrogates that a format lets through (JSON/YAML
+  ``"\\ud800"`` escapes in keys) become U+FFFD in labels; the ``key`` attribute keeps the value
+  as the format's reference reader (``json.loads``, PyYAML) returns it.
+* **No silent defaults that change results**: code needs a language (argument, or the suffix
+  of the path / name); a table's format comes from the argument, then a known suffix, and
+  only then from sniffing the content; networkx edge weights are read from ``weight="weight"``
+  unless ``weight=None`` (see :func:`~structpos.parsers.graph.parse_graph`).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 import tokenize
 from functools import lru_cache
 from pathlib import Path
@@ -43,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import ParseError, SpecError
+from ..exceptions import LimitError, ParseError, SpecError
 from ..limits import Limits, check_limit, resolve_limits
 from ..structure import Structure, StructureError
 from ._input import bom_encoding, check_text, decode_bytes, is_pathlike, read_bytes
@@ -283,6 +284,37 @@ def _resolve_language(language) -> tuple[Any, str]:
     return language, getattr(language, "name", None) or "custom"
 
 
+_TIMED_FROM_BYTES = 1 << 16  # below this size tree-sitter's worst case is about a second: parse untimed
+
+
+def _parse_timed(parser, data: bytes, timeout: float | None, name: str):
+    """``parser.parse(data)``, cancelled after ``timeout`` seconds (LimitError ``record_timeout``).
+
+    tree-sitter's error recovery is superlinear on some inputs (an unclosed ``def`` before
+    thousands of comment lines: 128 KB take ~5 s), and a C parse cannot be interrupted by a
+    signal, so large inputs are parsed through a read callback with a progress callback that
+    checks a deadline (the bare bytes path ignores progress callbacks). A cancelled parser is
+    reset, or its next parse would resume the cancelled one.
+    """
+    if timeout is None or len(data) < _TIMED_FROM_BYTES:
+        tree = parser.parse(data)
+    else:
+        deadline = time.monotonic() + timeout
+        try:
+            tree = parser.parse(lambda off, _point: data[off:off + (1 << 20)],
+                                progress_callback=lambda *_state: time.monotonic() > deadline)
+        except ValueError:  # py-tree-sitter reports a cancelled parse as "Parsing failed"
+            tree = None
+        if tree is None:
+            parser.reset()  # else the next parse would resume the cancelled one
+            if time.monotonic() > deadline:
+                raise LimitError(f"tree-sitter parse still running after {timeout} s", limit="record_timeout",
+                                 value=round(time.monotonic() - deadline + timeout, 1), maximum=timeout, name=name)
+    if tree is None:
+        raise ParseError("tree-sitter returned no tree", name=name)
+    return tree
+
+
 def _build(tree, text: str, data: bytes, name: str, lang, lang_name: str, named_only: bool, fields: bool) -> Structure:
     """Walk a parsed tree into a Structure."""
     tables = _kind_tables(lang)
@@ -359,7 +391,8 @@ def parse_code(
     SpecError
         No language given and none to guess.
     LimitError
-        ``max_input_bytes`` or ``max_nodes`` exceeded.
+        ``max_input_bytes`` or ``max_nodes`` exceeded, or (inputs of 64 KiB and more) the
+        tree-sitter parse ran past ``record_timeout`` seconds.
 
     Examples
     --------
@@ -372,9 +405,7 @@ def parse_code(
     language = _language_of(language, source, name)
     lang, lang_name = _resolve_language(language)
     text, data, name = _read_source(source, name, lang_name, limits)
-    tree = _parser_for(lang).parse(data)
-    if tree is None:  # only with a parser timeout or no language; neither is set here
-        raise ParseError("tree-sitter returned no tree", name=name)
+    tree = _parse_timed(_parser_for(lang), data, resolve_limits(limits).record_timeout, name)
     if not named_only:  # the walk visits every node: refuse before building the columns
         check_limit(tree.root_node.descendant_count, resolve_limits(limits).max_nodes, "max_nodes", "nodes", name=name)
     s = _build(tree, text, data, name, lang, lang_name, named_only, fields)

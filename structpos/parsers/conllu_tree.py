@@ -135,6 +135,9 @@ def _sentence(tokens, k: int, name: str) -> Structure:
         h = t["head"]
         if not isinstance(h, int):
             raise StructureError(f"word {t['id']} ({t['form']!r}) has no integer HEAD ({h!r})", name=sname, position=f"word {t['id']}")
+        if not 0 <= h <= n:
+            raise StructureError(f"the head of word {t['id']} ({t['form']!r}), word {h}, is out of range (the sentence has {n} words)",
+                                 name=sname, position=f"word {t['id']} ({t['form']!r})")
         raw_heads.append(h)
     heads = np.array(raw_heads, dtype=np.int64)
     order, parent = heads_to_preorder(
