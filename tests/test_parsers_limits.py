@@ -259,7 +259,7 @@ def test_worst_inputs_stay_under_1gib():
     code = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))\n" + textwrap.dedent(WORST_CASES)
     env = {"PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600, check=False)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert proc.returncode == 0, proc.stderr[-3000:] + "\n" + proc.stdout[-2000:]
     assert len(rows) == 15

@@ -101,10 +101,10 @@ def check_text(text: str, name: str, limits: Limits | None = None) -> str:
 
     Examples
     --------
-    >>> check_text("x\\ud800", "rec")
+    >>> check_text("x\\ud800", "rec")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    structpos.exceptions.ParseError: rec at char 1: lone surrogate U+D800 in the text (not valid Unicode; cannot be encoded as UTF-8)
+    structpos.exceptions.ParseError: rec at char 1: lone surrogate U+D800 in the text (not valid Unicode; ...)
     """
     maximum = resolve_limits(limits).max_input_bytes
     if maximum is not None and len(text) * 4 > maximum:  # a char is at most 4 UTF-8 bytes

@@ -169,7 +169,8 @@ def _walk(tree, keep: list[bool] | None, fields: bool, missing: bool):
     """The one preorder cursor walk: columns of the kept nodes.
 
     Returns ``(kind ids, start bytes, end bytes, parents, field ids, is_missing)`` over the
-    nodes whose ``keep[kind_id]`` is set (every node when ``keep`` is None), in preorder; a dropped node's children hang from
+    nodes whose ``keep[kind_id]`` is set (every node when ``keep`` is None), in preorder; a dropped
+    node's children hang from
     its nearest kept ancestor. ``field ids`` (0: none) and ``is_missing`` are filled only
     when asked (else empty). ``top`` is the parent of the node under the cursor: descending
     pushes it, ascending pops it. The cursor methods are bound once (six binding calls per

@@ -136,7 +136,8 @@ def _sentence(tokens, k: int, name: str) -> Structure:
         if not isinstance(h, int):
             raise StructureError(f"word {t['id']} ({t['form']!r}) has no integer HEAD ({h!r})", name=sname, position=f"word {t['id']}")
         if not 0 <= h <= n:
-            raise StructureError(f"the head of word {t['id']} ({t['form']!r}), word {h}, is out of range (the sentence has {n} words)",
+            raise StructureError(f"the head of word {t['id']} ({t['form']!r}), word {h}, is out of range "
+                                 f"(the sentence has {n} words)",
                                  name=sname, position=f"word {t['id']} ({t['form']!r})")
         raw_heads.append(h)
     heads = np.array(raw_heads, dtype=np.int64)
@@ -181,7 +182,8 @@ def _check_ids(tokens, n: int, sname: str) -> None:
             continue  # an empty node (8.1): skipped
         if bad:
             shown = "".join(map(str, tid)) if isinstance(tid, tuple) else tid
-            raise StructureError(f"token id {shown} is outside the sentence's words 1..{n}", name=sname, position=f"token {shown}")
+            raise StructureError(f"token id {shown} is outside the sentence's words 1..{n}", name=sname,
+                                 position=f"token {shown}")
 
 
 def _word_spans(tokens, text: str, n: int, sname: str) -> tuple[np.ndarray, np.ndarray]:

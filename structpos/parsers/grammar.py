@@ -32,7 +32,8 @@ def _compile(grammar: str, start: str, parser: str):
 
 
 def parse_grammar(
-    text: str, grammar, start: str = "start", parser: str = "lalr", name: str | None = None, *, limits: Limits | None = None
+    text: str, grammar, start: str = "start", parser: str = "lalr", name: str | None = None, *,
+    limits: Limits | None = None,
 ) -> Structure:
     """Parse ``text`` with ``grammar`` into a ``kind="tree"`` Structure (see module docstring).
 

@@ -145,7 +145,8 @@ class _MarkdownTree:
             return None
         s = self.para[0]
         self.para.clear()
-        self.heading(1 if m.group(1)[0] == "=" else 2, s, (s, _trim_end(self.text, s, self.lines[k - 1][1])), self.lines[k][1])
+        content = (s, _trim_end(self.text, s, self.lines[k - 1][1]))
+        self.heading(1 if m.group(1)[0] == "=" else 2, s, content, self.lines[k][1])
         return k + 1
 
     def handle_break(self, k: int) -> int | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..exceptions import SpecError
 from ..limits import Limits
-from ..structure import Structure, StructureError
+from ..structure import Structure
 from ._input import decode_bytes, read_bytes
 from .table_csv import parse_csv_table
 from .table_frame import parse_dataframe, parse_rows
@@ -30,7 +30,10 @@ _HTML_HINT = re.compile(r"<\s*table\b", re.IGNORECASE)
 
 
 def _read(path: Path, name: str, limits: Limits | None) -> str:
-    """The file's text, byte for byte (``\\r\\n`` kept: spans index the exact text); UTF-8 unless a BOM says otherwise."""
+    """The file's text, byte for byte (``\\r\\n`` kept: spans index the exact text).
+
+    UTF-8 unless a BOM says otherwise.
+    """
     return decode_bytes(read_bytes(path, name, limits), name)
 
 

@@ -247,7 +247,8 @@ def parse_html_tables(
         scanner.feed(text)
         tables = scanner.finish()
     except AssertionError as e:  # html.parser / _markupbase report some malformed markup this way
-        raise StructureError(f"malformed markup: {e}", name=name, position=f"line:col {scanner.getpos()[0]}:{scanner.getpos()[1] + 1}") from None
+        line, col = scanner.getpos()
+        raise StructureError(f"malformed markup: {e}", name=name, position=f"line:col {line}:{col + 1}") from None
     out = []
     for k, t in enumerate(tables):
         s = build_table(

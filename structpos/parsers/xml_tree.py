@@ -68,7 +68,8 @@ def _events(data: bytes, name: str) -> list[tuple[str, int, Any]]:
     try:
         parser.Parse(data, True)
     except expat.ExpatError as e:
-        raise ParseError(expat.errors.messages[e.code], name=name, position=f"line:col {e.lineno}:{e.offset + 1}") from None
+        where = f"line:col {e.lineno}:{e.offset + 1}"
+        raise ParseError(expat.errors.messages[e.code], name=name, position=where) from None
     return events
 
 

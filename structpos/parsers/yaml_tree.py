@@ -77,7 +77,8 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
             key_node, value = node
             # an alias value lies elsewhere (its anchor's marks): the member then spans the key only
             end = key_node.end_mark.index if id(value) in seen else value.end_mark.index
-            member = b.add(f"member:{clean_label(str(key))}", parent, key_node.start_mark.index, end, key=key, index=index)
+            label = f"member:{clean_label(str(key))}"
+            member = b.add(label, parent, key_node.start_mark.index, end, key=key, index=index)
             stack.append((value, member, None, -1, False))
             continue
         if id(node) in seen:
