@@ -197,7 +197,7 @@ def parse_graph(
     >>> parse_graph([[0], [10_000_000]], name="tiny")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    structpos.exceptions.LimitError: tiny: 1 edges name node 10000000: ...(max_graph_nodes_per_edge: 10000001 > 1024; ...)
+    structpos.exceptions.LimitError: tiny: 1 edges name node 10000000: ...(max_graph_nodes_per_edge: 10000001 > 1024...
     """
     node_ids = None
     inferred_directed = None
