@@ -181,4 +181,6 @@ def clean_label(s: str) -> str:
     >>> clean_label("k\\ud800")
     'k\\ufffd'
     """
+    if s.isascii():
+        return s
     return _SURROGATE.sub("\ufffd", s) if _SURROGATE.search(s) else s

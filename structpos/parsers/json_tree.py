@@ -190,7 +190,14 @@ class _Scanner:
 
     def open(self, pos: int, is_obj: bool) -> int:
         """Add a container node at ``pos``; an empty one is closed at once."""
-        node = self.add("object" if is_obj else "array", pos, -1)
+        labels = self.labels
+        node = len(labels)
+        if node >= self.max_nodes:
+            self.add("", pos, -1)  # raises LimitError
+        labels.append("object" if is_obj else "array")
+        self.parents.append(self.parent)
+        self.starts.append(pos)
+        self.ends.append(-1)
         text, n = self.text, self.n
         pos += 1
         if pos < n and text[pos] in _WS_CHARS:
@@ -218,7 +225,7 @@ class _Scanner:
         if colon >= self.n or text[colon] != ":":
             self.fail(colon, "expected ':' after a property name")
         self.parent = frame[0]
-        member = self.add(f"member:{clean_label(key)}", pos, -1)
+        member = self.add("member:" + (key if key.isascii() else clean_label(key)), pos, -1)
         self.keys[member] = key
         frame[3] = member
         self.parent, self.index = member, -1
