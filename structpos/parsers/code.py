@@ -15,7 +15,8 @@ dropped anonymous ``MISSING`` token takes its flag with it (``has_error`` still 
 
 There is no default language: ``language=`` names it, or the suffix of a path (or of
 ``name``) does (:data:`SUFFIXES`). Bytes and files are decoded by their byte-order mark, else
-for Python by a PEP 263 coding line, else as UTF-8 (spans index the decoded text).
+for Python by a PEP 263 coding line (one naming an unknown codec is ignored), else as UTF-8
+(spans index the decoded text).
 
 Grammars come from per-language wheels (``tree-sitter-python``, ...): languages
 ``python, javascript, java, go, rust, c, cpp`` are known by name (plus any installed
@@ -220,18 +221,21 @@ def _walk(tree, keep: list[bool] | None, fields: bool, missing: bool):
 
 
 # ------------------------------------------------------------------ entry
-def _source_encoding(data: bytes, name: str, lang_name: str) -> str | None:
-    """The codec a BOM or (Python) a PEP 263 coding line selects; ``None``: plain UTF-8."""
+def _source_encoding(data: bytes, lang_name: str) -> str | None:
+    """The codec a BOM or (Python) a PEP 263 coding line selects; ``None``: plain UTF-8.
+
+    A coding line naming no codec Python knows (``# coding: uft-8``) is ignored: tree-sitter
+    parses such a file all the same, so it is read as UTF-8 (and fails, naming the byte, only
+    if it is not).
+    """
     if bom_encoding(data):
         return bom_encoding(data)
     if lang_name != "python":
         return None
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as e:
-        if "invalid or missing" in str(e.msg):  # no declaration, first lines not UTF-8: the decoder names the byte
-            return None
-        raise ParseError(f"bad encoding declaration: {e.msg}", name=name, position=f"line {e.lineno or 1}") from None
+    except SyntaxError:  # an unknown or conflicting declaration, or first lines that are not UTF-8
+        return None
     return None if encoding == "utf-8" else encoding
 
 
@@ -258,7 +262,7 @@ def _read_source(source, name: str | None, lang_name: str, limits: Limits | None
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         check_limit(len(data), resolve_limits(limits).max_input_bytes, "max_input_bytes", "bytes of input", name=name)
-        encoding = _source_encoding(data, name, lang_name)
+        encoding = _source_encoding(data, lang_name)
         text = decode_bytes(data, name, encoding)
         if encoding is not None:  # tree-sitter reads UTF-8: re-encode what was decoded otherwise
             data = text.encode("utf-8")
@@ -387,7 +391,7 @@ def parse_code(
     Raises
     ------
     ParseError
-        Bytes that do not decode (naming the byte offset), a bad coding line, a lone
+        Bytes that do not decode (naming the byte offset), a lone
         surrogate in ``str`` input.
     SpecError
         No language given and none to guess.
