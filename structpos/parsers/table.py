@@ -116,12 +116,11 @@ def parse_table(
     >>> s.meta["format"], s.meta["n_cols"]
     ('csv', 2)
     """
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        obj = decode_bytes(bytes(obj), name or "<table>")
     if format is None:
         format = detect_format(obj, name)
     format = format.lower()
-    if isinstance(obj, bytes):
-        name = name or f"<{format}>"
-        obj = decode_bytes(obj, name)
     if format in ("csv", "tsv", "html") and _looks_like_path(obj):
         name = name or str(obj)
         obj = _read(Path(obj), name, limits)
