@@ -300,6 +300,9 @@ def run_parser(kind: str, n: int, seed: int, timeout: float, findings_max: int =
                                  "kw": repr(kw), "traceback": traceback.format_exc()[-3000:]})
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+        if (k + 1) % 10_000 == 0:  # a heartbeat with the counts so far (stderr)
+            print(f"[{kind}] {k + 1}/{n}: ok {counts['ok']}, structpos {sum(structpos_errors.values())}, "
+                  f"other {sum(other.values())}, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return {"parser": kind, "inputs": n, "ok": counts["ok"], "structpos_errors": sum(structpos_errors.values()),
             "by_class": dict(structpos_errors), "other": sum(other.values()), "other_by_type": dict(other),
             "seconds": round(time.perf_counter() - t0, 1), "findings": findings}
@@ -324,18 +327,25 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown parsers: {', '.join(sorted(unknown))}")
     jobs = [(k, args.n, args.seed, args.timeout) for k in kinds]
-    if args.jobs > 1:
-        with mp.get_context("fork").Pool(args.jobs, maxtasksperchild=1) as pool:
-            results = pool.map(_run_job, jobs, chunksize=1)
-    else:
-        results = [_run_job(j) for j in jobs]
-    print(f"{'parser':10s} {'inputs':>8s} {'ok':>8s} {'structpos':>10s} {'other':>6s}  seconds  structpos classes / other types")
+    header = f"{'parser':10s} {'inputs':>8s} {'ok':>8s} {'structpos':>10s} {'other':>6s}  seconds  structpos classes / other types"
+    print(header, flush=True)
+    results = []
     with open(args.findings, "w") as fh:
-        for r in results:
-            print(f"{r['parser']:10s} {r['inputs']:8d} {r['ok']:8d} {r['structpos_errors']:10d} {r['other']:6d} {r['seconds']:8.1f}  "
-                  f"{r['by_class']} {r['other_by_type'] or ''}")
+        def report(r: dict) -> None:  # each parser's line as soon as it is done
+            results.append(r)
+            print(f"{r['parser']:10s} {r['inputs']:8d} {r['ok']:8d} {r['structpos_errors']:10d} {r['other']:6d} "
+                  f"{r['seconds']:8.1f}  {r['by_class']} {r['other_by_type'] or ''}", flush=True)
             for f in r["findings"]:
                 fh.write(json.dumps(f) + "\n")
+            fh.flush()
+
+        if args.jobs > 1:
+            with mp.get_context("fork").Pool(args.jobs, maxtasksperchild=1) as pool:
+                for r in pool.imap_unordered(_run_job, jobs, chunksize=1):
+                    report(r)
+        else:
+            for j in jobs:
+                report(_run_job(j))
     total_other = sum(r["other"] for r in results)
     print(f"total: {sum(r['inputs'] for r in results)} inputs, {total_other} exceptions other than structpos's own")
     if args.json:
