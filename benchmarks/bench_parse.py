@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     data, skipped = load(args.quick)
     mb = sum(map(len, data)) / 1e6
-    parse_code(data[0])  # warm the Language/Parser caches and imports
+    parse_code(data[0], "python")  # warm the Language/Parser caches and imports
     runs = []
     for _ in range(args.repeat):
         (tb, nodes_ts), (tf, tc, nodes) = bare(data), full(data, args.named_only)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 
 from .exceptions import LimitError, SpecError
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "check_limit"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "check_limit", "resolve_limits", "node_budget"]
 
 
 @dataclass(frozen=True)
@@ -104,3 +104,36 @@ def check_limit(
     """
     if maximum is not None and value > maximum:
         raise LimitError(f"{value} {what}", limit=limit, value=value, maximum=maximum, name=name, position=position)
+
+
+def resolve_limits(limits: "Limits | None") -> "Limits":
+    """``limits``, or :data:`DEFAULT_LIMITS` when it is ``None``.
+
+    Examples
+    --------
+    >>> resolve_limits(None) is DEFAULT_LIMITS
+    True
+    >>> resolve_limits(Limits(max_nodes=3)).max_nodes
+    3
+    """
+    if limits is None:
+        return DEFAULT_LIMITS
+    if not isinstance(limits, Limits):
+        raise SpecError(f"limits must be a structpos.limits.Limits, not {type(limits).__name__}")
+    return limits
+
+
+def node_budget(limits: "Limits | None") -> int:
+    """The largest node count a parser may build (``sys.maxsize`` when ``max_nodes`` is off).
+
+    Examples
+    --------
+    >>> node_budget(Limits(max_nodes=10))
+    10
+    >>> node_budget(Limits(max_nodes=None)) > 10**18
+    True
+    """
+    import sys
+
+    m = resolve_limits(limits).max_nodes
+    return sys.maxsize if m is None else int(m)

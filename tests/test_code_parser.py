@@ -246,8 +246,8 @@ def test_invalid_utf8_names_the_byte(tmp_path):
 
 def test_str_and_bytes_agree_and_registry_dispatch():
     text = "π = 3.14  # ünïcode\nprint(π)\n"
-    a = parse_code(text)
-    b = parse_code(text.encode("utf-8"))
+    a = parse_code(text, "python")
+    b = parse_code(text.encode("utf-8"), "python")
     c = parse(text, "code", language="py")
     for other in (b, c):
         assert list(a.labels) == list(other.labels)
@@ -271,4 +271,4 @@ def test_missing_grammar_names_the_wheel():
 
 def test_bad_source_type():
     with pytest.raises(TypeError, match="source must be"):
-        parse_code(12)
+        parse_code(12, "python")

@@ -3,6 +3,30 @@
 ``parse(obj, kind, **options)`` dispatches by kind; the per-kind functions can also be
 imported directly. Optional dependencies are imported lazily, with a clear message naming
 the extra to install when they are missing.
+
+The contract every parser keeps:
+
+* **Inputs**: every text kind takes ``str``, ``bytes`` or a path (``os.PathLike``; a path
+  names the input). Bytes and files are decoded by their byte-order mark, else by what the
+  format declares (a PEP 263 line for Python code, an XML declaration), else as UTF-8.
+* **Errors**: everything a user's input or options can cause raises a
+  :class:`~structpos.exceptions.StructposError` — :class:`~structpos.exceptions.ParseError`
+  naming the input and the position (``line:col``, ``byte N`` for undecodable bytes,
+  ``char N`` for a lone surrogate in ``str`` input, ``node``/``word``/``edge`` numbers),
+  :class:`~structpos.exceptions.LimitError` naming the limit,
+  :class:`~structpos.exceptions.SpecError` for bad options. (Passing a Python object of the
+  wrong type, e.g. an int as source, is a ``TypeError``.)
+* **Limits**: ``limits=`` (a :class:`~structpos.limits.Limits`, default
+  :data:`~structpos.limits.DEFAULT_LIMITS`) bounds the input bytes, the nodes, the table cells
+  after span expansion and the graph nodes implied by node ids, checked before the work they
+  guard.
+* **Labels** always encode as UTF-8: lone surrogates that a format lets through (JSON/YAML
+  ``"\\ud800"`` escapes in keys) become U+FFFD in labels; the ``key`` attribute keeps the value
+  as the format's reference reader (``json.loads``, PyYAML) returns it.
+* **No silent defaults that change results**: code needs a language (argument, or the suffix
+  of the path / name); a table's format comes from the argument, then a known suffix, and
+  only then from sniffing the content; networkx edge weights are read from ``weight="weight"``
+  unless ``weight=None`` (see :func:`~structpos.parsers.graph.parse_graph`).
 """
 
 from __future__ import annotations
@@ -10,6 +34,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..exceptions import SpecError
 from ..structure import Structure
 
 # kind -> (module, function)
@@ -29,16 +54,50 @@ PARSERS: dict[str, tuple[str, str]] = {
 
 
 def get_parser(kind: str):
-    """The parse function registered for ``kind``."""
+    """The parse function registered for ``kind`` (SpecError for an unknown kind).
+
+    Examples
+    --------
+    >>> get_parser("json").__name__
+    'parse_json'
+    """
     try:
         mod, fn = PARSERS[kind]
     except KeyError:
-        raise ValueError(f"unknown input kind {kind!r}; known kinds: {', '.join(sorted(PARSERS))}") from None
+        raise SpecError(f"unknown input kind {kind!r}; known kinds: {', '.join(sorted(PARSERS))}") from None
     return getattr(importlib.import_module(f"{__name__}.{mod}"), fn)
 
 
 def parse(obj: Any, kind: str, **options: Any) -> Structure | list[Structure]:
-    """Parse ``obj`` as input of ``kind`` (see :data:`PARSERS`) into a Structure."""
+    """Parse ``obj`` as input of ``kind`` (see :data:`PARSERS`) into a Structure.
+
+    Parameters
+    ----------
+    obj : str, bytes, os.PathLike or a kind-specific object
+        Text, bytes or a file path for every text kind (code, json, xml, yaml, conllu,
+        table, document, markdown, grammar); a graph object for ``graph``, a Doc for ``spacy``,
+        a DataFrame or rows for ``table``.
+    kind : str
+        A key of :data:`PARSERS`.
+    **options
+        Passed to the parser: ``name``, ``limits`` (a :class:`~structpos.limits.Limits`),
+        ``language`` for code, ``format`` for tables, ...
+
+    Returns
+    -------
+    Structure or list of Structure
+        (CoNLL-U gives one Structure per sentence.)
+
+    Raises
+    ------
+    ParseError, LimitError, SpecError
+        Bad input (naming the input and position), a limit reached, a bad option.
+
+    Examples
+    --------
+    >>> parse('{"a": 1}', "json").num_nodes
+    3
+    """
     return get_parser(kind)(obj, **options)
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..limits import Limits, check_limit, resolve_limits
 from ..structure import Structure, StructureError
 
 __all__ = ["CellRecord", "RowRecord", "TableData", "place_cells", "build_table"]
@@ -112,7 +113,13 @@ def _group_ends(groups: np.ndarray) -> np.ndarray:
 
 
 def place_cells(
-    row_count: np.ndarray, rowspan: np.ndarray | None, colspan: np.ndarray | None, row_group: np.ndarray | None
+    row_count: np.ndarray,
+    rowspan: np.ndarray | None,
+    colspan: np.ndarray | None,
+    row_group: np.ndarray | None,
+    *,
+    max_cells: int | None = None,
+    name: str = "<table>",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The HTML table grid-filling algorithm (WHATWG "processing model", simplified).
 
@@ -124,6 +131,16 @@ def place_cells(
 
     Returns per-cell arrays ``(row, col, rowspan, colspan)`` in source order (effective spans).
     Without merged cells a cell's column is simply its index in its row (vectorized).
+
+    ``max_cells``: the grid slots the cells may cover in all (``max_table_cells``); the budget
+    is checked before each cell marks its slots, so huge spans fail fast with
+    :class:`~structpos.exceptions.LimitError` instead of filling memory.
+
+    Examples
+    --------
+    >>> row, col, rs, cs = place_cells(np.array([2, 1]), np.array([2, 1, 1]), None, None)
+    >>> col.tolist(), rs.tolist()  # the second row's cell moves right of the rowspan
+    ([0, 1, 1], [2, 1, 1])
     """
     n_rows = len(row_count)
     n_cells = int(row_count.sum())
@@ -144,6 +161,8 @@ def place_cells(
     cs = np.maximum(cs_in, 1)
     # occupied[r] = columns of row r covered by a cell anchored in an earlier row
     occupied: list[set[int]] = [set() for _ in range(n_rows)]
+    budget = float("inf") if max_cells is None else max_cells
+    covered = 0
     k = 0
     for r, count in enumerate(row_count.tolist()):
         c = 0
@@ -155,6 +174,10 @@ def place_cells(
             want = int(rs_in[k])
             down = last - r if want == 0 else min(want, last - r)
             across = int(cs[k])
+            covered += max(down, 1) * across
+            if covered > budget:
+                check_limit(covered, max_cells, "max_table_cells", "table cells after span expansion", name=name,
+                            position=f"row {r}, cell {k}")
             for rr in range(r + 1, r + down):
                 occupied[rr].update(range(c, c + across))
             col[k], rs[k] = c, down
@@ -186,24 +209,32 @@ def build_table(
     header_rows: int,
     fmt: str,
     extra_meta: dict | None = None,
+    limits: Limits | None = None,
 ) -> Structure:
-    """Lay ``data`` out as a table Structure (see the module docstring)."""
+    """Lay ``data`` out as a table Structure (see the module docstring).
+
+    ``limits``: ``max_nodes`` (table + rows + cells) and ``max_table_cells`` (grid slots after
+    span expansion, ``rows × columns``) raise :class:`~structpos.exceptions.LimitError`
+    before the grid is built.
+    """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of small lists: the cyclic GC would rescan them over and over
     try:
-        return _build_table(data, source, name, table_span, header_rows, fmt, extra_meta)
+        return _build_table(data, source, name, table_span, header_rows, fmt, extra_meta, resolve_limits(limits))
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _build_table(data: TableData, source, name, table_span, header_rows, fmt, extra_meta) -> Structure:
+def _build_table(data: TableData, source, name, table_span, header_rows, fmt, extra_meta, limits: Limits) -> Structure:
     counts = np.asarray(data.row_count, dtype=np.int64)
     n_rows = len(counts)
     n_cells = int(counts.sum())
     n = 1 + n_rows + n_cells
+    check_limit(n, limits.max_nodes, "max_nodes", "nodes", name=name)
     arr = lambda x: None if x is None else np.asarray(x, dtype=np.int64)  # noqa: E731
-    cell_row, cell_col, cell_rs, cell_cs = place_cells(counts, arr(data.rowspan), arr(data.colspan), arr(data.row_group))
+    cell_row, cell_col, cell_rs, cell_cs = place_cells(
+        counts, arr(data.rowspan), arr(data.colspan), arr(data.row_group), max_cells=limits.max_table_cells, name=name)
 
     # node ids: row r sits after the table, the r earlier rows and their cells
     cells_before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if n_rows else np.zeros(0, np.int64)
@@ -240,6 +271,8 @@ def _build_table(data: TableData, source, name, table_span, header_rows, fmt, ex
     text_arr = np.empty(n, dtype=object)
     text_arr[cell_node] = data.cell_text
     n_cols = int((cell_col + cell_cs).max()) if n_cells else 0
+    check_limit(n_rows * n_cols, limits.max_table_cells, "max_table_cells",
+                f"table cells after span expansion ({n_rows} rows × {n_cols} columns)", name=name)
     grid = _expanded_grid(data.cell_text, cell_row, cell_col, cell_rs, cell_cs, n_rows, n_cols)
 
     meta = {

@@ -12,14 +12,35 @@ from typing import Any
 
 import numpy as np
 
+from ..limits import check_limit
 from ..structure import Structure
 
 
 class TreeBuilder:
-    """Collect nodes in preorder; :meth:`build` turns them into a :class:`Structure`."""
+    """Collect nodes in preorder; :meth:`build` turns them into a :class:`Structure`.
 
-    def __init__(self, columns: dict[str, tuple[Any, Any]] | None = None):
-        """``columns``: ``{attr name: (default value, numpy dtype)}``."""
+    ``columns``: ``{attr name: (default value, numpy dtype)}``. ``max_nodes``: adding node
+    number ``max_nodes + 1`` raises :class:`~structpos.exceptions.LimitError` (``max_nodes``)
+    naming ``name``, so no input grows a tree past the limit.
+
+    Examples
+    --------
+    >>> b = TreeBuilder(max_nodes=2, name="t")
+    >>> b.add("root", -1, 0, 3), b.add("leaf", 0, 1, 2)
+    (0, 1)
+    >>> b.build("tree", "abc", "t").num_nodes
+    2
+    >>> b.add("one too many", 0)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.LimitError: t: 3 nodes (max_nodes: 3 > 2; raise the limit to allow it)
+    """
+
+    def __init__(self, columns: dict[str, tuple[Any, Any]] | None = None, *, max_nodes: int | None = None,
+                 name: str = "<input>"):
+        self.max_nodes = max_nodes
+        self.name = name
+        self._room = float("inf") if max_nodes is None else max_nodes
         self.labels: list[str] = []
         self.start: list[int] = []
         self.end: list[int] = []
@@ -34,6 +55,8 @@ class TreeBuilder:
     def add(self, label: str, parent: int, start: int = -1, end: int = -1, **attrs: Any) -> int:
         """Append a node (its parent must already exist); return its index."""
         i = len(self.labels)
+        if i >= self._room:
+            check_limit(i + 1, self.max_nodes, "max_nodes", "nodes", name=self.name)
         self.labels.append(label)
         self.parent.append(parent)
         self.start.append(start)

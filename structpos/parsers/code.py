@@ -13,12 +13,18 @@ field name under which the node hangs from its tree-sitter parent, ``""`` if non
 errors never raise: ``meta["has_error"]`` says whether any occurred. With ``named_only`` a
 dropped anonymous ``MISSING`` token takes its flag with it (``has_error`` still says so).
 
+There is no default language: ``language=`` names it, or the suffix of a path (or of
+``name``) does (:data:`SUFFIXES`). Bytes and files are decoded by their byte-order mark, else
+for Python by a PEP 263 coding line (one naming an unknown codec is ignored), else as UTF-8
+(spans index the decoded text).
+
 Grammars come from per-language wheels (``tree-sitter-python``, ...): languages
 ``python, javascript, java, go, rust, c, cpp`` are known by name (plus any installed
 ``tree_sitter_<name>`` module exposing ``language()``), or pass a ``tree_sitter.Language``.
 Language and Parser objects are cached (parsers per thread).
 
-Speed: one ``TreeCursor`` walk collecting kind ids and byte offsets into Python lists
+Speed: one ``TreeCursor`` walk (:func:`_walk`, shared by full and ``named_only`` trees, with
+fields and ``MISSING`` flags in the same pass) collecting kind ids and byte offsets into Python lists
 (``goto_first_child``/``goto_next_sibling``/``goto_parent`` and a parent stack), then
 ``np.fromiter``; kind ids map to labels and named-ness through per-language tables. The
 walk costs ~0.7x the bare parse (six binding calls per node); ``node.children`` recursion,
@@ -29,14 +35,20 @@ overlap the walk. ``benchmarks/bench_parse.py`` measures the whole path.
 
 from __future__ import annotations
 
+import io
 import threading
+import time
+import tokenize
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..exceptions import LimitError, ParseError, SpecError
+from ..limits import Limits, check_limit, resolve_limits
 from ..structure import Structure, StructureError
+from ._input import bom_encoding, check_text, decode_bytes, is_pathlike, read_bytes
 from ._offsets import ByteToChar
 
 __all__ = ["parse_code", "get_language", "language_for_path", "LANGUAGES", "SUFFIXES"]
@@ -69,7 +81,7 @@ def get_language(name: str):
     """The cached ``tree_sitter.Language`` for a language name (``"python"``, ``"cpp"``, ...)."""
     canon = _canonical(name)
     if not canon.isidentifier():
-        raise ValueError(f"bad language name {name!r}")
+        raise SpecError(f"bad language name {name!r}")
     return _language(canon)
 
 
@@ -120,7 +132,7 @@ class _KindTables:
         self.error_slot = count
         self.labels = np.array(labels + ["ERROR"], dtype=object)
         self.named = np.array(named + [True], dtype=bool)
-        self.named_list = named + [True]
+        self.keep_named = _keep_table(named)
 
 
 _tables: dict[int, tuple[Any, _KindTables]] = {}
@@ -148,157 +160,117 @@ def _parser_for(language):
     return hit[1]
 
 
-# ------------------------------------------------------------------ walks
-def _walk_all(tree, fields: bool):
-    """Preorder over every visible node: (kind ids, start bytes, end bytes, parents, field ids).
+# ------------------------------------------------------------------ the walk
+def _keep_table(named: list[bool]) -> list[bool]:
+    """``keep[kind id]``: True for named kinds (and ERROR, id 0xFFFF, past the language's table)."""
+    return named + [True] * (65536 - len(named))
 
-    ``top`` is the parent of the node under the cursor; descending pushes it, ascending pops.
+
+def _walk(tree, keep: list[bool] | None, fields: bool, missing: bool):
+    """The one preorder cursor walk: columns of the kept nodes.
+
+    Returns ``(kind ids, start bytes, end bytes, parents, field ids, is_missing)`` over the
+    nodes whose ``keep[kind_id]`` is set (every node when ``keep`` is None), in preorder; a dropped
+    node's children hang from
+    its nearest kept ancestor. ``field ids`` (0: none) and ``is_missing`` are filled only
+    when asked (else empty). ``top`` is the parent of the node under the cursor: descending
+    pushes it, ascending pops it. The cursor methods are bound once (six binding calls per
+    node is the whole cost; see the module docstring).
     """
-    if fields:
-        return _walk_all_fields(tree)
     cur = tree.walk()
     kinds: list[int] = []
     starts: list[int] = []
     ends: list[int] = []
     parents: list[int] = []
+    field_ids: list[int] = []
+    flags: list[bool] = []
     add_kind, add_start, add_end, add_parent = kinds.append, starts.append, ends.append, parents.append
     first_child, next_sibling, go_up = cur.goto_first_child, cur.goto_next_sibling, cur.goto_parent
     stack: list[int] = []
     push, pop = stack.append, stack.pop
-    i = 0
-    top = -1
-    while True:
-        node = cur.node
-        add_kind(node.kind_id)
-        add_start(node.start_byte)
-        add_end(node.end_byte)
-        add_parent(top)
-        if first_child():
-            push(top)
-            top = i
-            i += 1
-            continue
-        i += 1
-        while not next_sibling():
-            if not go_up():
-                return kinds, starts, ends, parents, []
-            top = pop()
-
-
-def _walk_all_fields(tree):
-    """:func:`_walk_all` that also records each node's field id (0: none)."""
-    cur = tree.walk()
-    kinds: list[int] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    parents: list[int] = []
-    field_ids: list[int] = []
-    stack: list[int] = []
-    i = 0
-    top = -1
-    while True:
-        node = cur.node
-        kinds.append(node.kind_id)
-        starts.append(node.start_byte)
-        ends.append(node.end_byte)
-        parents.append(top)
-        field_ids.append(cur.field_id or 0)
-        if cur.goto_first_child():
-            stack.append(top)
-            top = i
-            i += 1
-            continue
-        i += 1
-        while not cur.goto_next_sibling():
-            if not cur.goto_parent():
-                return kinds, starts, ends, parents, field_ids
-            top = stack.pop()
-
-
-def _walk_named(tree, named: list[bool], error_slot: int, fields: bool):
-    """Like :func:`_walk_all` but keeps named nodes only; parent = nearest kept ancestor."""
-    cur = tree.walk()
-    kinds: list[int] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    parents: list[int] = []
-    field_ids: list[int] = []
-    first_child, next_sibling, go_up = cur.goto_first_child, cur.goto_next_sibling, cur.goto_parent
-    stack: list[int] = []
-    push, pop = stack.append, stack.pop
+    extra = fields or missing
+    everything = keep is None
     i = 0
     top = -1
     while True:
         node = cur.node
         kid = node.kind_id
-        if kid >= error_slot or named[kid]:
-            me = i
+        if everything or keep[kid]:
+            add_kind(kid)
+            add_start(node.start_byte)
+            add_end(node.end_byte)
+            add_parent(top)
+            if extra:
+                if fields:
+                    field_ids.append(cur.field_id or 0)
+                if missing:
+                    flags.append(node.is_missing)
+            if first_child():
+                push(top)
+                top = i
+                i += 1
+                continue
             i += 1
-            kinds.append(kid)
-            starts.append(node.start_byte)
-            ends.append(node.end_byte)
-            parents.append(top)
-            if fields:
-                field_ids.append(cur.field_id or 0)
-        else:
-            me = top  # children of a dropped node hang from its kept ancestor
-        if first_child():
+        elif first_child():  # a dropped node: its children hang from its kept ancestor
             push(top)
-            top = me
             continue
         while not next_sibling():
             if not go_up():
-                return kinds, starts, ends, parents, field_ids
+                return kinds, starts, ends, parents, field_ids, flags
             top = pop()
-
-
-def _missing_flags(tree, n_expected: int, named_only: bool, named: list[bool], error_slot: int) -> np.ndarray:
-    """``is_missing`` per kept node, by a second cursor walk (only run when the tree has errors)."""
-    cur = tree.walk()
-    flags: list[bool] = []
-    while True:
-        node = cur.node
-        kid = node.kind_id
-        if not named_only or kid >= error_slot or named[kid]:
-            flags.append(node.is_missing)
-        if cur.goto_first_child():
-            continue
-        while not cur.goto_next_sibling():
-            if not cur.goto_parent():
-                if len(flags) != n_expected:  # both walks visit the same nodes; never expected
-                    raise RuntimeError(f"tree walk mismatch: {len(flags)} != {n_expected} nodes")
-                return np.array(flags, dtype=bool)
 
 
 # ------------------------------------------------------------------ entry
-def _read_source(source, name: str | None, language) -> tuple[str, bytes, str, Any]:
-    """Normalise ``source`` to (text, utf-8 bytes, name, language)."""
-    if isinstance(source, Path):
+def _source_encoding(data: bytes, lang_name: str) -> str | None:
+    """The codec a BOM or (Python) a PEP 263 coding line selects; ``None``: plain UTF-8.
+
+    A coding line naming no codec Python knows (``# coding: uft-8``) is ignored: tree-sitter
+    parses such a file all the same, so it is read as UTF-8 (and fails, naming the byte, only
+    if it is not).
+    """
+    if bom_encoding(data):
+        return bom_encoding(data)
+    if lang_name != "python":
+        return None
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:  # an unknown or conflicting declaration, or first lines that are not UTF-8
+        return None
+    return None if encoding == "utf-8" else encoding
+
+
+def _language_of(language, source, name: str | None):
+    """The language argument, else the one the path's (or the name's) suffix names; never a silent default."""
+    if language is not None:
+        return language
+    for where in (source if is_pathlike(source) else None, name):
+        if where is not None and Path(where).suffix.lower() in SUFFIXES:
+            return SUFFIXES[Path(where).suffix.lower()]
+    if is_pathlike(source):
+        return language_for_path(source)  # raises, naming the suffix
+    raise SpecError(
+        f"no language given: pass language=... ({', '.join(LANGUAGES)}, or a tree_sitter.Language), "
+        "or a path / name whose suffix names one", name=name or "<code>")
+
+
+def _read_source(source, name: str | None, lang_name: str, limits: Limits | None) -> tuple[str, bytes, str]:
+    """Normalise ``source`` to (text, UTF-8 bytes, name)."""
+    if is_pathlike(source):
         name = name or str(source)
-        if language is None:
-            language = language_for_path(source)
-        try:
-            source = source.read_bytes()
-        except OSError as e:
-            raise StructureError(f"cannot read source: {e}", name=name) from e
+        source = read_bytes(source, name, limits)
     name = name or "<code>"
-    if language is None:
-        language = "python"
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise StructureError(f"source is not valid UTF-8 ({e.reason})", name=name, position=f"byte {e.start}") from None
-    elif isinstance(source, str):
-        text = source
-        try:
+        check_limit(len(data), resolve_limits(limits).max_input_bytes, "max_input_bytes", "bytes of input", name=name)
+        encoding = _source_encoding(data, lang_name)
+        text = decode_bytes(data, name, encoding)
+        if encoding is not None:  # tree-sitter reads UTF-8: re-encode what was decoded otherwise
             data = text.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise StructureError(f"source cannot be encoded as UTF-8 ({e.reason})", name=name, position=f"char {e.start}") from None
-    else:
-        raise TypeError(f"{name}: source must be str, bytes or pathlib.Path, not {type(source).__name__}")
-    return text, data, name, language
+        return text, data, name
+    if isinstance(source, str):
+        text = check_text(source, name, limits)
+        return text, text.encode("utf-8"), name
+    raise TypeError(f"{name}: source must be str, bytes or pathlib.Path, not {type(source).__name__}")
 
 
 def _ints(values: list[int]) -> np.ndarray:
@@ -317,19 +289,48 @@ def _resolve_language(language) -> tuple[Any, str]:
     return language, getattr(language, "name", None) or "custom"
 
 
+_TIMED_FROM_BYTES = 1 << 16  # below this size tree-sitter's worst case is about a second: parse untimed
+
+
+def _parse_timed(parser, data: bytes, timeout: float | None, name: str):
+    """``parser.parse(data)``, cancelled after ``timeout`` seconds (LimitError ``record_timeout``).
+
+    tree-sitter's error recovery is superlinear on some inputs (an unclosed ``def`` before
+    thousands of comment lines: 128 KB take ~5 s), and a C parse cannot be interrupted by a
+    signal, so large inputs are parsed through a read callback with a progress callback that
+    checks a deadline (the bare bytes path ignores progress callbacks). A cancelled parser is
+    reset, or its next parse would resume the cancelled one.
+    """
+    if timeout is None or len(data) < _TIMED_FROM_BYTES:
+        tree = parser.parse(data)
+    else:
+        deadline = time.monotonic() + timeout
+        try:
+            tree = parser.parse(lambda off, _point: data[off:off + (1 << 20)],
+                                progress_callback=lambda *_state: time.monotonic() > deadline)
+        except ValueError:  # py-tree-sitter reports a cancelled parse as "Parsing failed"
+            tree = None
+        if tree is None:
+            parser.reset()  # else the next parse would resume the cancelled one
+            if time.monotonic() > deadline:
+                raise LimitError(f"tree-sitter parse still running after {timeout} s", limit="record_timeout",
+                                 value=round(time.monotonic() - deadline + timeout, 1), maximum=timeout, name=name)
+    if tree is None:
+        raise ParseError("tree-sitter returned no tree", name=name)
+    return tree
+
+
 def _build(tree, text: str, data: bytes, name: str, lang, lang_name: str, named_only: bool, fields: bool) -> Structure:
     """Walk a parsed tree into a Structure."""
     tables = _kind_tables(lang)
-    if named_only:
-        kinds, starts, ends, parents, field_ids = _walk_named(tree, tables.named_list, tables.error_slot, fields)
-    else:
-        kinds, starts, ends, parents, field_ids = _walk_all(tree, fields)
+    has_error = tree.root_node.has_error
+    keep = tables.keep_named if named_only else None
+    kinds, starts, ends, parents, field_ids, missing = _walk(tree, keep, fields, has_error)
     kind = _ints(kinds)
     kind[kind >= tables.error_slot] = tables.error_slot
     is_error = kind == tables.error_slot
-    has_error = tree.root_node.has_error
     if has_error:
-        is_error |= _missing_flags(tree, kind.size, named_only, tables.named_list, tables.error_slot)
+        is_error |= np.array(missing, dtype=bool)
     to_char = ByteToChar(text, data)
     attrs: dict[str, np.ndarray] = {"is_named": tables.named[kind], "is_error": is_error}
     if fields:
@@ -354,20 +355,64 @@ def parse_code(
     name: str | None = None,
     named_only: bool = False,
     fields: bool = False,
+    *,
+    limits: Limits | None = None,
 ) -> Structure:
     """Parse source code with tree-sitter into a preorder tree Structure.
 
-    ``source``: text, UTF-8 bytes, or a ``pathlib.Path`` (read as bytes; the language is
-    guessed from its suffix unless given). ``language``: a name (``"python"`` default,
-    ``"javascript"``, ``"java"``, ``"go"``, ``"rust"``, ``"c"``, ``"cpp"``, aliases ``js``,
-    ``c++``...) or a ``tree_sitter.Language``. ``named_only`` drops anonymous nodes
-    (punctuation, keywords); each kept node hangs from its nearest kept ancestor.
-    ``fields`` adds ``attrs["field"]``. See the module docstring for the node layout.
-    Invalid UTF-8 raises :class:`StructureError` naming the byte; syntax errors do not raise.
+    Parameters
+    ----------
+    source : str, bytes or os.PathLike
+        Text, bytes or a file. Bytes and files are decoded by their byte-order mark, else
+        (Python) by a PEP 263 coding line (``# -*- coding: latin-1 -*-``, as
+        :func:`tokenize.detect_encoding` reads it), else as UTF-8.
+    language : str or tree_sitter.Language, optional
+        ``"python"``, ``"javascript"``, ``"java"``, ``"go"``, ``"rust"``, ``"c"``, ``"cpp"``
+        (aliases ``py``, ``js``, ``c++``...), any installed ``tree_sitter_<name>`` wheel, or a
+        ``tree_sitter.Language``. When omitted it comes from the suffix of the path, or of
+        ``name``; there is no default language (a :class:`~structpos.exceptions.SpecError`
+        says so).
+    name : str, optional
+        The input's name in error messages (default: the path, else ``"<code>"``).
+    named_only : bool
+        Drop anonymous nodes (punctuation, keywords); each kept node hangs from its nearest
+        kept ancestor.
+    fields : bool
+        Add ``attrs["field"]``.
+    limits : Limits, optional
+        ``max_input_bytes`` and ``max_nodes`` apply.
+
+    Returns
+    -------
+    Structure
+        ``kind="tree"`` (node layout in the module docstring). Syntax errors do not raise:
+        they are ``ERROR``/``MISSING`` nodes flagged in ``attrs["is_error"]``.
+
+    Raises
+    ------
+    ParseError
+        Bytes that do not decode (naming the byte offset), a lone
+        surrogate in ``str`` input.
+    SpecError
+        No language given and none to guess.
+    LimitError
+        ``max_input_bytes`` or ``max_nodes`` exceeded, or (inputs of 64 KiB and more) the
+        tree-sitter parse ran past ``record_timeout`` seconds.
+
+    Examples
+    --------
+    >>> s = parse_code("x = 1\\n", "python")
+    >>> list(s.labels[:4])
+    ['module', 'expression_statement', 'assignment', 'identifier']
+    >>> parse_code("# -*- coding: latin-1 -*-\\ns = 'é'\\n".encode("latin-1"), "python").source[-4:]
+    "'é'\\n"
     """
-    text, data, name, language = _read_source(source, name, language)
+    language = _language_of(language, source, name)
     lang, lang_name = _resolve_language(language)
-    tree = _parser_for(lang).parse(data)
-    if tree is None:  # only with a parser timeout or no language; neither is set here
-        raise StructureError("tree-sitter returned no tree", name=name)
-    return _build(tree, text, data, name, lang, lang_name, named_only, fields)
+    text, data, name = _read_source(source, name, lang_name, limits)
+    tree = _parse_timed(_parser_for(lang), data, resolve_limits(limits).record_timeout, name)
+    if not named_only:  # the walk visits every node: refuse before building the columns
+        check_limit(tree.root_node.descendant_count, resolve_limits(limits).max_nodes, "max_nodes", "nodes", name=name)
+    s = _build(tree, text, data, name, lang, lang_name, named_only, fields)
+    check_limit(s.num_nodes, resolve_limits(limits).max_nodes, "max_nodes", "nodes", name=name)
+    return s

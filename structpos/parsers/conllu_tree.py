@@ -27,22 +27,23 @@ from pathlib import Path
 
 import numpy as np
 
+from ..limits import Limits, check_limit, node_budget
 from ..structure import Structure, StructureError
 from . import require
+from ._input import read_text
 from ._dependency import heads_to_preorder
 
 __all__ = ["parse_conllu", "sentence_text"]
 
 
-def _read(text_or_path) -> tuple[str, str]:
-    if isinstance(text_or_path, Path) or (
-        isinstance(text_or_path, str) and "\n" not in text_or_path and len(text_or_path) < 4096 and os.path.isfile(text_or_path)
-    ):
-        p = Path(text_or_path)
-        return p.read_text(encoding="utf-8"), str(p)
-    if isinstance(text_or_path, (bytes, bytearray)):
-        return bytes(text_or_path).decode("utf-8"), "<conllu>"
-    return text_or_path, "<conllu>"
+def _looks_like_path(obj) -> bool:
+    return isinstance(obj, str) and "\n" not in obj and len(obj) < 4096 and "\x00" not in obj and os.path.isfile(obj)
+
+
+def _read(text_or_path, name: str | None, limits: Limits | None) -> tuple[str, str]:
+    if _looks_like_path(text_or_path):
+        text_or_path = Path(text_or_path)
+    return read_text(text_or_path, name=name, default="<conllu>", limits=limits)
 
 
 def _space_after(tok) -> bool:
@@ -74,16 +75,43 @@ def _surface(tokens):
             yield tok["form"], [tid], tok
 
 
-def parse_conllu(text_or_path, name: str | None = None) -> list[Structure]:
-    """Parse CoNLL-U text or a file path into one ``kind="tree"`` Structure per sentence."""
+def parse_conllu(text_or_path, name: str | None = None, *, limits: Limits | None = None) -> list[Structure]:
+    """Parse CoNLL-U text or a file path into one ``kind="tree"`` Structure per sentence.
+
+    ``text_or_path``: text, bytes, a ``pathlib.Path`` or a string naming an existing file.
+    ``limits``: ``max_input_bytes``, and ``max_nodes`` over all sentences together.
+    Malformed input raises :class:`~structpos.exceptions.ParseError` naming the sentence
+    and the word.
+
+    Examples
+    --------
+    >>> rows = ["1\\tHi\\thi\\tINTJ\\t_\\t_\\t0\\troot\\t_\\t_", "2\\t!\\t!\\tPUNCT\\t_\\t_\\t1\\tpunct\\t_\\t_"]
+    >>> [s] = parse_conllu("# text = Hi!\\n" + "\\n".join(rows) + "\\n\\n")
+    >>> [str(l) for l in s.labels], s.node_text(1)
+    (['root', 'punct'], '!')
+    """
     conllu = require("conllu", "text", "parse_conllu")
-    text, default_name = _read(text_or_path)
-    name = name or default_name
+    text, name = _read(text_or_path, name, limits)
     try:
         sentences = conllu.parse(text)
-    except Exception as e:  # conllu raises ParseException and plain ValueErrors
+    except Exception as e:  # noqa: BLE001 - conllu raises ParseException, ValueError, IndexError, ...
         raise StructureError(f"not valid CoNLL-U: {e}", name=name) from None
-    return [_sentence(s, k, name) for k, s in enumerate(sentences)]
+    out, budget = [], node_budget(limits)
+    for k, s in enumerate(sentences):
+        out.append(_checked_sentence(s, k, name))
+        budget -= out[-1].num_nodes
+        if budget < 0:
+            check_limit(node_budget(limits) - budget, node_budget(limits), "max_nodes", "nodes", name=name)
+    return out
+
+
+def _checked_sentence(tokens, k: int, name: str) -> Structure:
+    """:func:`_sentence`, with column values of the wrong type reported as a ParseError."""
+    try:
+        return _sentence(tokens, k, name)
+    except (TypeError, KeyError, AttributeError) as e:  # a column the conllu library left as an odd type
+        sent_id = tokens.metadata.get("sent_id", str(k + 1)) if hasattr(tokens, "metadata") else str(k + 1)
+        raise StructureError(f"malformed token columns ({type(e).__name__}: {e})", name=f"{name}#{sent_id}") from None
 
 
 def _sentence(tokens, k: int, name: str) -> Structure:
@@ -93,6 +121,7 @@ def _sentence(tokens, k: int, name: str) -> Structure:
     n = len(words)
     if n == 0:
         raise StructureError("sentence has no words", name=sname)
+    _check_ids(tokens, n, sname)
     ids = np.array([t["id"] for t in words], dtype=np.int64)
     if not np.array_equal(ids, np.arange(1, n + 1)):
         w = int(np.flatnonzero(ids != np.arange(1, n + 1))[0])
@@ -106,6 +135,10 @@ def _sentence(tokens, k: int, name: str) -> Structure:
         h = t["head"]
         if not isinstance(h, int):
             raise StructureError(f"word {t['id']} ({t['form']!r}) has no integer HEAD ({h!r})", name=sname, position=f"word {t['id']}")
+        if not 0 <= h <= n:
+            raise StructureError(f"the head of word {t['id']} ({t['form']!r}), word {h}, is out of range "
+                                 f"(the sentence has {n} words)",
+                                 name=sname, position=f"word {t['id']} ({t['form']!r})")
         raw_heads.append(h)
     heads = np.array(raw_heads, dtype=np.int64)
     order, parent = heads_to_preorder(
@@ -135,6 +168,22 @@ def _sentence(tokens, k: int, name: str) -> Structure:
         meta={"format": "conllu", "sent_id": sent_id, "sentence_index": k, "nested_spans": False,
               "text_synthesized": synthesized, "metadata": dict(tokens.metadata)},
     )
+
+
+def _check_ids(tokens, n: int, sname: str) -> None:
+    """Word ids within ``1..n`` and multiword ranges ``a-b`` with ``1 <= a <= b <= n``."""
+    for t in tokens:
+        tid = t["id"]
+        if isinstance(tid, int):
+            bad = not 1 <= tid <= n
+        elif isinstance(tid, tuple) and len(tid) == 3 and tid[1] == "-":
+            bad = not (isinstance(tid[0], int) and isinstance(tid[2], int) and 1 <= tid[0] <= tid[2] <= n)
+        else:
+            continue  # an empty node (8.1): skipped
+        if bad:
+            shown = "".join(map(str, tid)) if isinstance(tid, tuple) else tid
+            raise StructureError(f"token id {shown} is outside the sentence's words 1..{n}", name=sname,
+                                 position=f"token {shown}")
 
 
 def _word_spans(tokens, text: str, n: int, sname: str) -> tuple[np.ndarray, np.ndarray]:

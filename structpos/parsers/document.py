@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import re
 
+from ..limits import Limits, node_budget
 from ..structure import Structure
+from ._input import read_text
 from ._tree_builder import TreeBuilder
 
 __all__ = ["parse_document", "split_paragraphs", "split_sentences", "tokenize", "add_blocks"]
 
 _PARA_SEP = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|\w+(?:['’\-]\w+)*|[^\w\s]")
-_TERMINATOR = re.compile(r"(?:[.!?…]+)[\"'”’)\]»]*(?=\s|$)")
+# possessive runs, and no match starting inside a run: linear on "....." runs of any length
+_TERMINATOR = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’)\]»]*+(?=\s|$)")
 _WORD_BEFORE = re.compile(r"([\w.\-]+)$")
 
 # never end a sentence after these (lowercased, without the final period)
@@ -130,12 +133,20 @@ def finish(b: TreeBuilder, kind: str, text: str, name: str, meta: dict) -> Struc
     return s
 
 
-def parse_document(text: str, name: str | None = None) -> Structure:
-    """Parse plain text into a ``kind="document"`` tree (see the module docstring)."""
-    name = name or "<document>"
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8")
-    b = TreeBuilder()
+def parse_document(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
+    """Parse plain text into a ``kind="document"`` tree (see the module docstring).
+
+    ``text``: a ``str``, bytes or a path (UTF-8 unless a BOM says otherwise); ``limits``:
+    ``max_input_bytes`` and ``max_nodes`` apply.
+
+    Examples
+    --------
+    >>> s = parse_document("Hi there. Bye.\\n\\nNew one.")
+    >>> [s.node_text(i) for i in range(len(s)) if s.labels[i] == "sentence"]
+    ['Hi there.', 'Bye.', 'New one.']
+    """
+    text, name = read_text(text, name=name, default="<document>", limits=limits)
+    b = TreeBuilder(max_nodes=node_budget(limits), name=name)
     root = b.add("document", -1, 0, len(text))
     for ps, pe in split_paragraphs(text):
         add_blocks(b, text, root, ps, pe)

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..exceptions import ParseError, SpecError
+from ..limits import Limits, node_budget
 from ..structure import Structure, StructureError
 from . import require
+from ._input import read_text
 from ._tree_builder import TreeBuilder
 
 __all__ = ["parse_grammar"]
@@ -28,12 +31,28 @@ def _compile(grammar: str, start: str, parser: str):
     return lark.Lark(grammar, start=start, parser=parser, propagate_positions=True)
 
 
-def parse_grammar(text: str, grammar, start: str = "start", parser: str = "lalr", name: str | None = None) -> Structure:
-    """Parse ``text`` with ``grammar`` into a ``kind="tree"`` Structure (see module docstring)."""
+def parse_grammar(
+    text: str, grammar, start: str = "start", parser: str = "lalr", name: str | None = None, *,
+    limits: Limits | None = None,
+) -> Structure:
+    """Parse ``text`` with ``grammar`` into a ``kind="tree"`` Structure (see module docstring).
+
+    ``text``: a ``str``, bytes or a path (UTF-8 unless a BOM says otherwise); ``limits``:
+    ``max_input_bytes`` and ``max_nodes`` apply. Input the grammar rejects raises
+    :class:`~structpos.exceptions.ParseError` naming ``line:col``, and so does a grammar that
+    does not compile; a bad ``parser`` option raises :class:`~structpos.exceptions.SpecError`.
+
+    Examples
+    --------
+    >>> g = 'start: NUMBER ("+" NUMBER)*\\n%import common.NUMBER\\n%ignore " "'
+    >>> s = parse_grammar("1 + 22", g)
+    >>> [(str(l), s.node_text(i)) for i, l in enumerate(s.labels)]
+    [('start', '1 + 22'), ('NUMBER', '1'), ('NUMBER', '22')]
+    """
     lark = require("lark", "text", "parse_grammar")
-    name = name or "<grammar input>"
     if parser not in ("lalr", "earley"):
-        raise ValueError(f"parser must be 'lalr' or 'earley', not {parser!r}")
+        raise SpecError(f"parser must be 'lalr' or 'earley', not {parser!r}")
+    text, name = read_text(text, name=name, default="<grammar input>", limits=limits)
     if isinstance(grammar, lark.Lark):
         compiled = grammar
     else:
@@ -43,6 +62,8 @@ def parse_grammar(text: str, grammar, start: str = "start", parser: str = "lalr"
             raise StructureError(f"bad grammar: {e}", name="<grammar>") from None
     try:
         tree = compiled.parse(text)
+    except RecursionError:
+        raise ParseError("input nested too deeply for lark's parser", name=name) from None
     except lark.exceptions.UnexpectedInput as e:
         line, col = getattr(e, "line", -1), getattr(e, "column", -1)
         at_end = isinstance(e, lark.exceptions.UnexpectedEOF) or (
@@ -51,7 +72,9 @@ def parse_grammar(text: str, grammar, start: str = "start", parser: str = "lalr"
             lines = text.split("\n")
             line, col = len(lines), len(lines[-1]) + 1
         raise StructureError(_describe(e, lark.exceptions), name=name, position=f"line:col {line}:{col}") from None
-    return _to_structure(tree, text, name, lark.Token)
+    except lark.exceptions.LarkError as e:  # e.g. an Earley ambiguity lark cannot resolve
+        raise ParseError(f"{type(e).__name__}: {e}", name=name) from None
+    return _to_structure(tree, text, name, lark.Token, node_budget(limits))
 
 
 def _describe(e, exc) -> str:
@@ -68,8 +91,8 @@ def _describe(e, exc) -> str:
     return type(e).__name__
 
 
-def _to_structure(tree, text: str, name: str, Token) -> Structure:
-    b = TreeBuilder({"is_token": (False, bool)})
+def _to_structure(tree, text: str, name: str, Token, max_nodes: int) -> Structure:
+    b = TreeBuilder({"is_token": (False, bool)}, max_nodes=max_nodes, name=name)
     stack = [(tree, -1)]
     while stack:
         node, parent = stack.pop()

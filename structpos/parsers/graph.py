@@ -23,10 +23,13 @@ node ``i`` spans its text. Multi-dimensional PyG ``edge_attr`` is kept in ``meta
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..exceptions import LimitError, ParseError
+from ..limits import Limits, check_limit, resolve_limits
 from ..structure import Structure, StructureError
 
 __all__ = ["parse_graph", "adjacency"]
@@ -38,8 +41,26 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def _check_edge_index(ei: Any, num_nodes: int | None, name: str) -> tuple[np.ndarray, int]:
-    a = _to_numpy(ei)
+def _check_node_count(num_nodes: int, explicit: bool, n_edges: int, limits: Limits | None, name: str) -> None:
+    """``max_nodes`` always; ``max_graph_nodes_per_edge`` when the count comes from the largest node id."""
+    lim = resolve_limits(limits)
+    if not explicit and lim.max_graph_nodes_per_edge is not None:
+        allowed = max(1024, lim.max_graph_nodes_per_edge * (n_edges + 1))
+        if num_nodes > allowed:
+            raise LimitError(
+                f"{n_edges} edges name node {num_nodes - 1}: {num_nodes} nodes inferred from the largest node id "
+                f"(pass num_nodes= explicitly for a graph this sparse)",
+                limit="max_graph_nodes_per_edge", value=num_nodes, maximum=allowed, name=name)
+    check_limit(num_nodes, lim.max_nodes, "max_nodes", "nodes", name=name)
+
+
+def _check_edge_index(
+    ei: Any, num_nodes: int | None, name: str, limits: Limits | None = None
+) -> tuple[np.ndarray, int]:
+    try:
+        a = _to_numpy(ei)
+    except (TypeError, ValueError) as e:  # ragged lists, objects numpy cannot read
+        raise ParseError(f"edge_index is not a (2, E) array: {e}", name=name) from None
     if a.ndim != 2 or a.shape[0] != 2:
         raise StructureError(f"edge_index must have shape (2, E), got {a.shape}", name=name)
     if a.size and a.dtype.kind == "f":
@@ -48,11 +69,19 @@ def _check_edge_index(ei: Any, num_nodes: int | None, name: str) -> tuple[np.nda
             raise StructureError(f"edge_index entries must be integers, got {a[:, bad[0]].tolist()}", name=name, position=f"edge {int(bad[0])}")
     elif a.size and a.dtype.kind not in "iub":
         raise StructureError(f"edge_index must be an integer array, got dtype {a.dtype}", name=name)
+    if a.size and (a.min() < np.iinfo(np.int64).min or a.max() > np.iinfo(np.int64).max):
+        raise ParseError("edge_index entries do not fit in 64-bit integers", name=name)
     a = a.astype(np.int64)
+    explicit = num_nodes is not None
     if num_nodes is None:
         num_nodes = int(a.max()) + 1 if a.size else 0
+    try:
+        num_nodes = operator.index(num_nodes)
+    except TypeError:
+        raise ParseError(f"num_nodes must be an integer, got {num_nodes!r}", name=name) from None
     if num_nodes < 0:
         raise StructureError(f"num_nodes must be ≥ 0, got {num_nodes}", name=name)
+    _check_node_count(num_nodes, explicit, a.shape[1], limits, name)
     bad = np.flatnonzero(((a < 0) | (a >= num_nodes)).any(0))
     if bad.size:
         k = int(bad[0])
@@ -136,6 +165,7 @@ def parse_graph(
     label: str | None = "label",
     node_text: Sequence[str] | str | None = None,
     edge_weight: Any = None,
+    limits: Limits | None = None,
 ) -> Structure:
     """A graph Structure (see the module docstring for the edge convention).
 
@@ -146,17 +176,40 @@ def parse_graph(
     ``torch_geometric.utils.from_networkx`` creates), else a 1-d ``edge_attr``.
     ``edge_weight``: weights for a bare ``edge_index``. Raises StructureError naming the edge
     position for out-of-range indices and negative/NaN/infinite weights.
+
+    Weights are a default that changes results, so note it: networkx input uses the edge
+    attribute ``weight="weight"`` when any edge has it (missing on an edge → 1.0); pass
+    ``weight=None`` to ignore it. PyG's transforms (``AddLaplacianEigenvectorPE``,
+    ``AddRandomWalkPE``) read no such attribute (only ``edge_weight``, and LapPE not even that),
+    so a weighted networkx graph gives other coordinates than PyG run on
+    ``from_networkx(G)`` unless ``weight=None``.
+
+    Limits (``limits``, default :data:`~structpos.limits.DEFAULT_LIMITS`): ``max_nodes``
+    always; when ``num_nodes`` is not given and comes from the largest node id, at most
+    ``max(1024, max_graph_nodes_per_edge * (E + 1))`` nodes — a 30-byte edge list naming node
+    10,000,000 raises :class:`~structpos.exceptions.LimitError` unless ``num_nodes`` says so.
+
+    Examples
+    --------
+    >>> s = parse_graph([[0, 1], [1, 2]])
+    >>> s.num_nodes, s.directed
+    (3, True)
+    >>> parse_graph([[0], [10_000_000]], name="tiny")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.LimitError: tiny: 1 edges name node 10000000: ...(max_graph_nodes_per_edge: 10000001 > 1024...
     """
     node_ids = None
     inferred_directed = None
     extra: dict[str, Any] = {}
     if hasattr(obj, "is_directed") and hasattr(obj, "nodes") and hasattr(obj, "edges"):
         name = name or str(getattr(obj, "name", "") or "<networkx>")
+        check_limit(obj.number_of_nodes(), resolve_limits(limits).max_nodes, "max_nodes", "nodes", name=name)
         node_ids, labels, ei, w, node_text, inferred_directed = _from_networkx(obj, label, weight, node_text, name)
         if num_nodes is not None and num_nodes != len(node_ids):
             raise StructureError(f"num_nodes={num_nodes} but the graph has {len(node_ids)} nodes", name=name)
         num_nodes = len(node_ids)
-        ei, num_nodes = _check_edge_index(ei, num_nodes, name)
+        ei, num_nodes = _check_edge_index(ei, num_nodes, name, limits)
         w = _check_weights(w, ei.shape[1], name)
     else:
         if hasattr(obj, "edge_index"):  # PyG Data
@@ -173,11 +226,11 @@ def parse_graph(
                     raw_w = ea
                 else:
                     extra["edge_attr"] = ea
-            ei, num_nodes = _check_edge_index(obj.edge_index, num_nodes, name)
+            ei, num_nodes = _check_edge_index(obj.edge_index, num_nodes, name, limits)
         else:
             name = name or "<edge_index>"
             raw_w = edge_weight
-            ei, num_nodes = _check_edge_index(obj, num_nodes, name)
+            ei, num_nodes = _check_edge_index(obj, num_nodes, name, limits)
         if edge_weight is not None and raw_w is not edge_weight:
             raw_w = edge_weight
         w = _check_weights(raw_w, ei.shape[1], name)

@@ -26,7 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from ..exceptions import ParseError
+from ..limits import Limits, check_limit, node_budget
 from ..structure import Structure, StructureError
+from ._input import clean_label, is_pathlike, read_text
 from ._tree_builder import line_col
 
 __all__ = ["parse_json", "json_path", "dumps_iterative"]
@@ -37,105 +40,207 @@ _LITERALS = (("true", "boolean"), ("false", "boolean"), ("null", "null"),
              ("NaN", "number"), ("Infinity", "number"), ("-Infinity", "number"))
 
 
-def parse_json(text_or_obj: Any, name: str | None = None) -> Structure:
-    """Parse JSON text (``str``/``bytes``) or a Python value into a ``kind="tree"`` Structure.
+def parse_json(
+    text_or_obj: Any, name: str | None = None, *, limits: Limits | None = None, from_object: bool | None = None
+) -> Structure:
+    """Parse JSON into a ``kind="tree"`` Structure (node layout in the module docstring).
 
-    A Python value (anything that is not ``str``/``bytes``) is serialized first, exactly as
-    ``json.dumps(obj)`` with default options would (but without recursion), and the spans
-    index into that text (``structure.source``). Bad JSON raises :class:`StructureError`
-    naming the input and the ``line:col`` of the problem.
+    Parameters
+    ----------
+    text_or_obj : str, bytes, os.PathLike or any JSON-serializable value
+        JSON text, UTF-8 bytes (a BOM selects UTF-16/32), a path to a JSON file, or a Python
+        value. A Python value is serialized first, exactly as ``json.dumps(obj)`` with
+        default options would (but without recursion), and the spans index that text.
+    name : str, optional
+        The input's name in error messages (default: the path, ``"<json>"`` or
+        ``"<json object>"``).
+    limits : Limits, optional
+        ``max_input_bytes`` and ``max_nodes`` apply (default :data:`~structpos.limits.DEFAULT_LIMITS`).
+    from_object : bool, optional
+        Force reading ``text_or_obj`` as a Python value (``True``) or as text (``False``);
+        by default ``str``/``bytes``/paths are text and everything else is a value.
+
+    Returns
+    -------
+    Structure
+        ``kind="tree"``, spans in characters of ``source``.
+
+    Raises
+    ------
+    ParseError
+        Bad JSON (naming the input and ``line:col``), bytes that are not valid text (naming
+        the byte offset), a lone surrogate *character* in ``str`` input.
+    LimitError
+        The input or the tree exceeds ``max_input_bytes`` / ``max_nodes``.
+
+    Notes
+    -----
+    Lone-surrogate *escapes* (``"\\ud800"``) are valid JSON (``json.loads`` accepts them)
+    and parse: the ``key`` attribute keeps the decoded key exactly as ``json.loads`` returns it,
+    while the ``member:<key>`` label has each lone surrogate replaced by U+FFFD, so labels
+    always encode as UTF-8 (Arrow, tokenizers). The source text itself is ASCII there.
+
+    Examples
+    --------
+    >>> s = parse_json('{"a": [1, true]}')
+    >>> list(s.labels)
+    ['object', 'member:a', 'array', 'number', 'boolean']
+    >>> s.node_text(2)
+    '[1, true]'
+    >>> parse_json('{"a": }', name="r.json")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: r.json at line:col 1:7: expected a JSON value, found '}'
     """
-    if isinstance(text_or_obj, (bytes, bytearray)):
-        text_or_obj = bytes(text_or_obj).decode("utf-8")
-    if isinstance(text_or_obj, str):
-        text = text_or_obj
-        name = name or "<json>"
-        meta = {"format": "json"}
-    else:
+    is_text = isinstance(text_or_obj, (str, bytes, bytearray, memoryview)) or is_pathlike(text_or_obj)
+    if from_object is None:
+        from_object = not is_text
+    if from_object:
         name = name or "<json object>"
         text = dumps_iterative(text_or_obj, name=name)
         meta = {"format": "json", "from_object": True}
-    return _scan(text, name, meta)
+    else:
+        text, name = read_text(text_or_obj, name=name, default="<json>", limits=limits)
+        meta = {"format": "json"}
+    return _Scanner(text, name, node_budget(limits)).scan(meta)
 
 
-def _fail(text: str, name: str, pos: int, msg: str):
-    raise StructureError(msg, name=name, position=f"line:col {line_col(text, pos)}")
+class _Scanner:
+    """One left-to-right pass over JSON text with an explicit container stack (no recursion).
 
+    The node columns are plain lists; ``stack`` holds one frame per open container,
+    ``[node, is_object, element count, open member node or -1]``. :meth:`scan` alternates
+    :meth:`value` (one value at ``pos``) and :meth:`next_slot` (close finished containers,
+    find where the next value goes).
+    """
 
-def _scan(text: str, name: str, meta: dict) -> Structure:
-    """One left-to-right pass with an explicit container stack (hot loop: plain lists, inlined)."""
-    labels: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    parents: list[int] = []
-    keys: dict[int, str] = {}
-    indices: dict[int, int] = {}
-    n = len(text)
-    ws, number = _WS.match, NUMBER_RE.match
-    # Each stack frame is [node, is_object, element count, open member node or -1].
-    stack: list[list] = []
-    pos = ws(text, 0).end()
-    parent, index = -1, -1  # where the next value goes
-    while True:
-        # ---- one value at pos: a scalar, or open a container ----
-        if pos >= n:
-            _fail(text, name, pos, "expected a JSON value, found end of input")
-        c = text[pos]
-        node = len(labels)
-        if index >= 0:
-            indices[node] = index
-        if c == "{" or c == "[":
-            is_obj = c == "{"
-            labels.append("object" if is_obj else "array")
-            parents.append(parent)
-            starts.append(pos)
-            ends.append(-1)
-            pos += 1
-            if pos < n and text[pos] in _WS_CHARS:
-                pos = ws(text, pos).end()
-            if pos < n and text[pos] == ("}" if is_obj else "]"):
-                pos += 1
-                ends[node] = pos
-            else:
-                frame = [node, is_obj, 1, -1]
-                stack.append(frame)
-                if is_obj:
-                    parent, pos = _member(text, name, pos, frame, labels, starts, ends, parents, keys)
-                    index = -1
-                else:
-                    parent, index = node, 0
+    def __init__(self, text: str, name: str, max_nodes: int):
+        self.text, self.name, self.n, self.max_nodes = text, name, len(text), max_nodes
+        self.labels: list[str] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.parents: list[int] = []
+        self.keys: dict[int, str] = {}
+        self.indices: dict[int, int] = {}
+        self.stack: list[list] = []
+        self.parent, self.index = -1, -1  # where the next value goes
+
+    def fail(self, pos: int, msg: str):
+        raise ParseError(msg, name=self.name, position=f"line:col {line_col(self.text, pos)}")
+
+    def skip_ws(self, pos: int) -> int:
+        if pos < self.n and self.text[pos] in _WS_CHARS:
+            return _WS.match(self.text, pos).end()
+        return pos
+
+    def scan(self, meta: dict) -> Structure:
+        value, next_slot = self.value, self.next_slot
+        pos = self.skip_ws(0)
+        while True:
+            pos = value(pos)
+            if pos < 0:  # a container was opened: its first value starts at -pos - 1
+                pos = -pos - 1
                 continue
+            pos = next_slot(pos)
+            if pos < 0:
+                return self.build(meta)
+
+    def add(self, label: str, pos: int, end: int) -> int:
+        node = len(self.labels)
+        if node >= self.max_nodes:
+            check_limit(node + 1, self.max_nodes, "max_nodes", "nodes", name=self.name, position=f"char {pos}")
+        self.labels.append(label)
+        self.parents.append(self.parent)
+        self.starts.append(pos)
+        self.ends.append(end)
+        return node
+
+    def value(self, pos: int) -> int:
+        """Add the value at ``pos`` (a scalar, or open a container); return the position after it."""
+        if pos >= self.n:
+            self.fail(pos, "expected a JSON value, found end of input")
+        labels = self.labels
+        node = len(labels)
+        if self.index >= 0:
+            self.indices[node] = self.index
+        c = self.text[pos]
+        if c == "{" or c == "[":
+            return self.open(pos, c == "{")
+        if c == '"':
+            try:
+                end, label = scanstring(self.text, pos + 1, True)[1], "string"
+            except json.JSONDecodeError as e:
+                self.fail(e.pos, e.msg)
         else:
-            if c == '"':
-                try:
-                    end = scanstring(text, pos + 1, True)[1]
-                except json.JSONDecodeError as e:
-                    _fail(text, name, e.pos, e.msg)
-                label = "string"
-            else:
-                m = number(text, pos)
-                if m is not None:
-                    end, label = m.end(), "number"
-                else:
-                    for lit, label in _LITERALS:
-                        if text.startswith(lit, pos):
-                            end = pos + len(lit)
-                            break
-                    else:
-                        _fail(text, name, pos, f"expected a JSON value, found {text[pos:pos + 10]!r}")
-            labels.append(label)
-            parents.append(parent)
-            starts.append(pos)
-            ends.append(end)
-            pos = end
-        # ---- a value just ended at pos: close finished containers, find the next slot ----
+            m = NUMBER_RE.match(self.text, pos)
+            end, label = (m.end(), "number") if m is not None else self.literal(pos)
+        if node >= self.max_nodes:
+            check_limit(node + 1, self.max_nodes, "max_nodes", "nodes", name=self.name, position=f"char {pos}")
+        labels.append(label)
+        self.parents.append(self.parent)
+        self.starts.append(pos)
+        self.ends.append(end)
+        return end
+
+    def literal(self, pos: int) -> tuple[int, str]:
+        for lit, label in _LITERALS:
+            if self.text.startswith(lit, pos):
+                return pos + len(lit), label
+        self.fail(pos, f"expected a JSON value, found {self.text[pos:pos + 10]!r}")
+
+    def open(self, pos: int, is_obj: bool) -> int:
+        """Add a container node at ``pos``; an empty one is closed at once."""
+        labels = self.labels
+        node = len(labels)
+        if node >= self.max_nodes:
+            self.add("", pos, -1)  # raises LimitError
+        labels.append("object" if is_obj else "array")
+        self.parents.append(self.parent)
+        self.starts.append(pos)
+        self.ends.append(-1)
+        text, n = self.text, self.n
+        pos += 1
+        if pos < n and text[pos] in _WS_CHARS:
+            pos = _WS.match(text, pos).end()
+        if pos < n and text[pos] == ("}" if is_obj else "]"):
+            self.ends[node] = pos + 1
+            return pos + 1
+        frame = [node, is_obj, 1, -1]
+        self.stack.append(frame)
+        if is_obj:
+            return self.member(pos, frame)
+        self.parent, self.index = node, 0
+        return -pos - 1  # a container was opened: its first value starts at once
+
+    def member(self, pos: int, frame: list) -> int:
+        """Scan ``"key" :`` at ``pos`` and add the member node; return ``-(value position) - 1``."""
+        text = self.text
+        if pos >= self.n or text[pos] != '"':
+            self.fail(pos, "expected a double-quoted property name")
+        try:
+            key, end = scanstring(text, pos + 1, True)
+        except json.JSONDecodeError as e:
+            self.fail(e.pos, e.msg)
+        colon = _WS.match(text, end).end()
+        if colon >= self.n or text[colon] != ":":
+            self.fail(colon, "expected ':' after a property name")
+        self.parent = frame[0]
+        member = self.add("member:" + (key if key.isascii() else clean_label(key)), pos, -1)
+        self.keys[member] = key
+        frame[3] = member
+        self.parent, self.index = member, -1
+        return -_WS.match(text, colon + 1).end() - 1
+
+    def next_slot(self, pos: int) -> int:
+        """After a value: close finished containers; return where the next value starts, -1 at the end."""
+        stack, text, n, ends = self.stack, self.text, self.n, self.ends
         while True:
             if pos < n and text[pos] in _WS_CHARS:
-                pos = ws(text, pos).end()
+                pos = _WS.match(text, pos).end()
             if not stack:
                 if pos != n:
-                    _fail(text, name, pos, "extra data after the JSON value")
-                return _build(text, name, meta, labels, starts, ends, parents, keys, indices)
+                    self.fail(pos, "extra data after the JSON value")
+                return -1
             frame = stack[-1]
             c = text[pos] if pos < n else ""
             if frame[1]:  # the open member ends where its value (the next node) ends
@@ -143,57 +248,36 @@ def _scan(text: str, name: str, meta: dict) -> Structure:
             if c == ",":
                 pos += 1
                 if pos < n and text[pos] in _WS_CHARS:
-                    pos = ws(text, pos).end()
+                    pos = _WS.match(text, pos).end()
                 if frame[1]:
-                    parent, pos = _member(text, name, pos, frame, labels, starts, ends, parents, keys)
-                    index = -1
-                else:
-                    parent, index = frame[0], frame[2]
-                    frame[2] += 1
-                break
-            if c == ("}" if frame[1] else "]"):
-                pos += 1
-                ends[frame[0]] = pos
-                stack.pop()
-                continue
-            what = "',' or '}' after an object member" if frame[1] else "',' or ']' after an array element"
-            _fail(text, name, pos, f"expected {what}, found {c!r}" if c else f"expected {what}, found end of input")
+                    return -self.member(pos, frame) - 1
+                self.parent, self.index = frame[0], frame[2]
+                frame[2] += 1
+                return pos
+            if c != ("}" if frame[1] else "]"):
+                self.expected_separator(pos, frame[1], c)
+            ends[frame[0]] = pos + 1
+            stack.pop()
+            pos += 1
 
+    def expected_separator(self, pos: int, is_obj: bool, c: str):
+        what = "',' or '}' after an object member" if is_obj else "',' or ']' after an array element"
+        self.fail(pos, f"expected {what}, found {c!r}" if c else f"expected {what}, found end of input")
 
-def _member(text, name, pos, frame, labels, starts, ends, parents, keys) -> tuple[int, int]:
-    """Scan ``"key" :`` at ``pos``, add the member node; return (member node, value position)."""
-    if pos >= len(text) or text[pos] != '"':
-        _fail(text, name, pos, "expected a double-quoted property name")
-    try:
-        key, end = scanstring(text, pos + 1, True)
-    except json.JSONDecodeError as e:
-        _fail(text, name, e.pos, e.msg)
-    colon = _WS.match(text, end).end()
-    if colon >= len(text) or text[colon] != ":":
-        _fail(text, name, colon, "expected ':' after a property name")
-    member = len(labels)
-    labels.append(f"member:{key}")
-    parents.append(frame[0])
-    starts.append(pos)
-    ends.append(-1)
-    keys[member] = key
-    frame[3] = member
-    return member, _WS.match(text, colon + 1).end()
-
-
-def _build(text, name, meta, labels, starts, ends, parents, keys, indices) -> Structure:
-    n = len(labels)
-    key_arr = np.empty(n, dtype=object)
-    index_arr = np.full(n, -1, dtype=np.int64)
-    if keys:
-        vals = np.empty(len(keys), dtype=object)
-        vals[:] = list(keys.values())
-        key_arr[np.fromiter(keys.keys(), dtype=np.int64, count=len(keys))] = vals
-    if indices:
-        index_arr[np.fromiter(indices.keys(), dtype=np.int64, count=len(indices))] = np.fromiter(
-            indices.values(), dtype=np.int64, count=len(indices))
-    return Structure(kind="tree", labels=labels, start=starts, end=ends, parent=parents, source=text, name=name,
-                     attrs={"key": key_arr, "index": index_arr}, meta=meta)
+    def build(self, meta: dict) -> Structure:
+        n = len(self.labels)
+        key_arr = np.empty(n, dtype=object)
+        index_arr = np.full(n, -1, dtype=np.int64)
+        keys, indices = self.keys, self.indices
+        if keys:
+            vals = np.empty(len(keys), dtype=object)
+            vals[:] = list(keys.values())
+            key_arr[np.fromiter(keys.keys(), dtype=np.int64, count=len(keys))] = vals
+        if indices:
+            index_arr[np.fromiter(indices.keys(), dtype=np.int64, count=len(indices))] = np.fromiter(
+                indices.values(), dtype=np.int64, count=len(indices))
+        return Structure(kind="tree", labels=self.labels, start=self.starts, end=self.ends, parent=self.parents,
+                         source=self.text, name=self.name, attrs={"key": key_arr, "index": index_arr}, meta=meta)
 
 
 def json_path(structure: Structure, i: int) -> list[str | int]:

@@ -27,14 +27,15 @@ import re
 
 import numpy as np
 
+from ..limits import Limits, node_budget
 from ..structure import Structure
+from ._input import read_text
 from ._tree_builder import TreeBuilder
 from .document import add_blocks, finish
 
 __all__ = ["parse_markdown"]
 
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")
-_ATX_CLOSE = re.compile(r"(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _BREAK = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
@@ -51,100 +52,172 @@ def _lines(text: str):
         pos = end + 1
 
 
-def parse_markdown(text: str, name: str | None = None) -> Structure:
-    """Parse Markdown into a ``kind="document"`` tree (see the module docstring)."""
-    name = name or "<markdown>"
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8")
-    b = TreeBuilder()
-    level: dict[int, int] = {}
-    root = b.add("document", -1, 0, len(text))
-    sections: list[int] = []  # open section nodes, outermost first
-    para: list[int] = []  # [start, end] of the paragraph being collected
+class _MarkdownTree:
+    """Line-by-line block scanner that grows the document tree (see the module docstring).
 
-    def container() -> int:
-        return sections[-1] if sections else root
+    Each ``handle_*`` method looks at line ``k`` and returns the index of the next line to
+    read, or ``None`` when the line is not its kind of block.
+    """
 
-    def extend_sections(end: int) -> None:
-        for s in sections:
-            b.close(s, max(b.end[s], end))
+    def __init__(self, text: str, name: str, max_nodes: int):
+        self.text = text
+        self.lines = list(_lines(text))
+        self.b = TreeBuilder(max_nodes=max_nodes, name=name)
+        self.root = self.b.add("document", -1, 0, len(text))
+        self.level: dict[int, int] = {}  # heading level of section and heading nodes
+        self.sections: list[int] = []  # open section nodes, outermost first
+        self.para: list[int] = []  # [start, end] of the paragraph being collected
 
-    def flush() -> None:
-        if para:
-            s, e = para[0], _trim_end(text, para[0], para[1])
-            add_blocks(b, text, container(), s, e)
-            extend_sections(e)
-            para.clear()
+    def line(self, k: int) -> str:
+        return self.text[self.lines[k][0]:self.lines[k][1]]
 
-    def heading(lvl: int, line_start: int, content: tuple[int, int], end: int) -> None:
-        while sections and level[sections[-1]] >= lvl:
-            sections.pop()
-        sec = b.add("section", container(), line_start, end)
-        level[sec] = lvl
-        sections.append(sec)
+    def container(self) -> int:
+        return self.sections[-1] if self.sections else self.root
+
+    def extend_sections(self, end: int) -> None:
+        for s in self.sections:
+            self.b.close(s, max(self.b.end[s], end))
+
+    def flush(self) -> None:
+        """Close the paragraph being collected (its sentences and tokens)."""
+        if self.para:
+            s, e = self.para[0], _trim_end(self.text, self.para[0], self.para[1])
+            add_blocks(self.b, self.text, self.container(), s, e)
+            self.extend_sections(e)
+            self.para.clear()
+
+    def heading(self, lvl: int, line_start: int, content: tuple[int, int], end: int) -> None:
+        """Open a section at ``lvl`` (closing deeper or equal ones) holding its heading block."""
+        while self.sections and self.level[self.sections[-1]] >= lvl:
+            self.sections.pop()
+        sec = self.b.add("section", self.container(), line_start, end)
+        self.level[sec] = lvl
+        self.sections.append(sec)
         cs, ce = content
         if ce > cs:
-            add_blocks(b, text, sec, cs, ce, label="heading", split=False)
+            add_blocks(self.b, self.text, sec, cs, ce, label="heading", split=False)
         else:  # an empty heading ("#"): a block without sentences
-            b.add("heading", sec, line_start, end)
-        level[sec + 1] = lvl
-        extend_sections(end)
+            self.b.add("heading", sec, line_start, end)
+        self.level[sec + 1] = lvl
+        self.extend_sections(end)
 
-    lines = list(_lines(text))
-    k = 0
-    while k < len(lines):
-        ls, le, _ = lines[k]
-        line = text[ls:le]
-        if not line.strip():
-            flush()
-            k += 1
-            continue
+    def handle_blank(self, k: int) -> int | None:
+        if self.line(k).strip():
+            return None
+        self.flush()
+        return k + 1
+
+    def handle_fence(self, k: int) -> int | None:
+        """A fenced code block: one leaf up to the closing fence (or the end of the text)."""
+        line = self.line(k)
         m = _FENCE.match(line)
-        if m:
-            flush()
-            fence = m.group(1)
-            j = k + 1
-            while j < len(lines):
-                inner = text[lines[j][0]:lines[j][1]].strip()
-                if inner.startswith(fence[0] * len(fence)) and not inner.strip(fence[0]):
-                    break
-                j += 1
-            last = lines[min(j, len(lines) - 1)]
-            b.add("code_block", container(), ls + len(line) - len(line.lstrip()), last[1])
-            extend_sections(last[1])
-            k = j + 1
-            continue
+        if not m:
+            return None
+        self.flush()
+        fence = m.group(1)
+        j = k + 1
+        while j < len(self.lines):
+            inner = self.line(j).strip()
+            if inner.startswith(fence[0] * len(fence)) and not inner.strip(fence[0]):
+                break
+            j += 1
+        last = self.lines[min(j, len(self.lines) - 1)]
+        ls = self.lines[k][0]
+        self.b.add("code_block", self.container(), ls + len(line) - len(line.lstrip()), last[1])
+        self.extend_sections(last[1])
+        return j + 1
+
+    def handle_atx(self, k: int) -> int | None:
+        line, (ls, le, _) = self.line(k), self.lines[k]
         m = _ATX.match(line)
-        if m:
-            flush()
-            cs = ls + m.end()
-            ce = ls + _ATX_CLOSE.search(line, m.end()).start()
-            ce = max(ce, cs)
-            heading(len(m.group(1)), ls + line.index("#"), (cs, ce), le)
-            k += 1
-            continue
-        m = _SETEXT.match(line)
-        if m and para:
-            s, _ = para
-            para.clear()
-            heading(1 if m.group(1)[0] == "=" else 2, s, (s, _trim_end(text, s, lines[k - 1][1])), le)
-            k += 1
-            continue
-        if not para and _BREAK.match(line):
-            k += 1
-            continue
-        if para:
-            para[1] = le
+        if not m:
+            return None
+        self.flush()
+        cs = ls + m.end()
+        ce = max(ls + _atx_content_end(line, m.end()), cs)
+        self.heading(len(m.group(1)), ls + line.index("#"), (cs, ce), le)
+        return k + 1
+
+    def handle_setext(self, k: int) -> int | None:
+        """An underline (``===``/``---``) turns the paragraph above into a heading."""
+        m = _SETEXT.match(self.line(k))
+        if not (m and self.para):
+            return None
+        s = self.para[0]
+        self.para.clear()
+        content = (s, _trim_end(self.text, s, self.lines[k - 1][1]))
+        self.heading(1 if m.group(1)[0] == "=" else 2, s, content, self.lines[k][1])
+        return k + 1
+
+    def handle_break(self, k: int) -> int | None:
+        return k + 1 if not self.para and _BREAK.match(self.line(k)) else None
+
+    def handle_text(self, k: int) -> int:
+        line, (ls, le, _) = self.line(k), self.lines[k]
+        if self.para:
+            self.para[1] = le
         else:
-            para.extend([ls + len(line) - len(line.lstrip()), le])
-        k += 1
-    flush()
-    s = finish(b, "document", text, name, {"format": "markdown"})
+            self.para.extend([ls + len(line) - len(line.lstrip()), le])
+        return k + 1
+
+    def scan(self) -> None:
+        handlers = (self.handle_blank, self.handle_fence, self.handle_atx, self.handle_setext, self.handle_break)
+        k = 0
+        while k < len(self.lines):
+            for handle in handlers:
+                nxt = handle(k)
+                if nxt is not None:
+                    break
+            else:
+                nxt = self.handle_text(k)
+            k = nxt
+        self.flush()
+
+
+def parse_markdown(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
+    """Parse Markdown into a ``kind="document"`` tree (see the module docstring).
+
+    Parameters
+    ----------
+    text : str, bytes or os.PathLike
+        The Markdown (bytes and files: UTF-8 unless a BOM says otherwise).
+    name : str, optional
+        The input's name in error messages.
+    limits : Limits, optional
+        ``max_input_bytes`` and ``max_nodes`` apply.
+
+    Returns
+    -------
+    Structure
+        ``kind="document"`` with the hierarchy attributes and ``level``.
+
+    Examples
+    --------
+    >>> s = parse_markdown("# A\\n\\nHi there.\\n\\n## B\\n")
+    >>> [str(l) for l in s.labels if l in ("section", "heading", "paragraph")]
+    ['section', 'heading', 'paragraph', 'section', 'heading']
+    >>> s.attrs["level"][s.labels == "section"].tolist()
+    [1, 2]
+    """
+    text, name = read_text(text, name=name, default="<markdown>", limits=limits)
+    md = _MarkdownTree(text, name, node_budget(limits))
+    md.scan()
+    s = finish(md.b, "document", text, name, {"format": "markdown"})
     lv = np.zeros(len(s), dtype=np.int64)
-    for node, l in level.items():
-        lv[node] = l
+    for node, lvl in md.level.items():
+        lv[node] = lvl
     s.attrs["level"] = lv
     return s
+
+
+def _atx_content_end(line: str, start: int) -> int:
+    """End of an ATX heading's text: before trailing blanks and an optional closing ``#`` run
+    preceded by a blank (string operations: a regex search here is quadratic on long blank runs)."""
+    end = len(line.rstrip(" \t"))
+    body = line[:end].rstrip("#")
+    if len(body) < end and len(body) > start and body[-1] in " \t":  # " ###" closes the heading
+        end = len(body.rstrip(" \t"))
+    return max(end, start)
 
 
 def _trim_end(text: str, s: int, e: int) -> int:

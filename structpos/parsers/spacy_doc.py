@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..limits import Limits, check_limit, resolve_limits
 from ..structure import Structure, StructureError
 from ._dependency import heads_to_preorder
 
@@ -34,13 +35,28 @@ def _sentence_starts(doc) -> list[int] | None:
         return None
 
 
-def parse_spacy(doc, name: str | None = None) -> Structure:
-    """Turn a parsed spaCy ``Doc`` (or a Doc-like object) into a ``kind="tree"`` Structure."""
+def parse_spacy(doc, name: str | None = None, *, limits: Limits | None = None) -> Structure:
+    """Turn a parsed spaCy ``Doc`` (or a Doc-like object) into a ``kind="tree"`` Structure.
+
+    ``limits``: ``max_nodes`` (tokens). Heads outside the document, head cycles and token
+    offsets that do not match ``doc.text`` raise :class:`~structpos.exceptions.ParseError`.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as T
+    >>> root = T(i=0, dep_="ROOT", idx=0, text="Hi"); root.head = root
+    >>> bang = T(i=1, dep_="punct", idx=2, text="!", head=root)
+    >>> class Doc(list): text = "Hi!"
+    >>> s = parse_spacy(Doc([root, bang]))
+    >>> s.parent.tolist(), [str(l) for l in s.labels]
+    ([-1, 0], ['ROOT', 'punct'])
+    """
     name = name or "<spacy doc>"
     tokens = list(doc)
     n = len(tokens)
     if n == 0:
         raise StructureError("document has no tokens", name=name)
+    check_limit(n, resolve_limits(limits).max_nodes, "max_nodes", "nodes", name=name)
     base = tokens[0].i
     idx = np.array([t.i for t in tokens], dtype=np.int64) - base
     if not np.array_equal(idx, np.arange(n)):
@@ -61,7 +77,7 @@ def parse_spacy(doc, name: str | None = None) -> Structure:
     end = start + np.array([len(t.text) for t in tokens], dtype=np.int64)
     text = doc.text
     for w in range(n):
-        if text[start[w]:end[w]] != tokens[w].text:
+        if start[w] < 0 or end[w] > len(text) or text[start[w]:end[w]] != tokens[w].text:
             raise StructureError(f"{word(w)} does not match the document text at offset {start[w]}", name=name, position=word(w))
     deps = [tokens[w].dep_ or "dep" for w in order]
     upos = np.empty(n, dtype=object)

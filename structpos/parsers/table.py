@@ -15,23 +15,61 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..structure import Structure, StructureError
+from ..exceptions import SpecError
+from ..limits import Limits
+from ..structure import Structure
+from ._input import decode_bytes, read_bytes
 from .table_csv import parse_csv_table
 from .table_frame import parse_dataframe, parse_rows
 from .table_html import parse_html_table, parse_html_tables
 
-__all__ = ["parse_table", "parse_html_tables", "cell_text"]
+__all__ = ["parse_table", "parse_html_tables", "cell_text", "detect_format"]
 
 _EXT_FORMAT = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".html": "html", ".htm": "html"}
 _HTML_HINT = re.compile(r"<\s*table\b", re.IGNORECASE)
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, name: str, limits: Limits | None) -> str:
+    """The file's text, byte for byte (``\\r\\n`` kept: spans index the exact text).
+
+    UTF-8 unless a BOM says otherwise.
+    """
+    return decode_bytes(read_bytes(path, name, limits), name)
+
+
+def _suffix_format(obj: Any) -> str | None:
+    """The format a known file suffix names (``.csv``, ``.tsv``, ``.tab``, ``.html``, ``.htm``), else None."""
+    if obj is None:
+        return None
     try:
-        with open(path, encoding="utf-8", newline="") as f:  # keep \r\n: spans index the exact text
-            return f.read()
-    except UnicodeDecodeError as e:
-        raise StructureError(f"not UTF-8 text ({e.reason})", name=str(path), position=f"byte {e.start}") from None
+        return _EXT_FORMAT.get(Path(obj).suffix.lower())
+    except (TypeError, ValueError):
+        return None
+
+
+def detect_format(obj: Any, name: str | None = None) -> str:
+    """The table format of ``obj``: a path's suffix, else ``name``'s suffix, else the object's type, else content.
+
+    A known suffix always wins over content sniffing (a ``.csv`` whose cells contain
+    ``<table`` is CSV); only text with neither is sniffed (``<table`` → HTML, else CSV).
+
+    Examples
+    --------
+    >>> detect_format("a,<table>", name="cells.csv"), detect_format("<table><tr><td>x</table>")
+    ('csv', 'html')
+    """
+    if isinstance(obj, (str, os.PathLike)) and _looks_like_path(obj):
+        return _suffix_format(obj) or "csv"
+    if isinstance(obj, str):
+        by_name = _suffix_format(name)
+        if by_name is not None:
+            return by_name
+        return "html" if _HTML_HINT.search(obj) else "csv"
+    if hasattr(obj, "to_csv") and hasattr(obj, "columns"):
+        return "dataframe"
+    if isinstance(obj, (list, tuple)):
+        return "rows"
+    raise TypeError(f"cannot parse a table from {type(obj).__name__}")
 
 
 def _looks_like_path(obj: Any) -> bool:
@@ -52,6 +90,7 @@ def parse_table(
     table: int = 0,
     displayed_only: bool = True,
     index: bool = False,
+    limits: Limits | None = None,
 ) -> Structure:
     """Parse a table into a Structure of kind ``"table"``.
 
@@ -65,31 +104,37 @@ def parse_table(
     the IANA TSV format has no quoting; ``escapechar`` as in :mod:`csv` (WikiTableQuestions
     CSVs need ``"\\"``). HTML: ``table`` picks the top-level table, ``displayed_only`` leaves
     ``display:none`` content out of cell text. ``index`` includes a DataFrame's index.
+
+    Format detection (:func:`detect_format`): an explicit ``format`` wins, then the suffix of a
+    path, then the suffix of ``name``, then the type (DataFrame, list of rows), and only then
+    the content. ``limits`` (default :data:`~structpos.limits.DEFAULT_LIMITS`):
+    ``max_input_bytes``, ``max_nodes``, ``max_table_cells`` (grid slots after span expansion).
+
+    Examples
+    --------
+    >>> s = parse_table("x,<table>\\n1,2\\n", name="t.csv")
+    >>> s.meta["format"], s.meta["n_cols"]
+    ('csv', 2)
     """
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        obj = decode_bytes(bytes(obj), name or "<table>")
     if format is None:
-        if isinstance(obj, (str, os.PathLike)) and _looks_like_path(obj):
-            format = _EXT_FORMAT.get(Path(obj).suffix.lower(), "csv")
-        elif hasattr(obj, "to_csv") and hasattr(obj, "columns"):
-            format = "dataframe"
-        elif isinstance(obj, (list, tuple)):
-            format = "rows"
-        elif isinstance(obj, str):
-            format = "html" if _HTML_HINT.search(obj) else "csv"
-        else:
-            raise TypeError(f"cannot parse a table from {type(obj).__name__}")
+        format = detect_format(obj, name)
     format = format.lower()
     if format in ("csv", "tsv", "html") and _looks_like_path(obj):
         name = name or str(obj)
-        obj = _read(Path(obj))
+        obj = _read(Path(obj), name, limits)
     if format == "dataframe":
-        return parse_dataframe(obj, name=name or "<dataframe>", header=True if header is None else header, index=index)
+        return parse_dataframe(obj, name=name or "<dataframe>", header=True if header is None else header, index=index,
+                               limits=limits)
     if format == "rows":
-        return parse_rows(obj, name=name or "<rows>", header=True if header is None else header)
+        return parse_rows(obj, name=name or "<rows>", header=True if header is None else header, limits=limits)
     if not isinstance(obj, str):
         raise TypeError(f"{format} input must be text or a path, not {type(obj).__name__}")
     if format == "html":
         return parse_html_table(
-            obj, name=name or "<html>", header="auto" if header is None else header, table=table, displayed_only=displayed_only
+            obj, name=name or "<html>", header="auto" if header is None else header, table=table,
+            displayed_only=displayed_only, limits=limits,
         )
     if format in ("csv", "tsv"):
         sep = delimiter or ("\t" if format == "tsv" else ",")
@@ -103,8 +148,9 @@ def parse_table(
             quotechar=quotechar,
             escapechar=escapechar,
             fmt=format,
+            limits=limits,
         )
-    raise ValueError(f"unknown table format {format!r}; known: csv, tsv, html, dataframe, rows")
+    raise SpecError(f"unknown table format {format!r}; known: csv, tsv, html, dataframe, rows")
 
 
 def cell_text(structure: Structure, i: int) -> str | None:

@@ -26,7 +26,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..exceptions import SpecError
+from ..limits import Limits
 from ..structure import Structure, StructureError
+from ._input import check_text
 from ._table_build import TableData, build_table
 
 __all__ = ["scan_csv", "parse_csv_table", "sniff_header"]
@@ -97,9 +100,9 @@ def scan_csv(
     chars = [c for c in (delimiter, quotechar, escapechar) if c is not None]
     for ch in chars:
         if len(ch) != 1 or ch in "\r\n":
-            raise ValueError(f"delimiter, quotechar and escapechar must be single non-newline characters, got {ch!r}")
+            raise SpecError(f"delimiter, quotechar and escapechar must be single non-newline characters, got {ch!r}")
     if len(set(chars)) != len(chars):
-        raise ValueError("delimiter, quotechar and escapechar must differ")
+        raise SpecError("delimiter, quotechar and escapechar must differ")
     if escapechar is None:
         data = _scan_vectorized(text, delimiter, quotechar)
         if data is not None:
@@ -283,12 +286,21 @@ def parse_csv_table(
     escapechar: str | None = None,
     header_rows: int | None = None,
     fmt: str = "csv",
+    limits: Limits | None = None,
 ) -> Structure:
     """A CSV text as a table Structure; ``header``: True, False or ``"auto"`` (sniffed).
 
     ``header_rows`` (used by the DataFrame front end for MultiIndex columns) overrides the
-    number of leading header rows.
+    number of leading header rows. ``limits``: ``max_input_bytes``, ``max_nodes`` and
+    ``max_table_cells`` (rows × columns of the grid, ragged rows padded) apply.
+
+    Examples
+    --------
+    >>> s = parse_csv_table("a,b\\n1,2\\n")
+    >>> [s.node_text(i) for i in range(len(s)) if s.labels[i] != "row"][1:]
+    ['a', 'b', '1', '2']
     """
+    check_text(text, name, limits)
     rows = scan_csv(text, delimiter=delimiter, quotechar=quotechar, escapechar=escapechar, name=name)
     if header_rows is None:
         if header == "auto":
@@ -296,5 +308,6 @@ def parse_csv_table(
         elif isinstance(header, bool) or header in (0, 1):
             header_rows = int(bool(header)) if rows.row_count else 0
         else:
-            raise ValueError(f"header must be True, False or 'auto', not {header!r}")
-    return build_table(rows, source=text, name=name, table_span=(0, len(text)), header_rows=header_rows, fmt=fmt)
+            raise SpecError(f"header must be True, False or 'auto', not {header!r}")
+    return build_table(rows, source=text, name=name, table_span=(0, len(text)), header_rows=header_rows, fmt=fmt,
+                       limits=limits)

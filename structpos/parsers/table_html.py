@@ -27,7 +27,10 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+from ..exceptions import SpecError
+from ..limits import Limits
 from ..structure import Structure, StructureError
+from ._input import check_text
 from ._table_build import CellRecord, RowRecord, TableData, build_table, check_span_value
 
 __all__ = ["parse_html_tables", "parse_html_table", "normalize_cell_text"]
@@ -69,6 +72,13 @@ class _TableScanner(HTMLParser):
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.stack: list[_OpenTable] = []
         self.tables: list[_OpenTable] = []  # finished top-level tables, in order of their end
+
+    def parse_html_declaration(self, i: int) -> int:
+        """``<![...`` is a bogus comment up to the next ``>`` in HTML (``_markupbase`` asserts on it)."""
+        if self.rawdata.startswith("<![", i):
+            j = self.rawdata.find(">", i + 3)
+            return -1 if j < 0 else j + 1
+        return super().parse_html_declaration(i)
 
     # ----------------------------------------------------------------- helpers
     def _pos(self) -> int:
@@ -214,14 +224,31 @@ def _header_rows(t: _OpenTable, header: bool | str) -> int:
 
 
 def parse_html_tables(
-    text: str, *, name: str = "<html>", header: bool | str = "auto", displayed_only: bool = True
+    text: str, *, name: str = "<html>", header: bool | str = "auto", displayed_only: bool = True,
+    limits: Limits | None = None,
 ) -> list[Structure]:
-    """Every top-level ``<table>`` of ``text`` as a table Structure, in document order."""
+    """Every top-level ``<table>`` of ``text`` as a table Structure, in document order.
+
+    ``limits``: ``max_input_bytes``; per table ``max_nodes`` and ``max_table_cells`` (grid
+    slots after rowspan/colspan expansion; spans are first clamped as HTML does, colspan ≤ 1000,
+    rowspan ≤ 65534 and to the end of the row group).
+
+    Examples
+    --------
+    >>> t = parse_html_tables("<table><tr><td colspan=2>a</td></tr><tr><td>b<td>c</table>")[0]
+    >>> t.attrs["col"][t.labels != "row"][1:].tolist(), t.meta["n_cols"]
+    ([0, 0, 1], 2)
+    """
     if header not in (True, False, "auto"):
-        raise ValueError(f"header must be True, False or 'auto', not {header!r}")
+        raise SpecError(f"header must be True, False or 'auto', not {header!r}")
+    check_text(text, name, limits)
     scanner = _TableScanner(text, name, displayed_only)
-    scanner.feed(text)
-    tables = scanner.finish()
+    try:
+        scanner.feed(text)
+        tables = scanner.finish()
+    except AssertionError as e:  # html.parser / _markupbase report some malformed markup this way
+        line, col = scanner.getpos()
+        raise StructureError(f"malformed markup: {e}", name=name, position=f"line:col {line}:{col + 1}") from None
     out = []
     for k, t in enumerate(tables):
         s = build_table(
@@ -232,16 +259,18 @@ def parse_html_tables(
             header_rows=_header_rows(t, header),
             fmt="html",
             extra_meta={"table_index": k},
+            limits=limits,
         )
         out.append(s)
     return out
 
 
 def parse_html_table(
-    text: str, *, name: str = "<html>", header: bool | str = "auto", table: int = 0, displayed_only: bool = True
+    text: str, *, name: str = "<html>", header: bool | str = "auto", table: int = 0, displayed_only: bool = True,
+    limits: Limits | None = None,
 ) -> Structure:
     """Top-level table number ``table`` of the HTML ``text`` (StructureError when absent)."""
-    tables = parse_html_tables(text, name=name, header=header, displayed_only=displayed_only)
+    tables = parse_html_tables(text, name=name, header=header, displayed_only=displayed_only, limits=limits)
     if not tables:
         raise StructureError("no <table> element in the HTML input", name=name, position="line 1")
     if not -len(tables) <= table < len(tables):

@@ -1,108 +1,178 @@
 """XML → preorder tree of elements and text, with character spans (stdlib expat).
 
 Nodes: one per element (label = tag name, span = ``<tag ...>`` through the end of its
-closing tag, or the whole ``<tag/>``) and one per run of non-whitespace character data
-(label ``#text``, span trimmed of surrounding whitespace; a run stops at any tag, comment
-or processing instruction). Attribute ``tag_index`` is the 1-based position of an element
-among its same-tag siblings (MarkupLM's XPath subscript; 0 for text). expat reports UTF-8
-byte offsets, converted with :class:`~structpos.parsers._offsets.ByteToChar`.
+closing tag, or the whole ``<tag/>`` of an empty-element tag) and one per run of
+non-whitespace character data (label ``#text``, span trimmed of surrounding whitespace).
+A text run covers the raw source of its characters: entity and character references
+(``&amp;``, ``&#65;``) and whole CDATA sections (``<![CDATA[`` … ``]]>`` included); it stops
+at any tag, comment or processing instruction (comments and PIs get no node). Attribute
+``tag_index`` is the 1-based position of an element among its same-tag siblings (MarkupLM's
+XPath subscript; 0 for text).
+
+References to entities declared in the document's DTD are **not expanded** (nothing in
+the tree comes from outside the element's own source, and no entity-expansion bomb can grow
+the tree): ``&name;`` stays in its text run with its source span, as lxml's
+``resolve_entities=False`` keeps it. Entities in attribute values are expanded by expat,
+which caps the amplification (expat ≥ 2.4). expat reports UTF-8 byte offsets, converted with
+:class:`~structpos.parsers._offsets.ByteToChar`.
 """
 
 from __future__ import annotations
 
+import re
+from typing import Any
 from xml.parsers import expat
 
 import numpy as np
 
-from ..structure import Structure, StructureError
+from ..exceptions import ParseError
+from ..limits import Limits, node_budget
+from ..structure import Structure
+from ._input import bom_encoding, is_pathlike, read_bytes, read_text
 from ._offsets import ByteToChar
 from ._tree_builder import TreeBuilder
 
 __all__ = ["parse_xml"]
 
+# a start or end tag: "<" then anything but ">" and quotes, or quoted attribute values
+_TAG = re.compile(r"<[^>\"']*(?:(?:\"[^\"]*\"|'[^']*')[^>\"']*)*>")
+_DECL_ENCODING = re.compile(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z][A-Za-z0-9._-]*)[\"']")
+
 
 def _tag_end(text: str, start: int) -> int:
     """End (exclusive) of the tag that opens at ``text[start] == '<'``: first ``>`` outside quotes."""
-    quote = ""
-    for j in range(start + 1, len(text)):
-        ch = text[j]
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch == ">":
-            return j + 1
-    return len(text)
+    m = _TAG.match(text, start)
+    return len(text) if m is None else m.end()
 
 
-def parse_xml(text: str | bytes, name: str | None = None) -> Structure:
-    """Parse an XML document into a ``kind="tree"`` Structure (see the module docstring)."""
-    name = name or "<xml>"
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8")
-    data = text.encode("utf-8")
-    b = TreeBuilder({"tag_index": (0, "int64")})
-    stack: list[int] = []
-    tag_counts: list[dict[str, int]] = [{}]
-    events: list[tuple[str, int, str]] = []  # kind, byte offset, payload
-    parser = expat.ParserCreate()
+def _declared_encoding(data: bytes) -> str | None:
+    """The ``encoding`` of an XML declaration at the start of ``data`` (ASCII-compatible input)."""
+    m = _DECL_ENCODING.match(data, 0, 512)
+    return None if m is None else m.group(1).decode("ascii")
+
+
+def _events(data: bytes, name: str) -> list[tuple[str, int, Any]]:
+    """expat's events ``(kind, byte offset, payload)``: start, end, text, cdata, other."""
+    events: list[tuple[str, int, Any]] = []
+    add = events.append
+    parser = expat.ParserCreate("UTF-8")  # the data is UTF-8 whatever the declaration says
     parser.buffer_text = False
-
-    def start(tag, _attrs):
-        events.append(("start", parser.CurrentByteIndex, tag))
-
-    def end(tag):
-        events.append(("end", parser.CurrentByteIndex, tag))
-
-    def chars(data_):
-        events.append(("text", parser.CurrentByteIndex, data_))
-
-    def other(*_):
-        events.append(("other", parser.CurrentByteIndex, ""))
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
-    parser.CommentHandler = other
-    parser.ProcessingInstructionHandler = other
+    parser.StartElementHandler = lambda tag, _a: add(("start", parser.CurrentByteIndex, tag))
+    parser.EndElementHandler = lambda tag: add(("end", parser.CurrentByteIndex, tag))
+    parser.CharacterDataHandler = lambda d: add(("text", parser.CurrentByteIndex, d))
+    parser.StartCdataSectionHandler = lambda: add(("cdata", parser.CurrentByteIndex, ""))
+    parser.CommentHandler = lambda _d: add(("other", parser.CurrentByteIndex, ""))
+    parser.ProcessingInstructionHandler = lambda _t, _d: add(("other", parser.CurrentByteIndex, ""))
+    # a default handler keeps expat from expanding internal entities: "&e;" arrives here
+    parser.DefaultHandler = lambda d: add(("text", parser.CurrentByteIndex, d)) if d[:1] == "&" else None
     try:
         parser.Parse(data, True)
     except expat.ExpatError as e:
-        raise StructureError(expat.errors.messages[e.code], name=name, position=f"line:col {e.lineno}:{e.offset + 1}") from None
+        where = f"line:col {e.lineno}:{e.offset + 1}"
+        raise ParseError(expat.errors.messages[e.code], name=name, position=where) from None
+    return events
 
-    to_char = ByteToChar(text, data)
-    offsets = to_char(np.array([ev[1] for ev in events], dtype=np.int64)) if events else np.zeros(0, np.int64)
-    text_start = -1  # char offset where the pending text run began
-    text_buf: list[str] = []
 
-    def flush(upto: int) -> None:
-        nonlocal text_start
-        if text_start >= 0 and "".join(text_buf).strip():
-            raw = text[text_start:upto]
-            s = text_start + (len(raw) - len(raw.lstrip()))
-            e = text_start + len(raw.rstrip())
-            b.add("#text", stack[-1] if stack else -1, s, e)
-        text_start = -1
-        text_buf.clear()
+class _TreeWalk:
+    """Replays expat's events into a :class:`TreeBuilder` (elements, text runs)."""
 
-    for (kind, _, payload), off in zip(events, offsets.tolist()):
-        if kind == "text":
-            if text_start < 0:
-                text_start = off
-            text_buf.append(payload)
-            continue
-        flush(off)
-        if kind == "start":
-            counts = tag_counts[-1]
-            counts[payload] = counts.get(payload, 0) + 1
-            node = b.add(payload, stack[-1] if stack else -1, off, -1, tag_index=counts[payload])
-            stack.append(node)
-            tag_counts.append({})
-        elif kind == "end":
-            node = stack.pop()
-            tag_counts.pop()
-            # a closing tag starts with "</"; an empty element <a/> has none
-            closing = text.startswith("</", off)
-            b.close(node, _tag_end(text, off if closing else b.start[node]))
-    return b.build("tree", text, name, {"format": "xml"})
+    def __init__(self, text: str, name: str, max_nodes: int):
+        self.text = text
+        self.b = TreeBuilder({"tag_index": (0, "int64")}, max_nodes=max_nodes, name=name)
+        self.stack: list[int] = []  # open element nodes
+        self.empty: list[bool] = []  # whether each open element is an empty-element tag <a/>
+        self.tag_counts: list[dict[str, int]] = [{}]
+        self.run_start = -1  # char offset where the pending text run began
+        self.run_blank = True  # the run's characters so far are all whitespace
+
+    def text_event(self, off: int, data: str) -> None:
+        if self.run_start < 0:
+            self.run_start = off
+        if self.run_blank and not data.isspace():
+            self.run_blank = False
+
+    def flush(self, upto: int) -> None:
+        """Close the pending text run at ``upto``: a ``#text`` node unless it is all whitespace."""
+        s = self.run_start
+        if s >= 0 and not self.run_blank:
+            raw = self.text[s:upto]
+            start = s + (len(raw) - len(raw.lstrip()))
+            self.b.add("#text", self.stack[-1] if self.stack else -1, start, s + len(raw.rstrip()))
+        self.run_start, self.run_blank = -1, True
+
+    def start(self, off: int, tag: str) -> None:
+        counts = self.tag_counts[-1]
+        counts[tag] = counts.get(tag, 0) + 1
+        tag_end = _tag_end(self.text, off)
+        node = self.b.add(tag, self.stack[-1] if self.stack else -1, off, tag_end, tag_index=counts[tag])
+        self.stack.append(node)
+        self.empty.append(self.text[tag_end - 2: tag_end] == "/>")
+        self.tag_counts.append({})
+
+    def end(self, off: int) -> None:
+        node = self.stack.pop()
+        self.tag_counts.pop()
+        if not self.empty.pop():  # an empty-element tag's span is already its whole tag
+            self.b.close(node, _tag_end(self.text, off))
+
+    def replay(self, events, offsets: list[int]) -> None:
+        for (kind, _, payload), off in zip(events, offsets):
+            if kind == "text":
+                self.text_event(off, payload)
+            elif kind == "cdata":  # the run includes the "<![CDATA[" marker
+                if self.run_start < 0:
+                    self.run_start = off
+            else:
+                self.flush(off)
+                if kind == "start":
+                    self.start(off, payload)
+                elif kind == "end":
+                    self.end(off)
+
+
+def parse_xml(text: str | bytes, name: str | None = None, *, limits: Limits | None = None) -> Structure:
+    """Parse an XML document into a ``kind="tree"`` Structure (see the module docstring).
+
+    Parameters
+    ----------
+    text : str, bytes or os.PathLike
+        The document. Bytes and files are decoded by their byte-order mark, else the
+        ``encoding`` of their XML declaration, else UTF-8.
+    name : str, optional
+        The input's name in error messages.
+    limits : Limits, optional
+        ``max_input_bytes`` and ``max_nodes`` apply.
+
+    Returns
+    -------
+    Structure
+        ``kind="tree"``; ``attrs["tag_index"]``.
+
+    Raises
+    ------
+    ParseError
+        Not well-formed XML (naming ``line:col``), undecodable bytes (naming the byte).
+    LimitError
+        ``max_input_bytes`` or ``max_nodes`` exceeded.
+
+    Examples
+    --------
+    >>> s = parse_xml("<a><b/>hi &amp; bye<![CDATA[<x>]]></a>")
+    >>> [(str(l), s.node_text(i)) for i, l in enumerate(s.labels)]
+    [('a', '<a><b/>hi &amp; bye<![CDATA[<x>]]></a>'), ('b', '<b/>'), ('#text', 'hi &amp; bye<![CDATA[<x>]]>')]
+    """
+    if is_pathlike(text):
+        name = name or str(text)
+        text = read_bytes(text, name, limits)
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        data = bytes(text)
+        encoding = None if bom_encoding(data) else _declared_encoding(data)
+        text, name = read_text(data, name=name, default="<xml>", limits=limits, encoding=encoding)
+    else:
+        text, name = read_text(text, name=name, default="<xml>", limits=limits)
+    data = text.encode("utf-8")
+    events = _events(data, name)
+    offsets = ByteToChar(text, data)(np.array([ev[1] for ev in events], dtype=np.int64)).tolist() if events else []
+    walk = _TreeWalk(text, name, node_budget(limits))
+    walk.replay(events, offsets)
+    return walk.b.build("tree", text, name, {"format": "xml"})

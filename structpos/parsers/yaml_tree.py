@@ -13,8 +13,10 @@ aliases, so a member whose value is an alias spans its key only).
 
 from __future__ import annotations
 
+from ..limits import Limits, node_budget
 from ..structure import Structure, StructureError
 from . import require
+from ._input import clean_label, read_text
 from ._tree_builder import TreeBuilder
 
 __all__ = ["parse_yaml"]
@@ -30,18 +32,27 @@ def _key(node, text: str, constructor, yaml):
     if isinstance(node, yaml.ScalarNode):
         try:
             key = constructor.construct_object(node)
-        except yaml.YAMLError:
+        except Exception:  # noqa: BLE001 - a key PyYAML cannot construct (a bad date, ...) stays its text
             return node.value
         return key if isinstance(key, (str, int, float, bool)) or key is None else node.value
     return text[node.start_mark.index:node.end_mark.index]
 
 
-def parse_yaml(text: str, name: str | None = None) -> Structure:
-    """Parse YAML text into a ``kind="tree"`` Structure (see the module docstring)."""
+def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
+    """Parse YAML text into a ``kind="tree"`` Structure (see the module docstring).
+
+    ``text``: a ``str``, bytes or a path (UTF-8 unless a BOM says otherwise); ``limits``:
+    ``max_input_bytes`` and ``max_nodes`` apply. Member labels have lone surrogates (from
+    ``"\\ud800"`` escapes) replaced by U+FFFD; the ``key`` attribute keeps the key as PyYAML reads it.
+
+    Examples
+    --------
+    >>> s = parse_yaml("a: [1, x]\\n")
+    >>> [str(l) for l in s.labels]
+    ['object', 'member:a', 'array', 'int', 'str']
+    """
     yaml = require("yaml", "text", "parse_yaml")
-    name = name or "<yaml>"
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8")
+    text, name = read_text(text, name=name, default="<yaml>", limits=limits)
     try:
         docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.MarkedYAMLError as e:
@@ -52,22 +63,23 @@ def parse_yaml(text: str, name: str | None = None) -> Structure:
         raise StructureError(str(e), name=name) from None
     except RecursionError:
         raise StructureError("YAML nesting too deep for PyYAML's recursive composer", name=name) from None
-    b = TreeBuilder({"key": (None, object), "index": (-1, "int64")})
+    b = TreeBuilder({"key": (None, object), "index": (-1, "int64")}, max_nodes=node_budget(limits), name=name)
     constructor = yaml.constructor.SafeConstructor()
     seen: set[int] = set()
     root = -1
     if len(docs) != 1:
         root = b.add("stream", -1, 0, len(text))
-    # explicit stack of (node, parent, key, index); children pushed in reverse order
-    stack = [(d, root, None, i if root >= 0 else -1) for i, d in enumerate(docs)][::-1]
+    # explicit stack of (node, parent, member key, index, is a member); children pushed in reverse order
+    stack = [(d, root, None, i if root >= 0 else -1, False) for i, d in enumerate(docs)][::-1]
     while stack:
-        node, parent, key, index = stack.pop()
-        if key is not None:
+        node, parent, key, index, is_member = stack.pop()
+        if is_member:  # node is a (key node, value node) pair; the key may be None ("~: x")
             key_node, value = node
             # an alias value lies elsewhere (its anchor's marks): the member then spans the key only
             end = key_node.end_mark.index if id(value) in seen else value.end_mark.index
-            member = b.add(f"member:{key}", parent, key_node.start_mark.index, end, key=key, index=index)
-            stack.append((value, member, None, -1))
+            label = f"member:{clean_label(str(key))}"
+            member = b.add(label, parent, key_node.start_mark.index, end, key=key, index=index)
+            stack.append((value, member, None, -1, False))
             continue
         if id(node) in seen:
             b.add("alias", parent, index=index)
@@ -77,11 +89,11 @@ def parse_yaml(text: str, name: str | None = None) -> Structure:
         if isinstance(node, yaml.MappingNode):
             i = b.add("object", parent, s, e, index=index)
             for k, v in reversed(node.value):
-                stack.append(((k, v), i, _key(k, text, constructor, yaml), -1))
+                stack.append(((k, v), i, _key(k, text, constructor, yaml), -1, True))
         elif isinstance(node, yaml.SequenceNode):
             i = b.add("array", parent, s, e, index=index)
             for j in range(len(node.value) - 1, -1, -1):
-                stack.append((node.value[j], i, None, j))
+                stack.append((node.value[j], i, None, j, False))
         else:
             b.add(_tag_label(node), parent, s, e, index=index)
     return b.build("tree", text, name, {"format": "yaml"})

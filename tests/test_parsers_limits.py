@@ -1,0 +1,268 @@
+"""Limits, input forms and the error contract of every parser.
+
+* every limit raises LimitError naming it (input bytes, nodes, table cells after span
+  expansion, graph node ids vs edges), before the work it guards;
+* text, bytes and paths give the same Structure; invalid UTF-8 names the byte offset, a lone
+  surrogate names the character; a PEP 263 Latin-1 Python file parses;
+* a known suffix wins over content sniffing;
+* the worst inputs we know, each under 1 MiB, stay under 1 GiB of address space (subprocess
+  with RLIMIT_AS).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from structpos.exceptions import LimitError, ParseError, SpecError, StructposError
+from structpos.limits import Limits
+from structpos.parsers import parse
+
+REPO = Path(__file__).resolve().parents[1]
+ARITH = 'start: NUMBER ("+" NUMBER)*\n%import common.NUMBER\n%ignore " "'
+
+# kind, options, a small valid input with more than 10 nodes
+SAMPLES = [
+    ("json", {}, json.dumps({"a": [1, 2, 3, {"b": [4, 5, 6]}], "c": "d"})),
+    ("xml", {}, "<a>" + "<b>x</b>" * 8 + "</a>"),
+    ("yaml", {}, "a: [1, 2, 3]\nb: {c: 4, d: [5, 6, 7]}\n"),
+    ("code", {"language": "python"}, "def f(x):\n    return x + 1\n"),
+    ("table", {"format": "csv"}, "a,b,c\n1,2,3\n4,5,6\n"),
+    ("table", {"format": "html"}, "<table><tr><td>1<td>2<td>3<td>é<tr><td>4<td>5<td>6<td>7</table>"),
+    ("document", {}, "One sentence here. Another one there.\n\nA second paragraph."),
+    ("markdown", {}, "# Title\n\nSome text here. More text.\n\n## Sub\n\nEnd.\n"),
+    ("conllu", {}, "1\tI\tI\tPRON\t_\t_\t2\tnsubj\t_\t_\n2\tsee\tsee\tVERB\t_\t_\t0\troot\t_\t_\n"
+                   "3\tit\tit\tPRON\t_\t_\t2\tobj\t_\t_\n\n" * 6),
+    ("grammar", {"grammar": ARITH}, " + ".join(["1"] * 12)),
+]
+IDS = [f"{k}-{o.get('format', '')}" for k, o, _ in SAMPLES]
+
+
+def _structures(out):
+    return out if isinstance(out, list) else [out]
+
+
+def _same(a, b) -> None:
+    for x, y in zip(_structures(a), _structures(b), strict=True):
+        assert list(x.labels) == list(y.labels) and x.source == y.source
+        np.testing.assert_array_equal(x.start, y.start)
+        np.testing.assert_array_equal(x.end, y.end)
+
+
+@pytest.mark.parametrize("kind, opts, text", SAMPLES, ids=IDS)
+def test_text_bytes_and_path_agree(kind, opts, text, tmp_path):
+    suffix = {"csv": ".csv", "html": ".html"}.get(opts.get("format"), ".txt" if kind != "code" else ".py")
+    p = tmp_path / f"input{suffix}"
+    p.write_bytes(text.encode("utf-8"))
+    a = parse(text, kind, **opts)
+    _same(a, parse(text.encode("utf-8"), kind, **opts))
+    from_path = parse(p, kind, **opts)
+    _same(a, from_path)
+    assert all(str(p) in s.name for s in _structures(from_path))
+
+
+@pytest.mark.parametrize("kind, opts, text", SAMPLES, ids=IDS)
+def test_max_nodes_and_max_input_bytes_name_the_limit(kind, opts, text):
+    n = sum(s.num_nodes for s in _structures(parse(text, kind, **opts)))
+    assert n > 10
+    with pytest.raises(LimitError) as e:
+        parse(text, kind, limits=Limits(max_nodes=10), **opts)
+    assert e.value.limit == "max_nodes" and "max_nodes" in str(e.value)
+    size = len(text.encode("utf-8"))
+    for obj in (text, text.encode("utf-8")):
+        with pytest.raises(LimitError) as e:
+            parse(obj, kind, limits=Limits(max_input_bytes=size - 1), **opts)
+        assert e.value.limit == "max_input_bytes" and e.value.value == size
+    parse(text, kind, limits=Limits(max_input_bytes=size, max_nodes=n), **opts)  # exactly at the limits: fine
+
+
+@pytest.mark.parametrize("kind, opts, text", SAMPLES, ids=IDS)
+def test_invalid_utf8_names_the_byte_and_surrogates_the_char(kind, opts, text):
+    data = text.encode("utf-8")
+    k = len(data) // 2
+    while k < len(data) and data[k] & 0xC0 == 0x80:  # a character boundary
+        k += 1
+    bad = data[:k] + b"\xff" + data[k:]
+    with pytest.raises(ParseError, match=rf"at byte {k}\b"):
+        parse(bad, kind, **opts)
+    j = len(text) // 2
+    with pytest.raises(ParseError, match=rf"at char {j}\b.*surrogate"):
+        parse(text[:j] + "\ud800" + text[j:], kind, **opts)
+
+
+def test_json_lone_surrogate_escapes_parse_and_labels_encode():
+    pa = pytest.importorskip("pyarrow")
+    text = '{"k\\ud800": "\\udfff", "ok": 1}'
+    obj = json.loads(text)  # the reference accepts lone-surrogate escapes
+    s = parse(text, "json")
+    assert s.attrs["key"][1] == "k\ud800" == next(iter(obj))  # the key exactly as json.loads reads it
+    assert s.labels[1] == "member:k\ufffd"  # the label always encodes
+    pa.array(list(s.labels), type=pa.string())  # would raise on a lone surrogate
+    assert json.loads(s.node_text(2)) == obj["k\ud800"]
+
+
+def test_json_path_is_read_not_serialized(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text('{"a": [1, 2]}', encoding="utf-8")
+    s = parse(p, "json")
+    assert s.name == str(p) and list(s.labels) == ["object", "member:a", "array", "number", "number"]
+    with pytest.raises(StructposError, match=str(tmp_path / "missing.json")):
+        parse(tmp_path / "missing.json", "json")
+    with pytest.raises(StructposError, match="not a regular file"):
+        parse(tmp_path, "json")
+
+
+def test_latin1_python_with_coding_line(tmp_path):
+    src = "# -*- coding: latin-1 -*-\ns = 'café'\n"
+    p = tmp_path / "legacy.py"
+    p.write_bytes(src.encode("latin-1"))
+    for s in (parse(p, "code"), parse(src.encode("latin-1"), "code", language="python")):
+        assert s.source == src
+        strings = [s.node_text(i) for i in range(len(s)) if s.labels[i] == "string"]
+        assert strings == ["'café'"]
+    with pytest.raises(ParseError, match="byte"):  # the same bytes without the coding line are not UTF-8
+        parse(src.split("\n", 1)[1].encode("latin-1"), "code", language="python")
+    bom = b"\xef\xbb\xbf" + "x = 'é'\n".encode()
+    assert parse(bom, "code", language="python").source == "x = 'é'\n"
+
+
+def test_slow_tree_sitter_parse_stops_at_record_timeout():
+    # tree-sitter's error recovery is superlinear here: an unclosed def before many comment lines
+    data = b"class A:\n  @d\n  def" + b"# c\n" * 30000
+    t = time.perf_counter()
+    with pytest.raises(LimitError) as e:
+        parse(data, "code", language="python", limits=Limits(record_timeout=0.2))
+    assert e.value.limit == "record_timeout" and time.perf_counter() - t < 5
+    # the cancelled parser was reset: the next parse of other text is a fresh, correct tree
+    small = b"x = 1\n" * 20000
+    import tree_sitter
+    import tree_sitter_python
+
+    ref = tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language())).parse(small)
+    assert parse(small, "code", language="python").num_nodes == ref.root_node.descendant_count
+
+
+def test_code_language_is_never_a_silent_default(tmp_path):
+    with pytest.raises(SpecError, match="language"):
+        parse("x = 1\n", "code")
+    assert parse("fn main() {}", "code", name="m.rs").meta["language"] == "rust"  # from the name's suffix
+    assert parse("x = 1\n", "code", language="python").meta["language"] == "python"
+
+
+def test_known_suffix_wins_over_sniffing(tmp_path):
+    text = 'a,b\n"<table><tr><td>x</td></tr></table>",2\n'
+    p = tmp_path / "cells.csv"
+    p.write_text(text, encoding="utf-8")
+    for s in (parse(p, "table"), parse(text, "table", name="cells.csv"), parse(text, "table", format="csv")):
+        assert s.meta["format"] == "csv" and s.meta["n_rows"] == 2 and s.meta["n_cols"] == 2
+    assert parse(text, "table").meta["format"] == "html"  # no suffix, no format: content decides
+
+
+def test_html_spans_are_clamped_as_html_does():
+    s = parse("<table><tr><td colspan=5000 rowspan=99999>x</td></tr><tr><td>y</td></tr></table>", "table", format="html")
+    cell = int(np.flatnonzero(s.labels != "row")[1])
+    assert s.attrs["colspan"][cell] == 1000  # HTML clamps colspan to 1000
+    assert s.attrs["rowspan"][cell] == 2  # rowspan clamps to 65534, then to the end of the row group
+    assert s.meta["n_cols"] == 1001
+
+
+def test_html_huge_spans_fail_fast():
+    html = "<table>" + "<tr><td rowspan=65534 colspan=1000>x</td>" * 4000 + "</table>"  # ~170 KB
+    t = time.perf_counter()
+    with pytest.raises(LimitError) as e:
+        parse(html, "table", format="html")
+    assert e.value.limit == "max_table_cells"
+    assert time.perf_counter() - t < 5
+    wide = "<table><tr>" + "<td colspan=1000>x" * 2000 + "</table>"
+    with pytest.raises(LimitError, match="max_table_cells"):
+        parse(wide, "table", format="html")
+    ok = "<table><tr>" + "<td colspan=1000>x" * 2000 + "</table>"
+    assert parse(ok, "table", format="html", limits=Limits(max_table_cells=2_000_000)).meta["n_cols"] == 2_000_000
+
+
+def test_csv_ragged_grid_counts_padded_cells():
+    text = "," * 2000 + "\n" + "a\n" * 2000  # 2001 columns × 2001 rows once padded
+    with pytest.raises(LimitError, match=r"2001 rows × 2001 columns") as e:
+        parse(text, "table", format="csv")
+    assert e.value.limit == "max_table_cells" and e.value.value == 2001 * 2001
+
+
+def test_graph_node_ids_vs_edges():
+    with pytest.raises(LimitError) as e:
+        parse([[0], [10_000_000]], "graph")  # a 30-byte edge list naming node 10,000,000
+    assert e.value.limit == "max_graph_nodes_per_edge"
+    s = parse([[0], [4999]], "graph", num_nodes=5000)  # said explicitly: allowed
+    assert s.num_nodes == 5000
+    assert parse([[0], [1000]], "graph").num_nodes == 1001  # small graphs never trip it
+    edges = np.stack([np.arange(100), np.arange(100) * 60])  # 100 edges: up to 64 * 101 nodes
+    assert parse(edges, "graph").num_nodes == 5941
+    with pytest.raises(LimitError, match="max_nodes"):
+        parse([[0], [1]], "graph", num_nodes=10**9)
+
+
+def test_bad_options_are_spec_errors():
+    with pytest.raises(SpecError):
+        parse("a,b", "table", format="csv", delimiter="ab")
+    with pytest.raises(SpecError):
+        parse("x", "nonsense")
+    with pytest.raises(SpecError):
+        parse("1", "grammar", grammar=ARITH, parser="cyk")
+
+
+# ------------------------------------------------------------------ memory bound
+WORST_CASES = r"""
+import json, resource, sys
+from structpos.exceptions import StructposError
+from structpos.parsers import parse
+MiB = 2**20
+cases = {
+    "html huge spans": ("<table>" + "<tr><td rowspan=65534 colspan=1000>x</td>" * 24000 + "</table>", "table", {"format": "html"}),
+    "html wide spans": ("<table><tr>" + "<td colspan=1000>x" * 50000 + "</table>", "table", {"format": "html"}),
+    "csv giant row": ("," * 900000, "table", {"format": "csv"}),
+    "csv giant row over budget": ("," * (MiB - 10), "table", {"format": "csv"}),
+    "csv ragged grid": ("," * 200000 + "\n" + "a\n" * 400000, "table", {"format": "csv"}),
+    "json deep": ("[" * (MiB // 2 - 1) + "]" * (MiB // 2 - 1), "json", {}),
+    "json wide": ("[" + "0," * (MiB // 2 - 2) + "0]", "json", {}),
+    "xml deep": ("<a>" * (MiB // 8) + "</a>" * (MiB // 8), "xml", {}),
+    "yaml deep": ("[" * 50000 + "]" * 50000, "yaml", {}),
+    "code deep": ("x = " + "(" * 100000 + ")" * 100000 + "\n", "code", {"language": "python"}),
+    "code wide": ("x = [" + "1," * 400000 + "]\n", "code", {"language": "python"}),
+    "markdown headings": ("# h\n" * (MiB // 4 - 1), "markdown", {}),
+    "document dots": ("a" + "." * (MiB - 2), "document", {}),
+    "graph sparse ids": ([[0] * 1000, list(range(0, 10**9, 10**6))], "graph", {}),
+    "grammar long": (" + ".join(["1"] * 200000), "grammar", {"grammar": 'start: NUMBER ("+" NUMBER)*\n%import common.NUMBER\n%ignore " "'}),
+}
+for name, (obj, kind, opts) in cases.items():
+    size = len(obj.encode()) if isinstance(obj, str) else len(json.dumps(obj))
+    assert size < MiB, (name, size)
+    try:
+        out = parse(obj, kind, **opts)
+        res = "ok"
+    except StructposError as e:
+        res = type(e).__name__ + ":" + getattr(e, "limit", "")
+    print(json.dumps({"case": name, "bytes": size, "result": res,
+                      "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_worst_inputs_stay_under_1gib():
+    pytest.importorskip("lark")
+    limit = 2**30
+    code = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))\n" + textwrap.dedent(WORST_CASES)
+    env = {"PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600, check=False)
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0, proc.stderr[-3000:] + "\n" + proc.stdout[-2000:]
+    assert len(rows) == 15
+    for r in rows:
+        assert not r["result"].startswith("MemoryError"), r
+    print("\n" + "\n".join(json.dumps(r) for r in rows))
