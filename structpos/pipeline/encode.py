@@ -9,6 +9,7 @@ both and never neither, so *records in = records encoded + records in errors*.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import json
 import signal
@@ -38,27 +39,53 @@ class EncodeOptions:
     parser_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
     limits: Limits = DEFAULT_LIMITS
     """Per-record limits, passed to the parsers that take ``limits=``."""
+    extra_parsers: tuple[tuple[str, str], ...] = ()
+    """More input kinds, ``(kind, "module:function")``: imported by name in each worker process."""
     timeout_in_process: bool = False
     """Enforce ``limits.record_timeout`` with ``SIGALRM`` in the encoding thread (main thread only)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.parser_options, Mapping):
             object.__setattr__(self, "parser_options", tuple(sorted(self.parser_options.items())))
+        if isinstance(self.extra_parsers, Mapping):
+            object.__setattr__(self, "extra_parsers", tuple(sorted(self.extra_parsers.items())))
 
     def validate(self) -> "EncodeOptions":
         """Fail fast on an unknown kind or coordinate family (before any record is read)."""
         from .. import coords as coords_mod
         from ..parsers import PARSERS
 
-        if self.kind is not None and self.kind not in PARSERS:
-            raise SpecError(f"unknown input kind {self.kind!r}; known kinds: {', '.join(sorted(PARSERS))}", name="--kind")
+        known = set(PARSERS) | {k for k, _ in self.extra_parsers}
+        if self.kind is not None and self.kind not in known:
+            raise SpecError(f"unknown input kind {self.kind!r}; known kinds: {', '.join(sorted(known))}", name="--kind")
+        for kind, target in self.extra_parsers:
+            load_parser(target)
         validate_spec(self.coords)
         return self
 
     def as_dict(self) -> dict:
         """What determines the output (kept in the manifest; a resume with other values is refused)."""
         return {"kind": self.kind, "coords": self.coords, "language": self.language,
-                "parser_options": [list(kv) for kv in self.parser_options], "limits": _limits_dict(self.limits)}
+                "parser_options": [list(kv) for kv in self.parser_options], "limits": _limits_dict(self.limits),
+                **({"extra_parsers": [list(kv) for kv in self.extra_parsers]} if self.extra_parsers else {})}
+
+
+def load_parser(target: str):
+    """The function named by ``"module:function"`` (a parser from outside structpos).
+
+    Examples
+    --------
+    >>> load_parser("json:loads")("[1]")
+    [1]
+    """
+    module, sep, name = target.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), name) if sep else None
+    except (ImportError, AttributeError) as e:
+        raise SpecError(f"cannot load parser {target!r}: {e}", name="extra_parsers") from None
+    if not callable(fn):
+        raise SpecError(f"{target!r} is not 'module:function'", name="extra_parsers")
+    return fn
 
 
 def _limits_dict(limits: Limits) -> dict:
@@ -137,7 +164,7 @@ def _parser_accepts(kind: str, fn, arg: str) -> bool:
 
 
 def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | None, options: Mapping[str, Any],
-           limits: Limits = DEFAULT_LIMITS):
+           limits: Limits = DEFAULT_LIMITS, extra_parsers: Mapping[str, str] | None = None):
     """Call the parser of ``kind`` with the record's name, language and format hints.
 
     JSON objects (not text) given as ``json`` payloads are serialized, so spans index text; a
@@ -145,7 +172,7 @@ def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | 
     """
     from ..parsers import get_parser
 
-    fn = get_parser(kind)
+    fn = load_parser(extra_parsers[kind]) if extra_parsers and kind in extra_parsers else get_parser(kind)
     kw = dict(options)
     if _parser_accepts(kind, fn, "name"):
         kw.setdefault("name", name)
@@ -178,6 +205,7 @@ def encode_payload(
     format: str | None = None,
     parser_options: Mapping[str, Any] | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    extra_parsers: Mapping[str, str] | None = None,
 ) -> list[dict]:
     """Parse ``payload`` as ``kind`` and compute ``coords``: one row per resulting Structure.
 
@@ -191,7 +219,7 @@ def encode_payload(
 
     if limits.max_input_bytes is not None and isinstance(payload, (str, bytes)):
         check_limit(len(payload), limits.max_input_bytes, "max_input_bytes", "bytes of input", name=record_id)
-    out = _parse(payload, kind, record_id, language, format, parser_options or {}, limits)
+    out = _parse(payload, kind, record_id, language, format, parser_options or {}, limits, extra_parsers)
     structures = out if isinstance(out, (list, tuple)) else [out]
     rows = []
     for k, s in enumerate(structures):
@@ -304,7 +332,8 @@ def encode_one(rec: Record, options: EncodeOptions) -> tuple[list[dict], dict | 
     try:
         with record_timer(options.limits.record_timeout if options.timeout_in_process else None, rec.where):
             rows = encode_payload(rec.id, rec.payload, kind, options.coords, language=rec.language or options.language,
-                                  format=rec.format, parser_options=dict(options.parser_options), limits=options.limits)
+                                  format=rec.format, parser_options=dict(options.parser_options), limits=options.limits,
+                                  extra_parsers=dict(options.extra_parsers))
         return rows, None
     except RecursionError as e:  # deep input that slipped past a parser's own guard
         return [], error_entry(rec, "LimitError", f"input nested too deeply ({e})", stage)

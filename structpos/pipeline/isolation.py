@@ -125,8 +125,9 @@ class WorkerPool:
 
     workers: int
     options: EncodeOptions
-    grace: float = 5.0
-    """Seconds past ``record_timeout`` before a worker stuck in C code is killed."""
+    grace: float | None = None
+    """Seconds past ``record_timeout`` before a worker stuck in C code is killed
+    (default: the timeout itself, between 0.5 and 5 s)."""
     _idle: list[_Worker] = field(default_factory=list)
     _busy: list[_Worker] = field(default_factory=list)
     _ctx: Any = None
@@ -175,7 +176,9 @@ class WorkerPool:
 
     def _timeout(self) -> float | None:
         limit = self.options.limits.record_timeout
-        return None if limit is None else limit + self.grace
+        if limit is None:
+            return None
+        return limit + (self.grace if self.grace is not None else max(0.5, min(5.0, limit)))
 
     def _collect(self, queue: list[ShardTask]) -> Iterator[ShardResult]:
         """Wait for a result, a death or a timeout; handle each."""

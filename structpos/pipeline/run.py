@@ -58,7 +58,8 @@ class EncodeSummary:
 class EncodeConfig:
     """Every option of :func:`encode_to_parquet` (and of ``structpos encode``).
 
-    What to compute: ``kind``, ``coords``, ``language``, ``parser_options``, ``limits``.
+    What to compute: ``kind``, ``coords``, ``language``, ``parser_options``, ``limits``,
+    ``extra_parsers`` (``{kind: "module:function"}``, parsers from outside structpos).
     How to read: ``field``, ``id_field`` (JSONL / Parquet), ``glob``, ``follow_symlinks``
     (directories), ``max_records``. How to run: ``shard_size``, ``workers``, ``engine``,
     ``ray_address``, ``resume``, ``retry_errors``, ``overwrite``, ``progress``.
@@ -78,6 +79,7 @@ class EncodeConfig:
     language: str | None = None
     parser_options: Mapping[str, Any] | None = None
     limits: Limits = DEFAULT_LIMITS
+    extra_parsers: Mapping[str, str] | None = None
     field: str = "text"
     id_field: str | None = None
     glob: str | None = None
@@ -95,7 +97,7 @@ class EncodeConfig:
     def encode_options(self) -> EncodeOptions:
         """The per-record options the workers get."""
         return EncodeOptions(self.kind, self.coords, self.language, tuple(sorted((self.parser_options or {}).items())),
-                             self.limits)
+                             self.limits, tuple(sorted((self.extra_parsers or {}).items())))
 
     def validate(self) -> "EncodeConfig":
         """Check every option before any work starts (:class:`~structpos.exceptions.SpecError` naming it)."""
