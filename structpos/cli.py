@@ -87,7 +87,10 @@ def error_line(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (errors print one line, see the module docstring)."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a usage error already printed on one line
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

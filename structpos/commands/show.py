@@ -34,11 +34,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rope-coords", default=None, help="comma-separated coordinates fed to the rotary map (default: depth,sibling / row,col / lap)")
     p.add_argument("--max-nodes", type=int, default=200, help="draw at most this many nodes (the first ones in preorder); default 200")
     p.add_argument("--size", default="1400x1000", help="image size in pixels WxH (default 1400x1000)")
-    p.add_argument("--dpi", type=int, default=100)
+    p.add_argument("--dpi", type=int, default=100, help="image resolution in dots per inch (default 100)")
     p.add_argument("--no-similarity", action="store_true", help="draw only the structure")
     p.add_argument("--probe", choices=["ones", "random"], default="ones", help="the fixed q and k vectors (default: all-ones)")
     p.add_argument("--head-dim", type=int, default=32, help="rotary head dimension (default 32)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the 'random' probe vectors (default 0)")
     p.set_defaults(func=run)
 
 

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 from ..exceptions import InputError
 from .walk import Skipped, open_regular, read_bounded, special_kind, walk_files
 
-__all__ = ["Record", "SUFFIX_KINDS", "read_records", "count_records", "kind_for_path", "conllu_sentences", "record_digest"]
+__all__ = ["Record", "SUFFIX_KINDS", "read_records", "check_input", "count_records", "kind_for_path", "conllu_sentences", "record_digest"]
 
 # suffix -> (kind, language)
 SUFFIX_KINDS: dict[str, tuple[str, str | None]] = {
@@ -169,22 +169,41 @@ def read_records(
     >>> [(r.id, r.read_error is None) for r in read_records(p, kind="json")]
     [('1', True), ('3', False)]
     """
-    path = Path(path)
-    if not os.path.lexists(path):
-        raise InputError("input does not exist", name=str(path))
+    path = check_input(path)
     if path.is_dir():
         yield from _directory_records(path, kind, language, glob, follow_symlinks, max_input_bytes, skipped)
         return
-    if not path.is_file():
-        mode = os.stat(path).st_mode if path.exists() else 0
-        raise InputError(f"not a regular file or directory ({special_kind(mode) if mode else 'dangling symlink'})",
-                         name=str(path))
     if path.name.lower().endswith(JSONL_SUFFIXES):
         yield from _jsonl_records(path, kind, language, field, id_field, max_input_bytes)
     elif path.name.lower().endswith(PARQUET_SUFFIXES):
         yield from _parquet_records(path, kind, language, field, id_field)
     else:
         yield from _file_records(path, path.name, kind, language, True, max_input_bytes)
+
+
+def check_input(path: str | Path) -> Path:
+    """``path`` as a ``Path`` if it is a directory or a regular file (symlinks followed), else raise.
+
+    Raises
+    ------
+    InputError
+        It does not exist, or is a FIFO, a device, a socket, a dangling symlink.
+
+    Examples
+    --------
+    >>> check_input("/dev/null")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.InputError: /dev/null: not a regular file or directory (character device)
+    """
+    path = Path(path)
+    if not os.path.lexists(path):
+        raise InputError("input does not exist", name=str(path))
+    if not (path.is_dir() or path.is_file()):
+        mode = os.stat(path).st_mode if path.exists() else 0
+        raise InputError(f"not a regular file or directory ({special_kind(mode) if mode else 'dangling symlink'})",
+                         name=str(path))
+    return path
 
 
 def count_records(path: str | Path, *, kind: str | None = None, language: str | None = None, glob: str | None = None,

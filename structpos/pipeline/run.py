@@ -11,7 +11,6 @@ invariant ``records = encoded + errors`` over all shards and writes the merged `
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
 import sys
 import time
@@ -22,12 +21,12 @@ from typing import Any, Iterator, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..exceptions import InputError, ResumeError, SpecError
+from ..exceptions import ResumeError, SpecError
 from ..limits import DEFAULT_LIMITS, Limits
 from .encode import EncodeOptions
 from .engines import ENGINES
 from .lock import lock_output
-from .records import Record, count_records, read_records, record_digest
+from .records import Record, check_input, count_records, read_records, record_digest
 from .shards import ERRORS, MANIFEST, Manifest, ShardTask, atomic_write_bytes, shard_paths
 
 __all__ = ["EncodeConfig", "EncodeSummary", "encode_to_parquet", "read_output", "read_errors", "ResumeError", "DEFAULT_SHARD_SIZE"]
@@ -262,9 +261,7 @@ def encode_to_parquet(input: str | Path, out_dir: str | Path, config: EncodeConf
         options["max_records"] = options.pop("limit")
     config = replace(config or EncodeConfig(), **options).validate()
     t0 = time.perf_counter()
-    input, out = Path(input), Path(out_dir)
-    if not os.path.lexists(input):
-        raise InputError("input does not exist", name=str(input))
+    input, out = check_input(input), Path(out_dir)
     with lock_output(out):
         run = _Encoding(input, out, config)
         run.encode()
