@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -290,7 +289,7 @@ def test_hostile_directory_entries_are_skipped_with_reasons_never_opened(tmp_pat
     out = tmp_path / "follow"
     assert main(["encode", str(d), "--kind", "json", "--out", str(out), "--follow-symlinks", "--workers", "0",
                  "--no-progress"]) == 0
-    rows, errors = _check(out, ["a.json", "link.json", "sub/b.json"])
+    rows, _errors = _check(out, ["a.json", "link.json", "sub/b.json"])
     why = skipped(out)
     assert why["dangling.json"] == "dangling symlink" and why["self.json"] == "symlink loop"
     assert why["zero.json"] == "character device" and why["pipe.json"] == "fifo"
@@ -317,7 +316,7 @@ def test_suffix_wins_over_sniffing_and_kind_code_reads_only_the_languages_asked(
     out = tmp_path / "all"
     assert main(["encode", str(d), "--coords", "table", "--glob", "*.csv", "--kind", "table", "--out", str(out),
                  "--workers", "0", "--no-progress"]) == 0
-    rows, errors = _check(out, ["t.csv"])
+    rows, _errors = _check(out, ["t.csv"])
     import csv
     import io
 

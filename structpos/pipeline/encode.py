@@ -52,7 +52,6 @@ class EncodeOptions:
 
     def validate(self) -> "EncodeOptions":
         """Fail fast on an unknown kind or coordinate family (before any record is read)."""
-        from .. import coords as coords_mod
         from ..parsers import PARSERS
 
         known = set(PARSERS) | {k for k, _ in self.extra_parsers}

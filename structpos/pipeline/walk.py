@@ -20,7 +20,6 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..exceptions import InputError, LimitError
 
