@@ -135,7 +135,7 @@ def test_encoding_a_shard_does_not_import_pandas(stdlib, tmp_path):
 
     code = (
         "import sys; from structpos.pipeline import encode_to_parquet; "
-        f"encode_to_parquet({str(stdlib / 'json')!r}, {str(tmp_path / 'o')!r}, kind='code', coords='tree', progress=False); "
+        f"encode_to_parquet({str(stdlib / 'json')!r}, {str(tmp_path / 'o')!r}, kind='code', coords='tree', workers=0, progress=False); "
         "print('pandas' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -97,7 +97,7 @@ def test_worker_death_timeouts_memory_and_exceptions_are_rows_of_errors(tmp_path
     payloads = [_good(0), "die", _good(2), "spin", _good(4), "stuck", "hog", _good(7), "raise", "[1,", _good(10)]
     src = tmp_path / "in.jsonl"
     ids = _jsonl(src, payloads)
-    limits = Limits(record_timeout=0.5, max_memory_bytes=2**30)
+    limits = Limits(record_timeout=1.0, max_memory_bytes=2**30)
     out = tmp_path / "enc"
     s = encode_to_parquet(src, out, kind="faulty", extra_parsers=FAULTS, coords="tree", limits=limits, id_field="id",
                           shard_size=4, workers=2, progress=False)

@@ -320,6 +320,27 @@ def record_timer(seconds: float | None, name: str = ""):
         signal.signal(signal.SIGALRM, previous)
 
 
+_PREPARED: set = set()
+
+
+def prepare(kind: str | None, options: EncodeOptions) -> None:
+    """Import the parser of ``kind`` and the coordinate families once, outside any record's time budget."""
+    key = (kind, options.coords, options.extra_parsers)
+    if kind is None or key in _PREPARED:
+        return
+    from .. import coords as coords_mod
+    from ..parsers import get_parser
+
+    extra = dict(options.extra_parsers)
+    try:
+        load_parser(extra[kind]) if kind in extra else get_parser(kind)
+        for name, _ in coords_mod.parse_spec(options.coords):
+            coords_mod.get(name)
+    except Exception:  # noqa: BLE001 - the record's own encoding reports it
+        return
+    _PREPARED.add(key)
+
+
 def encode_one(rec: Record, options: EncodeOptions) -> tuple[list[dict], dict | None]:
     """Encode one record: ``(rows, None)`` or ``([], error entry)``, never raising for the record's fault."""
     if rec.read_error is not None:
@@ -355,6 +376,7 @@ def encode_each(
             yield [], preset[k]
             continue
         if on_record is not None:
+            prepare(rec.kind or options.kind, options)
             on_record(k)
         yield encode_one(rec, options)
     if on_record is not None:

@@ -20,6 +20,7 @@ most twice; a shard that cannot be written (disk full) ends the run with an ``OS
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -67,6 +68,23 @@ def _mapped_bytes() -> int:
     except OSError:
         pass
     return 0
+
+
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
+"""Set in each worker unless the user set them: one BLAS thread per worker (the workers are the
+parallelism), and few malloc arenas, so that the address-space limit measures memory, not the
+64 MiB reserved per thread arena."""
+
+
+@contextlib.contextmanager
+def _worker_environment():
+    added = {k: v for k, v in WORKER_ENV.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
 
 
 def _watch_parent(parent_pid: int, interval: float = 0.5) -> None:
@@ -142,7 +160,8 @@ class WorkerPool:
         state = self._ctx.Array("d", [-1.0, 0.0], lock=False)
         proc = self._ctx.Process(target=_worker_main, args=(child, state, os.getpid(), self.options.limits.max_memory_bytes),
                                  daemon=True, name="structpos-encode-worker")
-        proc.start()
+        with _worker_environment():
+            proc.start()
         child.close()
         return _Worker(proc, parent, state)
 
