@@ -155,7 +155,7 @@ def _start(cmd: list[str], out: Path, first_shard_timeout: float = 60) -> subpro
     return proc
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT])  # kill -9: tests/test_encode_cli.py::test_resume_after_kill_9...
 def test_driver_interrupted_then_resumed(shared_data, tmp_path, sig):
     from structpos.pipeline.records import conllu_sentences
 

@@ -513,6 +513,15 @@ class EncodeBatch:
     With ``keep_errors=True`` (the default) a record that fails becomes one row with null
     coordinates and its ``error_type``/``error`` set, so rows out >= records in; successful
     rows have null error columns. With ``keep_errors=False`` failed records are dropped.
+    ``limits`` (:class:`~structpos.limits.Limits`) bounds each record as in ``structpos encode``
+    (no per-record timeout or memory limit here: those need the encode workers).
+
+    Examples
+    --------
+    >>> fn = EncodeBatch("json", "tree")
+    >>> out = fn({"text": ['{"a": 1}', "[1,"]})
+    >>> out.column("id").to_pylist(), out.column("error_type").to_pylist()
+    (['0', '1'], [None, 'ParseError'])
     """
 
     def __init__(
@@ -525,9 +534,10 @@ class EncodeBatch:
         kind_column: str | None = None,
         language: str | None = None,
         keep_errors: bool = True,
+        limits: Limits = DEFAULT_LIMITS,
         **parser_options: Any,
     ):
-        self.options = EncodeOptions(kind, coords, language, tuple(sorted(parser_options.items()))).validate()
+        self.options = EncodeOptions(kind, coords, language, tuple(sorted(parser_options.items())), limits).validate()
         self.text_column = text_column
         self.id_column = id_column
         self.kind_column = kind_column

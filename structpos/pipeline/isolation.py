@@ -166,10 +166,19 @@ class WorkerPool:
         return _Worker(proc, parent, state)
 
     def _submit(self, task: ShardTask) -> None:
-        w = self._idle.pop() if self._idle else self._start()
-        w.state[0] = -1.0
-        w.task, w.started = task, time.monotonic()
-        w.conn.send(replace(task, options=self.options))
+        """Hand ``task`` to an idle worker (one that died while idle is replaced) or a new one."""
+        message = replace(task, options=self.options)
+        while True:
+            w = self._idle.pop() if self._idle else self._start()
+            w.state[0] = -1.0
+            w.task, w.started = task, time.monotonic()
+            try:
+                w.conn.send(message)
+                break
+            except OSError:  # it died while idle (e.g. the OOM killer): a new one takes the task
+                w.process.kill()
+                w.process.join(1)
+                w.conn.close()
         self._busy.append(w)
 
     def run(self, tasks: Iterable[ShardTask]) -> Iterator[ShardResult]:
