@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
 
 DESCRIPTION = """\
 Encode a corpus into Parquet shards of per-node coordinates, unattended: a record that cannot
@@ -54,7 +57,7 @@ again; records already in errors are not retried unless --retry-errors. Resuming
 options is refused. One run at a time may write --out (an exclusive lock; the holder is named).
 
 exit status: 0 done; 1 no record could be encoded; 2 bad arguments, input or output directory;
-130 interrupted (then continue with --resume).
+130 interrupted by Ctrl-C or SIGTERM (then continue with --resume).
 """
 
 
@@ -186,11 +189,30 @@ def config_from_args(args: argparse.Namespace):
     ).validate()
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """``SIGTERM`` (a scheduler ending the job) stops the run like Ctrl-C: workers stopped, manifest saved."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Run ``structpos encode``; errors propagate to :func:`structpos.cli.main` (one line each)."""
     from ..pipeline import encode_to_parquet
 
-    s = encode_to_parquet(args.input, args.out, config_from_args(args))
+    config = config_from_args(args)
+    with _terminate_as_interrupt():
+        s = encode_to_parquet(args.input, args.out, config)
     print(
         f"{s.records} records: {s.encoded} encoded ({s.rows} rows), {s.errors} errors; "
         f"{s.shards} shards ({s.shards_skipped} resumed) in {s.seconds:.1f}s "

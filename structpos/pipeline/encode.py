@@ -324,7 +324,12 @@ _PREPARED: set = set()
 
 
 def prepare(kind: str | None, options: EncodeOptions) -> None:
-    """Import the parser of ``kind`` and the coordinate families once, outside any record's time budget."""
+    """Import the parser of ``kind`` and the coordinate families once, outside any record's time budget.
+
+    Examples
+    --------
+    >>> prepare("json", EncodeOptions("json", "tree"))
+    """
     key = (kind, options.coords, options.extra_parsers)
     if kind is None or key in _PREPARED:
         return
@@ -342,7 +347,16 @@ def prepare(kind: str | None, options: EncodeOptions) -> None:
 
 
 def encode_one(rec: Record, options: EncodeOptions) -> tuple[list[dict], dict | None]:
-    """Encode one record: ``(rows, None)`` or ``([], error entry)``, never raising for the record's fault."""
+    """Encode one record: ``(rows, None)`` or ``([], error entry)``, never raising for the record's fault.
+
+    Examples
+    --------
+    >>> rows, err = encode_one(Record("a", '{"k": [1]}', "a"), EncodeOptions("json", "tree"))
+    >>> rows[0]["num_nodes"], err
+    (4, None)
+    >>> encode_one(Record("b", "{", "b.json"), EncodeOptions("json", "tree"))[1]["stage"]
+    'parse'
+    """
     if rec.read_error is not None:
         return [], error_entry(rec, *rec.read_error, stage="read")
     kind = rec.kind or options.kind
@@ -369,7 +383,14 @@ def encode_each(
     preset: Mapping[int, dict] | None = None,
     on_record: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[list[dict], dict | None]]:
-    """``(rows, error entry or None)`` per record, in order (see :func:`encode_records`)."""
+    """``(rows, error entry or None)`` per record, in order (see :func:`encode_records`).
+
+    Examples
+    --------
+    >>> recs = [Record("a", "[1]", "a"), Record("b", "[", "b")]
+    >>> [(len(rows), err is None) for rows, err in encode_each(recs, EncodeOptions("json", "tree"))]
+    [(1, True), (0, False)]
+    """
     preset = preset or {}
     for k, rec in enumerate(records):
         if k in preset:

@@ -45,6 +45,10 @@ def limit_memory(max_bytes: int | None) -> None:
 
     The cap never goes below what the process already maps plus 256 MiB, so that a worker
     can still start.
+
+    Examples
+    --------
+    >>> limit_memory(None)  # no limit: nothing changes
     """
     if max_bytes is None:
         return
@@ -295,5 +299,15 @@ def _death_reason(proc) -> str:
 
 
 def run_isolated(shards: Iterable[ShardTask], options: EncodeOptions, workers: int) -> Iterator[ShardResult]:
-    """Run ``shards`` on a :class:`WorkerPool` of ``workers`` processes."""
+    """Run ``shards`` on a :class:`WorkerPool` of ``workers`` processes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.records import Record
+    >>> recs = [Record("a", "[1]", "a"), Record("b", "[", "b")]
+    >>> task = ShardTask(0, recs, EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d1", "d2"])
+    >>> [(r.encoded, r.errors) for r in run_isolated([task], task.options, workers=1)]
+    [(1, 1)]
+    """
     yield from WorkerPool(max(1, workers), options).run(shards)

@@ -97,6 +97,12 @@ def record_digest(record: Record) -> str:
     """A content hash of what determines the record's output (payload, kind, language, format).
 
     ``--resume`` compares it with the one in the manifest to re-encode records that changed.
+
+    Examples
+    --------
+    >>> a, b = Record("1", "[1]", "x", "json"), Record("1", "[2]", "x", "json")
+    >>> record_digest(a) == record_digest(b), len(record_digest(a))
+    (False, 16)
     """
     h = hashlib.blake2b(digest_size=8)
     payload = record.payload
@@ -208,7 +214,16 @@ def check_input(path: str | Path) -> Path:
 
 def count_records(path: str | Path, *, kind: str | None = None, language: str | None = None, glob: str | None = None,
                   follow_symlinks: bool = False) -> int | None:
-    """The number of records :func:`read_records` will yield when that is cheap to know, else ``None``."""
+    """The number of records :func:`read_records` will yield when that is cheap to know, else ``None``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "in.jsonl")
+    >>> _ = open(p, "w").write('{"text": "[1]"}\\n\\n{"text": "[2]"}\\n')
+    >>> count_records(p)
+    2
+    """
     path = Path(path)
     if path.is_dir():
         files = [f for _, f in _directory_files(path, kind, language, glob, follow_symlinks)]

@@ -97,7 +97,13 @@ class ShardTask:
 
 
 def shard_digest(ids: Sequence[str], digests: Sequence[str]) -> str:
-    """One hash of a shard's record ids and content hashes (what ``--resume`` compares)."""
+    """One hash of a shard's record ids and content hashes (what ``--resume`` compares).
+
+    Examples
+    --------
+    >>> shard_digest(["a", "b"], ["01", "02"]) == shard_digest(["a", "b"], ["01", "03"])
+    False
+    """
     h = hashlib.blake2b(digest_size=16)
     for rid, d in zip(ids, digests):
         h.update(rid.encode("utf-8", "surrogatepass") + b"\0" + d.encode() + b"\n")
@@ -150,7 +156,17 @@ def encode_shard_table(index: int, records: Sequence[Record], options: EncodeOpt
 
 
 def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = None) -> ShardResult:
-    """Encode a shard and write it atomically (the worker-side unit of the local engines)."""
+    """Encode a shard and write it atomically (the worker-side unit of the local engines).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.encode import EncodeOptions
+    >>> recs = [Record("a", "[1, 2]", "a"), Record("b", "[", "b")]
+    >>> res = encode_shard(ShardTask(0, recs, EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d1", "d2"]))
+    >>> res.records, res.encoded, res.errors
+    (2, 1, 1)
+    """
     table, errors, res = encode_shard_table(task.index, task.records, task.options, preset=task.preset, on_record=on_record)
     ids = [r.id for r in task.records]
     write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
