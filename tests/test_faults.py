@@ -270,6 +270,9 @@ def test_hostile_directory_entries_are_skipped_with_reasons_never_opened(tmp_pat
         real = os.access
         monkeypatch.setattr(walk.os, "access", lambda p, mode: False if Path(p) == secret else real(p, mode))
     (d / "notes.bin").write_bytes(b"\x00\x01")
+    with open(os.path.join(os.fsencode(d), b"caf\xe9.json"), "w") as fh:  # a Latin-1 file name
+        fh.write("[4]")
+    latin = os.fsdecode(b"caf\xe9.json")
     (d / "table.csv").write_text('a,b\n"<table>",2\n')
 
     def skipped(out: Path) -> dict[str, str]:
@@ -280,7 +283,8 @@ def test_hostile_directory_entries_are_skipped_with_reasons_never_opened(tmp_pat
     out = tmp_path / "plain"
     t0 = time.monotonic()
     assert main(["encode", str(d), "--kind", "json", "--out", str(out), "--workers", "0", "--no-progress"]) == 0
-    rows, errors = _check(out, ["a.json", "sub/b.json"])
+    rows, errors = _check(out, ["a.json", "sub/b.json", latin])
+    assert errors[latin]["stage"] == "read" and "not valid UTF-8" in errors[latin]["message"]
     why = skipped(out)
     for name in ("dangling.json", "self.json", "zero.json", "link.json", "sub/up"):
         assert why[name].startswith("symlink"), (name, why[name])
@@ -289,7 +293,7 @@ def test_hostile_directory_entries_are_skipped_with_reasons_never_opened(tmp_pat
     out = tmp_path / "follow"
     assert main(["encode", str(d), "--kind", "json", "--out", str(out), "--follow-symlinks", "--workers", "0",
                  "--no-progress"]) == 0
-    rows, _errors = _check(out, ["a.json", "link.json", "sub/b.json"])
+    rows, _errors = _check(out, ["a.json", "link.json", "sub/b.json", latin])
     why = skipped(out)
     assert why["dangling.json"] == "dangling symlink" and why["self.json"] == "symlink loop"
     assert why["zero.json"] == "character device" and why["pipe.json"] == "fifo"

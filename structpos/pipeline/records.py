@@ -366,6 +366,13 @@ def _directory_files(root: Path, kind, language, glob, follow_symlinks: bool = F
 def _directory_records(root: Path, kind, language, glob, follow_symlinks=False, max_input_bytes=None,
                        skipped: list | None = None) -> Iterator[Record]:
     for rel, f in _directory_files(root, kind, language, glob, follow_symlinks, skipped):
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:  # a file name in another encoding: ids must be text
+            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            err = ("InputError", f"{shown}: the file name is not valid UTF-8; rename it")
+            yield Record(rel, None, shown, kind, language, err, input=shown)
+            continue
         yield from _file_records(f, rel, kind, language, follow_symlinks, max_input_bytes)
 
 

@@ -108,8 +108,9 @@ def walk_files(root: str | Path, *, follow_symlinks: bool = False) -> tuple[list
     ['a.json']
     >>> sorted((s.path, s.reason.split(" (")[0]) for s in skipped)
     [('gone.json', 'symlink'), ('pipe.json', 'fifo')]
+    >>> os.mkdir(os.path.join(d, ".git"))
     >>> sorted(s.reason for s in walk_files(d, follow_symlinks=True)[1])
-    ['dangling symlink', 'fifo']
+    ['dangling symlink', 'fifo', 'hidden or cache directory (not entered)']
     """
     root = Path(root)
     files: list[tuple[str, Path]] = []
@@ -132,6 +133,7 @@ def walk_files(root: str | Path, *, follow_symlinks: bool = False) -> tuple[list
                 skipped.append(Skipped(_rel(path, root), reason or "skipped"))
             elif stat.S_ISDIR(st.st_mode):
                 if entry.name.startswith(".") or entry.name == "__pycache__":
+                    skipped.append(Skipped(_rel(path, root), "hidden or cache directory (not entered)"))
                     continue
                 if (st.st_dev, st.st_ino) in seen_dirs:
                     skipped.append(Skipped(_rel(path, root), "directory already visited (symlink loop)"))
