@@ -170,7 +170,7 @@ def config_from_args(args: argparse.Namespace):
     from ..limits import DEFAULT_LIMITS
     from ..pipeline import DEFAULT_SHARD_SIZE, EncodeConfig
 
-    overrides = dict(x for x in args.limit if isinstance(x, tuple))
+    overrides: dict[str, str | int | float | None] = dict(x for x in args.limit if isinstance(x, tuple))
     counts = [x for x in args.limit if isinstance(x, int)]
     max_records = args.max_records if args.max_records is not None else (counts[-1] if counts else None)
     if args.record_timeout is not None:

@@ -303,8 +303,8 @@ def record_timer(seconds: float | None, name: str = ""):
     ...
     structpos.exceptions.LimitError: slow: took more than 0.05 s (record_timeout; raise the limit to allow it)
     """
-    usable = seconds is not None and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if seconds is None or not usable:
         yield
         return
 

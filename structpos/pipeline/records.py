@@ -300,9 +300,9 @@ def _jsonl_records(path: Path, kind, language, field, id_field, max_input_bytes=
                 continue
             where = f"{path.name} line {lineno}"
             if max_input_bytes is not None and len(raw) > max_input_bytes:
-                err = ("LimitError", f"{where}: line of {len(raw)} bytes (max_input_bytes: {len(raw)} > {max_input_bytes}; "
-                       "raise the limit to allow it)")
-                yield Record(str(lineno), None, where, kind, language, err, input=path.name, position=f"line {lineno}")
+                too_big = ("LimitError", f"{where}: line of {len(raw)} bytes (max_input_bytes: {len(raw)} > "
+                           f"{max_input_bytes}; raise the limit to allow it)")
+                yield Record(str(lineno), None, where, kind, language, too_big, input=path.name, position=f"line {lineno}")
                 continue
             rid, payload, err = _jsonl_line(raw, field, id_field, where, str(lineno))
             yield Record(rid, payload, where, kind, language, err, input=path.name, position=f"line {lineno}")

@@ -128,20 +128,20 @@ def walk_files(root: str | Path, *, follow_symlinks: bool = False) -> tuple[list
             continue
         for entry in entries:
             path = Path(entry.path)
-            st, reason = _entry_stat(path, follow_symlinks)
-            if st is None:
+            found, reason = _entry_stat(path, follow_symlinks)
+            if found is None:
                 skipped.append(Skipped(_rel(path, root), reason or "skipped"))
-            elif stat.S_ISDIR(st.st_mode):
+            elif stat.S_ISDIR(found.st_mode):
                 if entry.name.startswith(".") or entry.name == "__pycache__":
                     skipped.append(Skipped(_rel(path, root), "hidden or cache directory (not entered)"))
                     continue
-                if (st.st_dev, st.st_ino) in seen_dirs:
+                if (found.st_dev, found.st_ino) in seen_dirs:
                     skipped.append(Skipped(_rel(path, root), "directory already visited (symlink loop)"))
                     continue
-                seen_dirs.add((st.st_dev, st.st_ino))
+                seen_dirs.add((found.st_dev, found.st_ino))
                 stack.append(path)
-            elif not stat.S_ISREG(st.st_mode):
-                skipped.append(Skipped(_rel(path, root), special_kind(st.st_mode) or "special file"))
+            elif not stat.S_ISREG(found.st_mode):
+                skipped.append(Skipped(_rel(path, root), special_kind(found.st_mode) or "special file"))
             elif not os.access(path, os.R_OK):
                 skipped.append(Skipped(_rel(path, root), "unreadable: permission denied"))
             else:
