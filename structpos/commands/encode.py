@@ -153,7 +153,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--out", required=True, help="output directory (created; locked while the run lasts)")
     run.add_argument("--shard-size", type=_positive_int, default=None, help="records per shard (default 1000)")
     run.add_argument("--workers", type=_count, default=1,
-                     help="worker processes (default 1); 0 encodes in this process, without protection from crashes")
+                     help="worker processes (default 1); 0 encodes in this process, without protection from crashes, "
+                     "hung C code or memory growth (for debugging)")
     run.add_argument("--engine", choices=["local", "ray"], default="local", help="local worker processes or Ray (default local)")
     run.add_argument("--ray-address", help="address of an existing Ray cluster (default: start a local one)")
     g = run.add_mutually_exclusive_group()

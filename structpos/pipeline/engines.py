@@ -9,7 +9,10 @@ yields :class:`~structpos.pipeline.shards.ShardResult` s as shards finish (in an
 * ``ray``: one Ray task per shard on a local cluster (``ray.init(num_cpus=N)``) or on an
   existing one (``address``); tasks return the Arrow table and errors and the driver writes
   them, so the workers need no shared filesystem. A shard whose task dies or runs past its
-  time is run again one task per record, so only the record at fault becomes an error.
+  time is run again one task per record, so only the record at fault becomes an error. Ray
+  restarts dead workers itself; records are timed by ``SIGALRM`` inside the task (Ray runs
+  tasks on the worker's main thread), and ``max_memory_bytes`` is not applied (Ray's own
+  memory monitor kills a worker that grows too large, and the record then becomes an error).
 """
 
 from __future__ import annotations
