@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from ..exceptions import InputError
 from .walk import Skipped, open_regular, read_bounded, special_kind, walk_files
@@ -141,6 +141,7 @@ def read_records(
     follow_symlinks: bool = False,
     max_input_bytes: int | None = None,
     skipped: list | None = None,
+    exclude: Sequence[str | Path] = (),
 ) -> Iterator[Record]:
     """Yield the records of ``path`` (JSONL, Parquet, a directory or a file) in input order.
 
@@ -161,6 +162,8 @@ def read_records(
         A file larger than this becomes an error record (``LimitError``), not read.
     skipped : list, optional
         Receives a :class:`~structpos.pipeline.walk.Skipped` per directory entry not read.
+    exclude : sequence of paths
+        Directories not to enter (an output directory inside the input directory).
 
     Raises
     ------
@@ -177,7 +180,7 @@ def read_records(
     """
     path = check_input(path)
     if path.is_dir():
-        yield from _directory_records(path, kind, language, glob, follow_symlinks, max_input_bytes, skipped)
+        yield from _directory_records(path, kind, language, glob, follow_symlinks, max_input_bytes, skipped, exclude)
         return
     if path.name.lower().endswith(JSONL_SUFFIXES):
         yield from _jsonl_records(path, kind, language, field, id_field, max_input_bytes)
@@ -213,7 +216,7 @@ def check_input(path: str | Path) -> Path:
 
 
 def count_records(path: str | Path, *, kind: str | None = None, language: str | None = None, glob: str | None = None,
-                  follow_symlinks: bool = False) -> int | None:
+                  follow_symlinks: bool = False, exclude: Sequence[str | Path] = ()) -> int | None:
     """The number of records :func:`read_records` will yield when that is cheap to know, else ``None``.
 
     Examples
@@ -226,7 +229,7 @@ def count_records(path: str | Path, *, kind: str | None = None, language: str | 
     """
     path = Path(path)
     if path.is_dir():
-        files = [f for _, f in _directory_files(path, kind, language, glob, follow_symlinks)]
+        files = [f for _, f in _directory_files(path, kind, language, glob, follow_symlinks, exclude=exclude)]
         if any((kind or (kind_for_path(f) or ("",))[0]) == "conllu" for f in files):
             return None
         return len(files)
@@ -350,8 +353,8 @@ def _languages(language: str | None) -> tuple[str, ...]:
 
 
 def _directory_files(root: Path, kind, language, glob, follow_symlinks: bool = False,
-                     skipped: list | None = None) -> Iterator[tuple[str, Path]]:
-    files, special = walk_files(root, follow_symlinks=follow_symlinks)
+                     skipped: list | None = None, exclude: Sequence[str | Path] = ()) -> Iterator[tuple[str, Path]]:
+    files, special = walk_files(root, follow_symlinks=follow_symlinks, exclude=exclude)
     if skipped is not None:
         skipped.extend(special)
     languages = _languages(language)
@@ -364,8 +367,8 @@ def _directory_files(root: Path, kind, language, glob, follow_symlinks: bool = F
 
 
 def _directory_records(root: Path, kind, language, glob, follow_symlinks=False, max_input_bytes=None,
-                       skipped: list | None = None) -> Iterator[Record]:
-    for rel, f in _directory_files(root, kind, language, glob, follow_symlinks, skipped):
+                       skipped: list | None = None, exclude: Sequence[str | Path] = ()) -> Iterator[Record]:
+    for rel, f in _directory_files(root, kind, language, glob, follow_symlinks, skipped, exclude):
         try:
             rel.encode("utf-8")
         except UnicodeEncodeError:  # a file name in another encoding: ids must be text

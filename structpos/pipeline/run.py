@@ -169,7 +169,7 @@ class _Encoding:
         c = self.config
         records = read_records(self.input, kind=c.kind, language=c.language, field=c.field, id_field=c.id_field,
                                glob=c.glob, follow_symlinks=c.follow_symlinks,
-                               max_input_bytes=c.limits.max_input_bytes, skipped=self.skipped)
+                               max_input_bytes=c.limits.max_input_bytes, skipped=self.skipped, exclude=[self.out])
         return records if c.max_records is None else itertools.islice(records, c.max_records)
 
     def tasks(self) -> Iterator[ShardTask]:
@@ -187,7 +187,8 @@ class _Encoding:
 
     def encode(self) -> None:
         c = self.config
-        total = count_records(self.input, kind=c.kind, language=c.language, glob=c.glob, follow_symlinks=c.follow_symlinks)
+        total = count_records(self.input, kind=c.kind, language=c.language, glob=c.glob, follow_symlinks=c.follow_symlinks,
+                              exclude=[self.out])
         self.bar = _progress(total if c.max_records is None or total is None else min(total, c.max_records), c.progress)
         try:
             for res in ENGINES[c.engine](self.tasks(), workers=c.workers, address=c.ray_address):

@@ -20,6 +20,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from ..exceptions import InputError, LimitError
 
@@ -76,7 +77,8 @@ def _entry_stat(path: Path, follow_symlinks: bool) -> tuple[os.stat_result | Non
     return st, None
 
 
-def walk_files(root: str | Path, *, follow_symlinks: bool = False) -> tuple[list[tuple[str, Path]], list[Skipped]]:
+def walk_files(root: str | Path, *, follow_symlinks: bool = False,
+               exclude: Sequence[str | Path] = ()) -> tuple[list[tuple[str, Path]], list[Skipped]]:
     """The regular files under ``root`` (sorted by relative path) and the entries skipped.
 
     Parameters
@@ -86,6 +88,8 @@ def walk_files(root: str | Path, *, follow_symlinks: bool = False) -> tuple[list
     follow_symlinks : bool
         Follow symlinks to files and directories (each directory entered once, so a
         symlink loop ends); by default symlinks are skipped.
+    exclude : sequence of paths
+        Directories not to enter (the output directory of a run, when it lies inside ``root``).
 
     Returns
     -------
@@ -116,6 +120,7 @@ def walk_files(root: str | Path, *, follow_symlinks: bool = False) -> tuple[list
     files: list[tuple[str, Path]] = []
     skipped: list[Skipped] = []
     seen_dirs: set[tuple[int, int]] = set()
+    excluded = {(s.st_dev, s.st_ino) for s in (os.stat(p) for p in exclude if os.path.isdir(p))}
     st = os.stat(root)
     seen_dirs.add((st.st_dev, st.st_ino))
     stack = [root]
@@ -134,6 +139,9 @@ def walk_files(root: str | Path, *, follow_symlinks: bool = False) -> tuple[list
             elif stat.S_ISDIR(found.st_mode):
                 if entry.name.startswith(".") or entry.name == "__pycache__":
                     skipped.append(Skipped(_rel(path, root), "hidden or cache directory (not entered)"))
+                    continue
+                if (found.st_dev, found.st_ino) in excluded:
+                    skipped.append(Skipped(_rel(path, root), "the output directory (not entered)"))
                     continue
                 if (found.st_dev, found.st_ino) in seen_dirs:
                     skipped.append(Skipped(_rel(path, root), "directory already visited (symlink loop)"))
