@@ -146,7 +146,11 @@ def encode_shard_table(index: int, records: Sequence[Record], options: EncodeOpt
     """Encode one shard's records (no I/O): ``(table, errors, result)``."""
     t0 = time.perf_counter()
     per_record = list(encode_each(records, options, preset=preset, on_record=on_record))
-    table = conform(_rows_table(per_record, records), output_schema(options))
+    table = _rows_table(per_record, records)
+    try:
+        table = conform(table, output_schema(options))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pass  # a coordinate of another type than the sample's: keep it as it is (readers unify schemas)
     errors = [err for _, err in per_record if err is not None]
     n = len(records)
     res = ShardResult(index, n, n - len(errors), len(errors), table.num_rows,
