@@ -115,6 +115,13 @@ def _limit_names() -> str:
     return ", ".join(f"{f.name} ({f.default})" for f in fields(Limits))
 
 
+def _default_timeout() -> str:
+    from ..limits import DEFAULT_LIMITS
+
+    t = DEFAULT_LIMITS.record_timeout
+    return "none" if t is None else f"{t:g}"
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from ..parsers import PARSERS
 
@@ -148,7 +155,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help=f"override a limit ('none' turns it off); repeatable. Names (defaults): {_limit_names()}. "
                      "A plain number N is the old spelling of --max-records N")
     lim.add_argument("--record-timeout", type=float, default=None, metavar="SECONDS",
-                     help="seconds one record may take before it is an error (default: Limits.record_timeout, 120)")
+                     help=f"seconds one record may take before it is an error (default {_default_timeout()}; "
+                     "same as --limit record_timeout=SECONDS)")
     run = p.add_argument_group("running")
     run.add_argument("--out", required=True, help="output directory (created; locked while the run lasts)")
     run.add_argument("--shard-size", type=_positive_int, default=None, help="records per shard (default 1000)")
