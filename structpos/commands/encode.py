@@ -46,8 +46,9 @@ input formats:
 output (in --out):
   part-NNNNN.parquet       columns id, kind, num_nodes, labels, start, end, parent (null unless a
                            tree) and one list column per coordinate.
-  errors.jsonl             one line per failed record: id, input, position, stage (read, parse,
-                           coords, timeout, memory, worker, write), error_type, message, offset.
+  errors.jsonl             one line per failed record: id, shard, input, position, stage (read,
+                           parse, coords, timeout, memory, worker, write), error_type, message,
+                           offset (the position inside the record), digest (its content hash).
   manifest.json            options, per-shard counts and content hashes (index/part-NNNNN.json:
                            record ids and their content hashes), totals, skipped entries.
 

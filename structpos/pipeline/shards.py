@@ -119,7 +119,9 @@ def write_shard(out_dir: Path, index: int, table: pa.Table, errors: Sequence[dic
                 ids: Sequence[str] = (), digests: Sequence[str] = ()) -> None:
     """Atomically write shard ``index``: its index file, its errors file, then its Parquet file."""
     parquet, errfile = shard_paths(out_dir, index)
-    lines = "".join(json.dumps({"id": e["id"], "shard": index, **{k: v for k, v in e.items() if k != "id"}}) + "\n" for e in errors)
+    digest_of = dict(zip(ids, digests))
+    lines = "".join(json.dumps({"id": e["id"], "shard": index, **{k: v for k, v in e.items() if k not in ("id", "digest")},
+                                "digest": digest_of.get(e["id"])}) + "\n" for e in errors)
     atomic_write_bytes(index_path(out_dir, index), json.dumps({"ids": list(ids), "digests": list(digests)}).encode())
     atomic_write_bytes(errfile, lines.encode("utf-8"))
     _atomic_write_table(parquet, table)
@@ -257,16 +259,15 @@ class Manifest:
         if index not in self.shards:
             return {}
         try:
-            old = json.loads(index_path(self.out_dir, index).read_text())
-            old_digest = dict(zip(old["ids"], old["digests"]))
             lines = shard_paths(self.out_dir, index)[1].read_text().splitlines()
             errors = {e["id"]: e for e in (json.loads(x) for x in lines if x.strip())}
         except (OSError, ValueError, KeyError, TypeError):
             return {}
         known = {}
         for k, (rec, d) in enumerate(zip(records, digests)):
-            if rec.id in errors and old_digest.get(rec.id) == d:
-                known[k] = {key: v for key, v in errors[rec.id].items() if key != "shard"}
+            e = errors.get(rec.id)
+            if e is not None and e.get("digest") == d:  # the error of this very content
+                known[k] = {key: v for key, v in e.items() if key not in ("shard", "digest")}
         return known
 
     def drop(self, index: int) -> None:
