@@ -263,7 +263,10 @@ class WorkerPool:
             queue.insert(0, replace(task, preset={**task.preset, k: err}))
             return
         if task.retries >= MAX_SHARD_RETRIES:
-            raise RuntimeError(f"shard {task.index}: the encode worker died {task.retries + 1} times outside any record ({why})")
+            raise RuntimeError(f"shard {task.index}: the encode worker died {task.retries + 1} times outside any record "
+                               f"({why.replace(' while encoding this record', '')}); if it dies as it starts, does the "
+                               "calling script lack an `if __name__ == '__main__':` guard (workers re-import it), or is "
+                               "--limit max_memory_bytes too small?")
         queue.insert(0, replace(task, retries=task.retries + 1))
 
     def close(self) -> None:

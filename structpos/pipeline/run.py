@@ -233,7 +233,9 @@ def encode_to_parquet(input: str | Path, out_dir: str | Path, config: EncodeConf
         The output directory (created; locked for the run).
     config : EncodeConfig, optional
         The options; keyword arguments replace single fields (``kind="json", coords="tree"``;
-        ``limit=`` is accepted for ``max_records``).
+        ``limit=`` is accepted for ``max_records``). With ``workers >= 1`` (the default) records
+        are encoded in spawned worker processes, which import the calling script again: a script
+        must call this under ``if __name__ == "__main__":``; ``workers=0`` encodes in this process.
 
     Returns
     -------
