@@ -4,8 +4,8 @@ yields :class:`~structpos.pipeline.shards.ShardResult` s as shards finish (in an
 * ``local`` with ``workers=0``: in this process (no isolation from crashes; for debugging).
 * ``local`` with ``N >= 1`` workers: a :class:`~structpos.pipeline.isolation.WorkerPool` of
   ``spawn`` processes; each encodes *and writes* its shard (only counts travel back), a record
-  that times out or kills its worker becomes an error entry and the worker is replaced. At
-  most ``2 N`` shards are read ahead, so memory stays bounded however large the input.
+  that times out or kills its worker becomes an error entry and the worker is replaced. One
+  shard per worker is in flight, so memory stays bounded however large the input.
 * ``ray``: one Ray task per shard on a local cluster (``ray.init(num_cpus=N)``) or on an
   existing one (``address``); tasks return the Arrow table and errors and the driver writes
   them, so the workers need no shared filesystem. A shard whose task dies or runs past its

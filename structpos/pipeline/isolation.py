@@ -186,7 +186,8 @@ class WorkerPool:
         self._busy.append(w)
 
     def run(self, tasks: Iterable[ShardTask]) -> Iterator[ShardResult]:
-        """Encode ``tasks`` (at most ``2 * workers`` read ahead), yielding results as shards finish."""
+        """Encode ``tasks``, one shard per worker at a time (so at most ``workers`` shards are in memory,
+        however large the input), yielding results as shards finish."""
         it = iter(tasks)
         queue: list[ShardTask] = []  # shards to start again after a worker death
         exhausted = False
