@@ -11,10 +11,14 @@ is record ``k`` of the next, which is what sharding and ``--resume`` rely on):
 * **A directory** (or any other single file): one record per file, id = the path relative to
   the directory, files sorted by that path; the kind (and code language) comes from
   ``--kind``/``--language`` or else the suffix (:data:`SUFFIX_KINDS`). A CoNLL-U file yields
-  one record per sentence, id ``file#sent_id``.
+  one record per sentence, id ``file#sent_id``. Only regular files are read (see
+  :mod:`.walk`); every other entry, and every file of another kind or language or with an
+  unknown suffix, is reported as skipped with its reason. A known suffix also fixes the
+  format the parser is told (a ``.csv`` is read as CSV whatever it contains).
 
-A line or file that cannot be read (bad JSON, missing field, bad UTF-8) still yields a record,
-carrying ``read_error``, so that *records in = records encoded + records in errors* holds.
+A line or file that cannot be read (bad JSON, missing field, bad UTF-8, a lone surrogate, a
+file over ``max_input_bytes``) still yields a record, carrying ``read_error``, so that
+*records in = records encoded + records in errors* holds.
 """
 
 from __future__ import annotations
