@@ -31,7 +31,19 @@ __all__ = ["EncodeOptions", "encode_payload", "encode_one", "encode_records", "e
 
 @dataclass(frozen=True)
 class EncodeOptions:
-    """What to do with each record: the parser kind/options and the coordinate spec."""
+    """What to do with each record: the parser kind/options, the coordinate spec and the limits.
+
+    Examples
+    --------
+    >>> from structpos.limits import Limits
+    >>> opts = EncodeOptions("json", "tree", limits=Limits(max_nodes=100)).validate()
+    >>> opts.as_dict()["limits"]["max_nodes"]
+    100
+    >>> EncodeOptions("nosuch", "tree").validate()
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: --kind: unknown input kind 'nosuch'; known kinds: ...
+    """
 
     kind: str | None
     coords: str
