@@ -83,10 +83,18 @@ def test_debug_shows_the_traceback(files, capsys):
 
 def test_version_and_python_m(capsys):
     assert main(["--version"]) == 0 and capsys.readouterr().out.strip() == f"structpos {structpos.__version__}"
-    r = subprocess.run([sys.executable, "-m", "structpos", "--version"], env=ENV, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "structpos", "--version"], env=ENV, capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0 and r.stdout.strip() == f"structpos {structpos.__version__}"
-    r = subprocess.run([sys.executable, "-m", "structpos", "encode", "nope.jsonl", "--out", "o"], env=ENV, cwd="/",
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "structpos", "encode", "nope.jsonl", "--out", "o"],
+        env=ENV,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and r.stderr == "structpos: error: nope.jsonl: input does not exist\n"
 
 
@@ -108,8 +116,16 @@ def test_help_is_plain_text_and_documents_every_encode_flag_and_input_format():
     encode = subs["encode"]
     text = encode.format_help()
     flags = [s for a in encode._actions for s in a.option_strings if s.startswith("--")]
-    assert {"--id-field", "--glob", "--follow-symlinks", "--limit", "--record-timeout", "--retry-errors",
-            "--resume", "--max-records"} <= set(flags)
+    assert {
+        "--id-field",
+        "--glob",
+        "--follow-symlinks",
+        "--limit",
+        "--record-timeout",
+        "--retry-errors",
+        "--resume",
+        "--max-records",
+    } <= set(flags)
     for flag in flags:
         assert flag in text
     for fmt in ("JSONL", "graph JSONL", '"edge_index"', "Parquet", "a directory", "errors.jsonl", "manifest.json"):
@@ -120,8 +136,24 @@ def test_limit_overrides_reach_the_records(tmp_path, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"text": json.dumps(list(range(50)))}) + "\n" + json.dumps({"text": "[1]"}) + "\n")
     out = tmp_path / "o"
-    assert main(["encode", str(src), "--kind", "json", "--out", str(out), "--limit", "max_nodes=10", "--workers", "0",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "encode",
+                str(src),
+                "--kind",
+                "json",
+                "--out",
+                str(out),
+                "--limit",
+                "max_nodes=10",
+                "--workers",
+                "0",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     (err,) = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
     assert err["id"] == "1" and err["error_type"] == "LimitError" and "max_nodes: 51 > 10" in err["message"]
     manifest = json.loads((out / "manifest.json").read_text())

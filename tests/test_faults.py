@@ -99,8 +99,18 @@ def test_worker_death_timeouts_memory_and_exceptions_are_rows_of_errors(tmp_path
     ids = _jsonl(src, payloads)
     limits = Limits(record_timeout=1.0, max_memory_bytes=2**30)
     out = tmp_path / "enc"
-    s = encode_to_parquet(src, out, kind="faulty", extra_parsers=FAULTS, coords="tree", limits=limits, id_field="id",
-                          shard_size=4, workers=2, progress=False)
+    s = encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        limits=limits,
+        id_field="id",
+        shard_size=4,
+        workers=2,
+        progress=False,
+    )
     rows, errors = _check(out, ids)
     assert (s.records, s.errors) == (len(ids), 6)
     assert errors["r1"]["stage"] == "worker" and "SIGKILL" in errors["r1"]["message"]
@@ -115,32 +125,76 @@ def test_worker_death_timeouts_memory_and_exceptions_are_rows_of_errors(tmp_path
         assert row["num_nodes"] == _json_size(json.loads(payloads[int(rid[1:])]))
     # --resume keeps every error (not one faulty record runs again) unless --retry-errors
     before = calls.read_text().splitlines().count("die")
-    s2 = encode_to_parquet(src, out, kind="faulty", extra_parsers=FAULTS, coords="tree", limits=limits, id_field="id",
-                           shard_size=4, workers=2, progress=False, resume=True)
+    s2 = encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        limits=limits,
+        id_field="id",
+        shard_size=4,
+        workers=2,
+        progress=False,
+        resume=True,
+    )
     assert s2.shards_skipped == 3 and calls.read_text().splitlines().count("die") == before
     payloads[0] = _good(100)  # a changed record: its shard is encoded again, the killer in it is not run again
     _jsonl(src, payloads)
-    s3 = encode_to_parquet(src, out, kind="faulty", extra_parsers=FAULTS, coords="tree", limits=limits, id_field="id",
-                           shard_size=4, workers=1, progress=False, resume=True)
+    s3 = encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        limits=limits,
+        id_field="id",
+        shard_size=4,
+        workers=1,
+        progress=False,
+        resume=True,
+    )
     rows, errors = _check(out, ids)
     assert s3.shards_skipped == 2 and calls.read_text().splitlines().count("die") == before
     assert rows["r0"]["num_nodes"] == _json_size(json.loads(payloads[0])) and "r1" in errors
     payloads[1] = _good(1)
     _jsonl(src, payloads)  # the killer was fixed: --retry-errors encodes it (and retries the other errors)
-    encode_to_parquet(src, out, kind="faulty", extra_parsers=FAULTS, coords="tree", limits=limits, id_field="id",
-                      shard_size=4, workers=2, progress=False, resume=True, retry_errors=True)
+    encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        limits=limits,
+        id_field="id",
+        shard_size=4,
+        workers=2,
+        progress=False,
+        resume=True,
+        retry_errors=True,
+    )
     rows, errors = _check(out, ids)
     assert "r1" in rows and set(errors) == {"r3", "r5", "r6", "r8", "r9"}
 
 
 def test_bad_unicode_lines_are_errors_and_resume_passes_them(tmp_path):
     src = tmp_path / "in.jsonl"
-    lines = [json.dumps({"text": "[1]"}).encode(), b'{"\\ud800": 1, "text": "[2]"}', b'{"text": "[\xff]"}',
-             b'{"text": "[\\"\\ud83d\\ude00\\"]"}', b'{"text": "[\\"\\udc00\\"]"}']
+    lines = [
+        json.dumps({"text": "[1]"}).encode(),
+        b'{"\\ud800": 1, "text": "[2]"}',
+        b'{"text": "[\xff]"}',
+        b'{"text": "[\\"\\ud83d\\ude00\\"]"}',
+        b'{"text": "[\\"\\udc00\\"]"}',
+    ]
     src.write_bytes(b"\n".join(lines) + b"\n")
     out = tmp_path / "enc"
     for extra in ([], ["--resume"]):
-        assert main(["encode", str(src), "--kind", "json", "--out", str(out), "--shard-size", "2", "--no-progress", *extra]) == 0
+        assert (
+            main(
+                ["encode", str(src), "--kind", "json", "--out", str(out), "--shard-size", "2", "--no-progress", *extra]
+            )
+            == 0
+        )
         rows, errors = _check(out, ["1", "2", "3", "4", "5"])
         assert set(rows) == {"1", "4"} and errors["2"]["stage"] == errors["3"]["stage"] == "read"
         assert "surrogate" in errors["2"]["message"] and "surrogate" in errors["5"]["message"]
@@ -155,14 +209,34 @@ def _start(cmd: list[str], out: Path, first_shard_timeout: float = 60) -> subpro
     return proc
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])  # kill -9: test_encode_cli.py::test_resume_after_kill_9_...
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM]
+)  # kill -9: test_encode_cli.py::test_resume_after_kill_9_...
 def test_driver_interrupted_then_resumed(shared_data, tmp_path, sig):
     from structpos.pipeline.records import conllu_sentences
 
     src = shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu"
     out = tmp_path / "enc"
-    cmd = [sys.executable, "-m", "structpos", "encode", str(src), "--kind", "conllu", "--coords", "tree",
-           "--out", str(out), "--shard-size", "10", "--workers", "2", "--max-records", "800", "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "structpos",
+        "encode",
+        str(src),
+        "--kind",
+        "conllu",
+        "--coords",
+        "tree",
+        "--out",
+        str(out),
+        "--shard-size",
+        "10",
+        "--workers",
+        "2",
+        "--max-records",
+        "800",
+        "--no-progress",
+    ]
     proc = _start(cmd, out)
     time.sleep(0.2)
     assert proc.poll() is None, "the run finished before it could be interrupted"
@@ -171,8 +245,9 @@ def test_driver_interrupted_then_resumed(shared_data, tmp_path, sig):
     if sig in (signal.SIGINT, signal.SIGTERM):
         assert proc.returncode == 130 and "interrupted" in err and "--resume" in err and "Traceback" not in err
     assert not json.loads((out / "manifest.json").read_text())["complete"]
-    rerun = subprocess.run(cmd + ["--resume"], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                           timeout=120)
+    rerun = subprocess.run(
+        cmd + ["--resume"], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120
+    )
     assert rerun.returncode == 0, rerun.stderr
     expected = [f"{src.name}#{s}" for s, _, _ in conllu_sentences(src.read_text(encoding="utf-8"))][:800]
     _check(out, expected)
@@ -185,11 +260,30 @@ def test_disk_full_fails_in_one_line_then_resume_completes(tmp_path):
     ids = [str(i) for i in range(1, 41)]
     src.write_text("".join(json.dumps({"text": p}) + "\n" for p in payloads))
     out = tmp_path / "enc"
-    args = ["encode", str(src), "--kind", "json", "--out", str(out), "--shard-size", "10", "--workers", "2", "--no-progress"]
-    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (48000, 48000)); "
-            "from structpos.cli import main; sys.exit(main(sys.argv[1:]))")
-    full = subprocess.run([sys.executable, "-c", code, *args], env={**os.environ, "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, timeout=120)
+    args = [
+        "encode",
+        str(src),
+        "--kind",
+        "json",
+        "--out",
+        str(out),
+        "--shard-size",
+        "10",
+        "--workers",
+        "2",
+        "--no-progress",
+    ]
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (48000, 48000)); "
+        "from structpos.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    full = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert full.returncode == 2 and full.stderr.count("\n") == 1, full.stderr
     assert full.stderr.startswith("structpos: error: ") and "File too large" in full.stderr
     assert not json.loads((out / "manifest.json").read_text())["complete"]
@@ -202,8 +296,21 @@ def test_damaged_shards_are_encoded_again_on_resume(tmp_path):
     src = tmp_path / "in.jsonl"
     ids = _jsonl(src, [_good(i) for i in range(12)] + ["[1,"])
     out = tmp_path / "enc"
-    args = ["encode", str(src), "--kind", "json", "--id-field", "id", "--out", str(out), "--shard-size", "3",
-            "--workers", "0", "--no-progress"]
+    args = [
+        "encode",
+        str(src),
+        "--kind",
+        "json",
+        "--id-field",
+        "id",
+        "--out",
+        str(out),
+        "--shard-size",
+        "3",
+        "--workers",
+        "0",
+        "--no-progress",
+    ]
     assert main(args) == 0
     reference = read_output(out)
     (out / "part-00001.parquet").write_bytes(b"PAR1 garbage")  # damaged
@@ -222,8 +329,21 @@ def test_changed_record_is_encoded_again_and_changed_options_refused(tmp_path, c
     payloads = [_good(i) for i in range(9)]
     ids = _jsonl(src, payloads)
     out = tmp_path / "enc"
-    args = ["encode", str(src), "--kind", "json", "--id-field", "id", "--out", str(out), "--shard-size", "3",
-            "--workers", "0", "--no-progress"]
+    args = [
+        "encode",
+        str(src),
+        "--kind",
+        "json",
+        "--id-field",
+        "id",
+        "--out",
+        str(out),
+        "--shard-size",
+        "3",
+        "--workers",
+        "0",
+        "--no-progress",
+    ]
     assert main(args) == 0
     payloads[4] = json.dumps({"now": [[1, 2], [3, {"deeper": True}]]})
     _jsonl(src, payloads)
@@ -292,8 +412,24 @@ def test_hostile_directory_entries_are_skipped_with_reasons_never_opened(tmp_pat
     assert "not --kind json" in why["table.csv"] and "unknown suffix" in why["notes.bin"]
     out = d / "follow"  # inside the input: not read as input
     for _ in range(2):  # the second time with the first run's manifest.json etc. in the input directory
-        assert main(["encode", str(d), "--kind", "json", "--out", str(out), "--follow-symlinks", "--workers", "0",
-                     "--no-progress", "--overwrite"]) == 0
+        assert (
+            main(
+                [
+                    "encode",
+                    str(d),
+                    "--kind",
+                    "json",
+                    "--out",
+                    str(out),
+                    "--follow-symlinks",
+                    "--workers",
+                    "0",
+                    "--no-progress",
+                    "--overwrite",
+                ]
+            )
+            == 0
+        )
     rows, _errors = _check(out, ["a.json", "link.json", "sub/b.json", latin])
     why = skipped(out)
     assert why["dangling.json"] == "dangling symlink" and why["self.json"] == "symlink loop"
@@ -313,14 +449,48 @@ def test_suffix_wins_over_sniffing_and_kind_code_reads_only_the_languages_asked(
     text = 'name,markup\nx,"<table><tr><td>1</td></tr></table>"\ny,2\n'
     (d / "t.csv").write_text(text)
     out = tmp_path / "py"
-    assert main(["encode", str(d), "--kind", "code", "--language", "python", "--out", str(out), "--workers", "0",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "encode",
+                str(d),
+                "--kind",
+                "code",
+                "--language",
+                "python",
+                "--out",
+                str(out),
+                "--workers",
+                "0",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     rows, _ = _check(out, ["a.py"])
     why = {e["path"]: e["reason"] for e in json.loads((out / "manifest.json").read_text())["skipped"]["entries"]}
     assert "language c" in why["b.c"] and "language javascript" in why["c.js"] and "t.csv" in why
     out = tmp_path / "all"
-    assert main(["encode", str(d), "--coords", "table", "--glob", "*.csv", "--kind", "table", "--out", str(out),
-                 "--workers", "0", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "encode",
+                str(d),
+                "--coords",
+                "table",
+                "--glob",
+                "*.csv",
+                "--kind",
+                "table",
+                "--out",
+                str(out),
+                "--workers",
+                "0",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     rows, _errors = _check(out, ["t.csv"])
     import csv
     import io

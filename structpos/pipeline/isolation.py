@@ -162,8 +162,12 @@ class WorkerPool:
     def _start(self) -> _Worker:
         parent, child = self._ctx.Pipe()
         state = self._ctx.Array("d", [-1.0, 0.0], lock=False)
-        proc = self._ctx.Process(target=_worker_main, args=(child, state, os.getpid(), self.options.limits.max_memory_bytes),
-                                 daemon=True, name="structpos-encode-worker")
+        proc = self._ctx.Process(
+            target=_worker_main,
+            args=(child, state, os.getpid(), self.options.limits.max_memory_bytes),
+            daemon=True,
+            name="structpos-encode-worker",
+        )
         with _worker_environment():
             proc.start()
         child.close()
@@ -237,9 +241,14 @@ class WorkerPool:
             elif limit is not None and k >= 0 and now - t0 > limit:
                 w.process.kill()
                 w.process.join(5)
-                self._replace(w, queue, k, stage="timeout",
-                              why=f"took more than {self.options.limits.record_timeout:g} s (record_timeout; "
-                                  "raise the limit to allow it); its worker was killed")
+                self._replace(
+                    w,
+                    queue,
+                    k,
+                    stage="timeout",
+                    why=f"took more than {self.options.limits.record_timeout:g} s (record_timeout; "
+                    "raise the limit to allow it); its worker was killed",
+                )
 
     @staticmethod
     def _result(msg: tuple) -> ShardResult:
@@ -264,10 +273,12 @@ class WorkerPool:
             queue.insert(0, replace(task, preset={**task.preset, k: err}))
             return
         if task.retries >= MAX_SHARD_RETRIES:
-            raise RuntimeError(f"shard {task.index}: the encode worker died {task.retries + 1} times outside any record "
-                               f"({why.replace(' while encoding this record', '')}); if it dies as it starts, does the "
-                               "calling script lack an `if __name__ == '__main__':` guard (workers re-import it), or is "
-                               "--limit max_memory_bytes too small?")
+            raise RuntimeError(
+                f"shard {task.index}: the encode worker died {task.retries + 1} times outside any record "
+                f"({why.replace(' while encoding this record', '')}); if it dies as it starts, does the "
+                "calling script lack an `if __name__ == '__main__':` guard (workers re-import it), or is "
+                "--limit max_memory_bytes too small?"
+            )
         queue.insert(0, replace(task, retries=task.retries + 1))
 
     def close(self) -> None:

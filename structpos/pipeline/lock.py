@@ -64,8 +64,12 @@ def lock_output(out: str | Path) -> Iterator[Path]:
     except Timeout:
         raise ResumeError(f"another run is writing this output directory: {_holder(out)}", name=str(out)) from None
     try:
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "command": " ".join(sys.argv)[:300]}
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "command": " ".join(sys.argv)[:300],
+        }
         (out / HOLDER).write_text(json.dumps(info))
         yield out
     finally:

@@ -72,13 +72,20 @@ def _entry_stat(path: Path, follow_symlinks: bool) -> tuple[os.stat_result | Non
         try:
             st = os.stat(path)
         except OSError as e:
-            reason = "symlink loop" if e.errno == 40 else "dangling symlink" if e.errno == 2 else f"broken symlink: {e.strerror}"
+            reason = (
+                "symlink loop"
+                if e.errno == 40
+                else "dangling symlink"
+                if e.errno == 2
+                else f"broken symlink: {e.strerror}"
+            )
             return None, reason
     return st, None
 
 
-def walk_files(root: str | Path, *, follow_symlinks: bool = False,
-               exclude: Sequence[str | Path] = ()) -> tuple[list[tuple[str, Path]], list[Skipped]]:
+def walk_files(
+    root: str | Path, *, follow_symlinks: bool = False, exclude: Sequence[str | Path] = ()
+) -> tuple[list[tuple[str, Path]], list[Skipped]]:
     """The regular files under ``root`` (sorted by relative path) and the entries skipped.
 
     Parameters
@@ -232,8 +239,9 @@ def read_bounded(fd: int, max_bytes: int | None, *, name: str) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
             if max_bytes is not None and size > max_bytes:
-                raise LimitError(f"more than {max_bytes} bytes", limit="max_input_bytes", value=size, maximum=max_bytes,
-                                 name=name)
+                raise LimitError(
+                    f"more than {max_bytes} bytes", limit="max_input_bytes", value=size, maximum=max_bytes, name=name
+                )
     finally:
         os.close(fd)
     return b"".join(chunks)
