@@ -27,8 +27,11 @@ class _Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line, like every other structpos error."""
 
     def error(self, message: str):  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"structpos: error: {self.prog.removeprefix('structpos').strip() or 'arguments'}: "
-                              f"{message} (see {self.prog} --help)\n")
+        self.exit(
+            EXIT_USAGE,
+            f"structpos: error: {self.prog.removeprefix('structpos').strip() or 'arguments'}: "
+            f"{message} (see {self.prog} --help)\n",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     """
     from . import __version__
 
-    parser = _Parser(prog="structpos", description="Structured-position compiler for trees, tables, documents and graphs.")
+    parser = _Parser(
+        prog="structpos", description="Structured-position compiler for trees, tables, documents and graphs."
+    )
     parser.add_argument("--version", action="version", version=f"structpos {__version__}")
     parser.add_argument("--debug", action="store_true", help="on an error, print the traceback instead of one line")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -54,8 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         mod.add_parser(sub)
     for p in sub.choices.values():
-        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                       help="on an error, print the traceback instead of one line")
+        p.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="on an error, print the traceback instead of one line",
+        )
     return parser
 
 

@@ -82,7 +82,9 @@ def _limit_item(text: str) -> tuple[str, str] | int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE (e.g. max_nodes=100000) or a record count, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUE (e.g. max_nodes=100000) or a record count, got {text!r}"
+        ) from None
     if n < 0:
         raise argparse.ArgumentTypeError(f"a record count must be >= 0, got {n}")
     return n
@@ -132,39 +134,81 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("input", help="a .jsonl/.ndjson file, a .parquet file, a directory, or a single file (see input formats)")
+    p.add_argument(
+        "input", help="a .jsonl/.ndjson file, a .parquet file, a directory, or a single file (see input formats)"
+    )
     what = p.add_argument_group("what to compute")
-    what.add_argument("--kind", choices=sorted(PARSERS), metavar="KIND",
-                      help=f"input kind: {', '.join(sorted(PARSERS))}; it always wins over content sniffing. "
-                      "Directories: read only files of this kind (default: every known suffix, each as its kind)")
-    what.add_argument("--language", help="code language(s), comma separated (python, javascript, java, go, rust, c, cpp); "
-                      "directories: read only these languages' files (default: from each file's suffix)")
-    what.add_argument("--coords", default="tree", help="coordinate spec, comma separated: tree[:DxW], table, hier, lap[:k], "
-                      "rw[:K], maglap[:k[:q]], spd[:max], resistance (default: tree); checked before any work starts")
-    what.add_argument("--parser-opt", action="append", type=_parser_option, default=[], metavar="KEY=VALUE",
-                      help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable")
+    what.add_argument(
+        "--kind",
+        choices=sorted(PARSERS),
+        metavar="KIND",
+        help=f"input kind: {', '.join(sorted(PARSERS))}; it always wins over content sniffing. "
+        "Directories: read only files of this kind (default: every known suffix, each as its kind)",
+    )
+    what.add_argument(
+        "--language",
+        help="code language(s), comma separated (python, javascript, java, go, rust, c, cpp); "
+        "directories: read only these languages' files (default: from each file's suffix)",
+    )
+    what.add_argument(
+        "--coords",
+        default="tree",
+        help="coordinate spec, comma separated: tree[:DxW], table, hier, lap[:k], "
+        "rw[:K], maglap[:k[:q]], spd[:max], resistance (default: tree); checked before any work starts",
+    )
+    what.add_argument(
+        "--parser-opt",
+        action="append",
+        type=_parser_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable",
+    )
     src = p.add_argument_group("reading the input")
     src.add_argument("--field", default="text", help="JSONL/Parquet: the payload field (default: text)")
     src.add_argument("--id-field", help="JSONL/Parquet: the record id field (default: the line number / row number)")
-    src.add_argument("--glob", help="directories: read only files whose relative path or name matches this pattern "
-                     "(e.g. '*.txt'), each as --kind")
-    src.add_argument("--follow-symlinks", action="store_true",
-                     help="directories: follow symlinks (each directory entered once, so loops end); default: skip them")
+    src.add_argument(
+        "--glob",
+        help="directories: read only files whose relative path or name matches this pattern "
+        "(e.g. '*.txt'), each as --kind",
+    )
+    src.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="directories: follow symlinks (each directory entered once, so loops end); default: skip them",
+    )
     src.add_argument("--max-records", type=_count, default=None, metavar="N", help="encode only the first N records")
     lim = p.add_argument_group("limits (per record; an overrun makes the record an error, named in the message)")
-    lim.add_argument("--limit", action="append", type=_limit_item, default=[], metavar="NAME=VALUE",
-                     help=f"override a limit ('none' turns it off); repeatable. Names (defaults): {_limit_names()}. "
-                     "A plain number N is the old spelling of --max-records N")
-    lim.add_argument("--record-timeout", type=float, default=None, metavar="SECONDS",
-                     help=f"seconds one record may take before it is an error (default {_default_timeout()}; "
-                     "same as --limit record_timeout=SECONDS)")
+    lim.add_argument(
+        "--limit",
+        action="append",
+        type=_limit_item,
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"override a limit ('none' turns it off); repeatable. Names (defaults): {_limit_names()}. "
+        "A plain number N is the old spelling of --max-records N",
+    )
+    lim.add_argument(
+        "--record-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"seconds one record may take before it is an error (default {_default_timeout()}; "
+        "same as --limit record_timeout=SECONDS)",
+    )
     run = p.add_argument_group("running")
     run.add_argument("--out", required=True, help="output directory (created; locked while the run lasts)")
     run.add_argument("--shard-size", type=_positive_int, default=None, help="records per shard (default 1000)")
-    run.add_argument("--workers", type=_count, default=1,
-                     help="worker processes (default 1); 0 encodes in this process, without protection from crashes, "
-                     "hung C code or memory growth (for debugging)")
-    run.add_argument("--engine", choices=["local", "ray"], default="local", help="local worker processes or Ray (default local)")
+    run.add_argument(
+        "--workers",
+        type=_count,
+        default=1,
+        help="worker processes (default 1); 0 encodes in this process, without protection from crashes, "
+        "hung C code or memory growth (for debugging)",
+    )
+    run.add_argument(
+        "--engine", choices=["local", "ray"], default="local", help="local worker processes or Ray (default local)"
+    )
     run.add_argument("--ray-address", help="address of an existing Ray cluster (default: start a local one)")
     g = run.add_mutually_exclusive_group()
     g.add_argument("--resume", action="store_true", help="continue an interrupted run in --out (same options)")
@@ -190,12 +234,24 @@ def config_from_args(args: argparse.Namespace):
     if args.retry_errors and not args.resume:
         raise SpecError("only makes sense with --resume", name="--retry-errors")
     return EncodeConfig(
-        kind=args.kind, coords=args.coords, language=args.language, parser_options=dict(args.parser_opt),
+        kind=args.kind,
+        coords=args.coords,
+        language=args.language,
+        parser_options=dict(args.parser_opt),
         limits=DEFAULT_LIMITS.with_overrides(overrides) if overrides else DEFAULT_LIMITS,
-        field=args.field, id_field=args.id_field, glob=args.glob, follow_symlinks=args.follow_symlinks,
-        max_records=max_records, shard_size=args.shard_size or DEFAULT_SHARD_SIZE, workers=args.workers,
-        engine=args.engine, ray_address=args.ray_address, resume=args.resume, retry_errors=args.retry_errors,
-        overwrite=args.overwrite, progress=False if args.no_progress else None,
+        field=args.field,
+        id_field=args.id_field,
+        glob=args.glob,
+        follow_symlinks=args.follow_symlinks,
+        max_records=max_records,
+        shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
+        workers=args.workers,
+        engine=args.engine,
+        ray_address=args.ray_address,
+        resume=args.resume,
+        retry_errors=args.retry_errors,
+        overwrite=args.overwrite,
+        progress=False if args.no_progress else None,
     ).validate()
 
 
@@ -229,7 +285,9 @@ def run_command(args: argparse.Namespace) -> int:
         f"({s.records_per_second:.0f} records/s) -> {s.out_dir}"
     )
     if s.files_skipped:
-        print(f"{s.files_skipped} directory entries skipped (reasons in {s.out_dir / 'manifest.json'})", file=sys.stderr)
+        print(
+            f"{s.files_skipped} directory entries skipped (reasons in {s.out_dir / 'manifest.json'})", file=sys.stderr
+        )
     if s.errors:
         print(f"errors: {s.out_dir / 'errors.jsonl'}", file=sys.stderr)
     return 0 if s.encoded or not s.records else 1

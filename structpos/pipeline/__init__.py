@@ -13,7 +13,15 @@
 
 from .encode import EncodeBatch, EncodeOptions, encode_payload, encode_records
 from .records import Record, read_records
-from .run import DEFAULT_SHARD_SIZE, EncodeConfig, EncodeSummary, ResumeError, encode_to_parquet, read_errors, read_output
+from .run import (
+    DEFAULT_SHARD_SIZE,
+    EncodeConfig,
+    EncodeSummary,
+    ResumeError,
+    encode_to_parquet,
+    read_errors,
+    read_output,
+)
 
 __all__ = [
     "EncodeBatch",

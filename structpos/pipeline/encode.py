@@ -25,7 +25,8 @@ from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from .arrow import BASE_COLUMNS, rows_to_table
 from .records import Record
 
-__all__ = ["EncodeOptions", "encode_payload", "encode_one", "encode_records", "encode_each", "error_entry", "record_timer", "validate_spec",
+__all__ = ["EncodeOptions", "encode_payload", "encode_one", "encode_records", "encode_each", "error_entry",
+           "record_timer", "validate_spec",
            "EncodeBatch", "output_schema", "conform", "SAMPLES"]
 
 
@@ -199,7 +200,8 @@ def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | 
         payload = dict(payload)
         if "edge_index" not in payload:
             raise InputError("a graph payload object needs an 'edge_index' entry "
-                             '(graph JSONL records: {"text": {"edge_index": [[src, ...], [dst, ...]], "num_nodes": n}})')
+                             '(graph JSONL records: {"text": {"edge_index": [[src, ...], [dst, ...]], '
+                             '"num_nodes": n}})')
         edge_index = np.asarray(payload.pop("edge_index"), dtype=np.int64).reshape(2, -1)
         kw = {**payload, **kw}
         payload = edge_index
@@ -385,7 +387,8 @@ def encode_one(rec: Record, options: EncodeOptions) -> tuple[list[dict], dict | 
         return [], error_entry(rec, "LimitError", f"input nested too deeply ({e})", stage)
     except Exception as e:  # one bad record must not stop the run; it is counted in errors
         stage = getattr(e, "_structpos_stage", stage)
-        return [], error_entry(rec, type(e).__name__, str(e) or repr(e), _stage_of(e, stage), getattr(e, "position", None))
+        message = str(e) or repr(e)
+        return [], error_entry(rec, type(e).__name__, message, _stage_of(e, stage), getattr(e, "position", None))
 
 
 def encode_each(

@@ -57,7 +57,9 @@ def run_processes(tasks: Iterable[ShardTask], workers: int = 1, **_) -> Iterator
 
 # ------------------------------------------------------------------ Ray
 def _ray_shard(task: ShardTask):
-    return encode_shard_table(task.index, task.records, replace(task.options, timeout_in_process=True), preset=task.preset)
+    return encode_shard_table(
+        task.index, task.records, replace(task.options, timeout_in_process=True), preset=task.preset
+    )
 
 
 def _ray_init(ray, workers: int, address: str | None) -> bool:
@@ -84,14 +86,26 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
         except Exception as e:  # noqa: BLE001 - the task died, was killed or timed out
             ray.cancel(ref, force=True)
             stage = "timeout" if type(e).__name__ == "GetTimeoutError" else "worker"
-            per_record[k] = ([], error_entry(task.records[k], type(e).__name__, f"{why}; alone: {_first_line(e)}", stage))
+            per_record[k] = (
+                [],
+                error_entry(task.records[k], type(e).__name__, f"{why}; alone: {_first_line(e)}", stage),
+            )
     table = conform(_rows_table(per_record, task.records), output_schema(options))
     errors = [err for _, err in per_record if err is not None]
     n = len(task.records)
     ids = [r.id for r in task.records]
     write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
-    return ShardResult(task.index, n, n - len(errors), len(errors), table.num_rows, ids[0] if ids else None,
-                       ids[-1] if ids else None, time.perf_counter() - t0, shard_digest(ids, task.digests))
+    return ShardResult(
+        task.index,
+        n,
+        n - len(errors),
+        len(errors),
+        table.num_rows,
+        ids[0] if ids else None,
+        ids[-1] if ids else None,
+        time.perf_counter() - t0,
+        shard_digest(ids, task.digests),
+    )
 
 
 def _ray_one(record: Record, options: EncodeOptions):

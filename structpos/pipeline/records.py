@@ -35,7 +35,16 @@ from typing import Any, Iterator, Sequence
 from ..exceptions import InputError
 from .walk import Skipped, open_regular, read_bounded, special_kind, walk_files
 
-__all__ = ["Record", "SUFFIX_KINDS", "read_records", "check_input", "count_records", "kind_for_path", "conllu_sentences", "record_digest"]
+__all__ = [
+    "Record",
+    "SUFFIX_KINDS",
+    "read_records",
+    "check_input",
+    "count_records",
+    "kind_for_path",
+    "conllu_sentences",
+    "record_digest",
+]
 
 # suffix -> (kind, language)
 SUFFIX_KINDS: dict[str, tuple[str, str | None]] = {
@@ -214,13 +223,21 @@ def check_input(path: str | Path) -> Path:
         raise InputError("input does not exist", name=str(path))
     if not (path.is_dir() or path.is_file()):
         mode = os.stat(path).st_mode if path.exists() else 0
-        raise InputError(f"not a regular file or directory ({special_kind(mode) if mode else 'dangling symlink'})",
-                         name=str(path))
+        raise InputError(
+            f"not a regular file or directory ({special_kind(mode) if mode else 'dangling symlink'})", name=str(path)
+        )
     return path
 
 
-def count_records(path: str | Path, *, kind: str | None = None, language: str | None = None, glob: str | None = None,
-                  follow_symlinks: bool = False, exclude: Sequence[str | Path] = ()) -> int | None:
+def count_records(
+    path: str | Path,
+    *,
+    kind: str | None = None,
+    language: str | None = None,
+    glob: str | None = None,
+    follow_symlinks: bool = False,
+    exclude: Sequence[str | Path] = (),
+) -> int | None:
     """The number of records :func:`read_records` will yield when that is cheap to know, else ``None``.
 
     Examples
@@ -275,7 +292,9 @@ def _lone_surrogate(obj: Any) -> str | None:
     return None
 
 
-def _jsonl_line(raw: bytes, field: str, id_field: str | None, where: str, rid: str) -> tuple[str, Any, tuple[str, str] | None]:
+def _jsonl_line(
+    raw: bytes, field: str, id_field: str | None, where: str, rid: str
+) -> tuple[str, Any, tuple[str, str] | None]:
     """``(id, payload, read error)`` of one JSONL line."""
     try:
         obj = json.loads(raw)
@@ -307,9 +326,14 @@ def _jsonl_records(path: Path, kind, language, field, id_field, max_input_bytes=
                 continue
             where = f"{path.name} line {lineno}"
             if max_input_bytes is not None and len(raw) > max_input_bytes:
-                too_big = ("LimitError", f"{where}: line of {len(raw)} bytes (max_input_bytes: {len(raw)} > "
-                           f"{max_input_bytes}; raise the limit to allow it)")
-                yield Record(str(lineno), None, where, kind, language, too_big, input=path.name, position=f"line {lineno}")
+                too_big = (
+                    "LimitError",
+                    f"{where}: line of {len(raw)} bytes (max_input_bytes: {len(raw)} > "
+                    f"{max_input_bytes}; raise the limit to allow it)",
+                )
+                yield Record(
+                    str(lineno), None, where, kind, language, too_big, input=path.name, position=f"line {lineno}"
+                )
                 continue
             rid, payload, err = _jsonl_line(raw, field, id_field, where, str(lineno))
             yield Record(rid, payload, where, kind, language, err, input=path.name, position=f"line {lineno}")
@@ -356,8 +380,15 @@ def _languages(language: str | None) -> tuple[str, ...]:
     return tuple(x.strip() for x in language.split(",") if x.strip()) if language else ()
 
 
-def _directory_files(root: Path, kind, language, glob, follow_symlinks: bool = False,
-                     skipped: list | None = None, exclude: Sequence[str | Path] = ()) -> Iterator[tuple[str, Path]]:
+def _directory_files(
+    root: Path,
+    kind,
+    language,
+    glob,
+    follow_symlinks: bool = False,
+    skipped: list | None = None,
+    exclude: Sequence[str | Path] = (),
+) -> Iterator[tuple[str, Path]]:
     files, special = walk_files(root, follow_symlinks=follow_symlinks, exclude=exclude)
     if skipped is not None:
         skipped.extend(special)
@@ -370,8 +401,16 @@ def _directory_files(root: Path, kind, language, glob, follow_symlinks: bool = F
             skipped.append(Skipped(rel, reason))
 
 
-def _directory_records(root: Path, kind, language, glob, follow_symlinks=False, max_input_bytes=None,
-                       skipped: list | None = None, exclude: Sequence[str | Path] = ()) -> Iterator[Record]:
+def _directory_records(
+    root: Path,
+    kind,
+    language,
+    glob,
+    follow_symlinks=False,
+    max_input_bytes=None,
+    skipped: list | None = None,
+    exclude: Sequence[str | Path] = (),
+) -> Iterator[Record]:
     for rel, f in _directory_files(root, kind, language, glob, follow_symlinks, skipped, exclude):
         try:
             rel.encode("utf-8")
@@ -388,16 +427,26 @@ def _file_error(rel: str, kind, language, exc: BaseException, position: str | No
     message = getattr(exc, "message", None) or str(exc)
     if isinstance(exc, OSError) and exc.strerror:
         message = f"cannot read: {exc.strerror}"
-    return Record(rel, None, where, kind, language, (type(exc).__name__, f"{where}: {message}"), input=rel, position=position)
+    return Record(
+        rel, None, where, kind, language, (type(exc).__name__, f"{where}: {message}"), input=rel, position=position
+    )
 
 
-def _file_records(path: Path, rel: str, kind, language, follow_symlinks: bool = False,
-                  max_input_bytes: int | None = None) -> Iterator[Record]:
+def _file_records(
+    path: Path, rel: str, kind, language, follow_symlinks: bool = False, max_input_bytes: int | None = None
+) -> Iterator[Record]:
     guess = kind_for_path(path)
     if kind is None:
         if guess is None:
-            yield Record(rel, None, rel, None, None, ("InputError", f"{rel}: cannot tell the input kind from the suffix; pass --kind"),
-                         input=rel)
+            yield Record(
+                rel,
+                None,
+                rel,
+                None,
+                None,
+                ("InputError", f"{rel}: cannot tell the input kind from the suffix; pass --kind"),
+                input=rel,
+            )
             return
         kind = guess[0]
     if (language is None or "," in language) and guess is not None and guess[0] == kind:
@@ -406,15 +455,25 @@ def _file_records(path: Path, rel: str, kind, language, follow_symlinks: bool = 
         data = read_bounded(open_regular(path, follow_symlinks=follow_symlinks), max_input_bytes, name=rel)
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        yield Record(rel, None, f"{rel} byte {e.start}", kind, language,
-                     ("UnicodeDecodeError", f"{rel} byte {e.start}: not UTF-8: {e.reason}"), input=rel, position=f"byte {e.start}")
+        yield Record(
+            rel,
+            None,
+            f"{rel} byte {e.start}",
+            kind,
+            language,
+            ("UnicodeDecodeError", f"{rel} byte {e.start}: not UTF-8: {e.reason}"),
+            input=rel,
+            position=f"byte {e.start}",
+        )
         return
     except (OSError, InputError) as e:
         yield _file_error(rel, kind, language, e)
         return
     if kind == "conllu":
         for sent_id, lineno, block in conllu_sentences(text):
-            yield Record(f"{rel}#{sent_id}", block, f"{rel} line {lineno}", kind, language, input=rel, position=f"line {lineno}")
+            yield Record(
+                f"{rel}#{sent_id}", block, f"{rel} line {lineno}", kind, language, input=rel, position=f"line {lineno}"
+            )
     else:
         fmt = TABLE_FORMATS.get(path.suffix.lower()) if kind == "table" else None
         yield Record(rel, text, rel, kind, language, format=fmt, input=rel)

@@ -29,7 +29,15 @@ from .lock import lock_output
 from .records import Record, check_input, count_records, read_records, record_digest
 from .shards import ERRORS, MANIFEST, Manifest, ShardTask, atomic_write_bytes, shard_paths
 
-__all__ = ["EncodeConfig", "EncodeSummary", "encode_to_parquet", "read_output", "read_errors", "ResumeError", "DEFAULT_SHARD_SIZE"]
+__all__ = [
+    "EncodeConfig",
+    "EncodeSummary",
+    "encode_to_parquet",
+    "read_output",
+    "read_errors",
+    "ResumeError",
+    "DEFAULT_SHARD_SIZE",
+]
 
 DEFAULT_SHARD_SIZE = 1000
 
@@ -95,13 +103,22 @@ class EncodeConfig:
 
     def encode_options(self) -> EncodeOptions:
         """The per-record options the workers get."""
-        return EncodeOptions(self.kind, self.coords, self.language, tuple(sorted((self.parser_options or {}).items())),
-                             self.limits, tuple(sorted((self.extra_parsers or {}).items())))
+        return EncodeOptions(
+            self.kind,
+            self.coords,
+            self.language,
+            tuple(sorted((self.parser_options or {}).items())),
+            self.limits,
+            tuple(sorted((self.extra_parsers or {}).items())),
+        )
 
     def validate(self) -> "EncodeConfig":
         """Check every option before any work starts (:class:`~structpos.exceptions.SpecError` naming it)."""
-        for name, value, low in (("--shard-size", self.shard_size, 1), ("--workers", self.workers, 0),
-                                 ("--max-records", self.max_records, 0)):
+        for name, value, low in (
+            ("--shard-size", self.shard_size, 1),
+            ("--workers", self.workers, 0),
+            ("--max-records", self.max_records, 0),
+        ):
             if value is not None and value < low:
                 raise SpecError(f"must be >= {low}, got {value}", name=name)
         if self.engine not in ENGINES:
@@ -113,8 +130,15 @@ class EncodeConfig:
 
     def described(self, input: Path) -> dict:
         """The options that determine the output (a resume with other ones is refused)."""
-        return {"input": str(input.resolve()), "field": self.field, "id_field": self.id_field, "glob": self.glob,
-                "follow_symlinks": self.follow_symlinks, "limit": self.max_records, **self.encode_options().as_dict()}
+        return {
+            "input": str(input.resolve()),
+            "field": self.field,
+            "id_field": self.id_field,
+            "glob": self.glob,
+            "follow_symlinks": self.follow_symlinks,
+            "limit": self.max_records,
+            **self.encode_options().as_dict(),
+        }
 
 
 def _chunks(records: Iterator[Record], size: int) -> Iterator[tuple[int, list[Record]]]:
@@ -127,7 +151,9 @@ def _chunks(records: Iterator[Record], size: int) -> Iterator[tuple[int, list[Re
 
 def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
     if (out / MANIFEST).exists() and not (resume or overwrite):
-        raise ResumeError("already holds an encoding; pass --resume to continue it or --overwrite to replace it", name=str(out))
+        raise ResumeError(
+            "already holds an encoding; pass --resume to continue it or --overwrite to replace it", name=str(out)
+        )
     if overwrite and not resume:
         for p in list(out.glob("part-*.parquet")) + [out / MANIFEST, out / ERRORS]:
             p.unlink(missing_ok=True)
@@ -167,9 +193,18 @@ class _Encoding:
 
     def records(self) -> Iterator[Record]:
         c = self.config
-        records = read_records(self.input, kind=c.kind, language=c.language, field=c.field, id_field=c.id_field,
-                               glob=c.glob, follow_symlinks=c.follow_symlinks,
-                               max_input_bytes=c.limits.max_input_bytes, skipped=self.skipped, exclude=[self.out])
+        records = read_records(
+            self.input,
+            kind=c.kind,
+            language=c.language,
+            field=c.field,
+            id_field=c.id_field,
+            glob=c.glob,
+            follow_symlinks=c.follow_symlinks,
+            max_input_bytes=c.limits.max_input_bytes,
+            skipped=self.skipped,
+            exclude=[self.out],
+        )
         return records if c.max_records is None else itertools.islice(records, c.max_records)
 
     def tasks(self) -> Iterator[ShardTask]:
@@ -177,7 +212,9 @@ class _Encoding:
         for index, chunk in _chunks(self.records(), self.config.shard_size):
             self.n_shards = index + 1
             digests = [record_digest(r) for r in chunk]
-            if self.config.resume and self.manifest.is_done(index, chunk, digests, retry_errors=self.config.retry_errors):
+            if self.config.resume and self.manifest.is_done(
+                index, chunk, digests, retry_errors=self.config.retry_errors
+            ):
                 self.resumed += 1
                 if self.bar is not None:
                     self.bar.update(len(chunk))
@@ -187,8 +224,14 @@ class _Encoding:
 
     def encode(self) -> None:
         c = self.config
-        total = count_records(self.input, kind=c.kind, language=c.language, glob=c.glob, follow_symlinks=c.follow_symlinks,
-                              exclude=[self.out])
+        total = count_records(
+            self.input,
+            kind=c.kind,
+            language=c.language,
+            glob=c.glob,
+            follow_symlinks=c.follow_symlinks,
+            exclude=[self.out],
+        )
         self.bar = _progress(total if c.max_records is None or total is None else min(total, c.max_records), c.progress)
         try:
             for res in ENGINES[c.engine](self.tasks(), workers=c.workers, address=c.ray_address):
@@ -214,7 +257,9 @@ class _Encoding:
             m.drop(stale)
         totals = m.totals()
         if totals["records"] != totals["encoded"] + totals["errors"]:  # pragma: no cover - invariant
-            raise RuntimeError(f"records {totals['records']} != encoded {totals['encoded']} + errors {totals['errors']}")
+            raise RuntimeError(
+                f"records {totals['records']} != encoded {totals['encoded']} + errors {totals['errors']}"
+            )
         merged = b"".join(shard_paths(self.out, i)[1].read_bytes() for i in range(self.n_shards))
         atomic_write_bytes(self.out / ERRORS, merged)
         m.complete = True
@@ -222,7 +267,9 @@ class _Encoding:
         return totals
 
 
-def encode_to_parquet(input: str | Path, out_dir: str | Path, config: EncodeConfig | None = None, **options: Any) -> EncodeSummary:
+def encode_to_parquet(
+    input: str | Path, out_dir: str | Path, config: EncodeConfig | None = None, **options: Any
+) -> EncodeSummary:
     """Encode ``input`` into Parquet shards under ``out_dir`` (see the module docstring).
 
     Parameters
@@ -269,8 +316,17 @@ def encode_to_parquet(input: str | Path, out_dir: str | Path, config: EncodeConf
         run = _Encoding(input, out, config)
         run.encode()
         totals = run.finish()
-    return EncodeSummary(totals["records"], totals["encoded"], totals["errors"], totals["rows"], run.n_shards, run.resumed,
-                         time.perf_counter() - t0, out, len(run.skipped))
+    return EncodeSummary(
+        totals["records"],
+        totals["encoded"],
+        totals["errors"],
+        totals["rows"],
+        run.n_shards,
+        run.resumed,
+        time.perf_counter() - t0,
+        out,
+        len(run.skipped),
+    )
 
 
 def read_output(out_dir: str | Path) -> pa.Table:

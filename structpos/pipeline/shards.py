@@ -31,8 +31,20 @@ from .encode import EncodeOptions, conform, encode_each, error_entry, output_sch
 from .records import Record
 from ..exceptions import ResumeError
 
-__all__ = ["ShardResult", "ShardTask", "Manifest", "ResumeError", "shard_paths", "index_path", "encode_shard", "encode_shard_table",
-           "write_shard", "shard_digest", "options_hash", "atomic_write_bytes"]
+__all__ = [
+    "ShardResult",
+    "ShardTask",
+    "Manifest",
+    "ResumeError",
+    "shard_paths",
+    "index_path",
+    "encode_shard",
+    "encode_shard_table",
+    "write_shard",
+    "shard_digest",
+    "options_hash",
+    "atomic_write_bytes",
+]
 
 MANIFEST = "manifest.json"
 ERRORS = "errors.jsonl"
@@ -115,13 +127,29 @@ def index_path(out_dir: Path, index: int) -> Path:
     return out_dir / "index" / f"part-{index:05d}.json"
 
 
-def write_shard(out_dir: Path, index: int, table: pa.Table, errors: Sequence[dict],
-                ids: Sequence[str] = (), digests: Sequence[str] = ()) -> None:
+def write_shard(
+    out_dir: Path,
+    index: int,
+    table: pa.Table,
+    errors: Sequence[dict],
+    ids: Sequence[str] = (),
+    digests: Sequence[str] = (),
+) -> None:
     """Atomically write shard ``index``: its index file, its errors file, then its Parquet file."""
     parquet, errfile = shard_paths(out_dir, index)
     digest_of = dict(zip(ids, digests))
-    lines = "".join(json.dumps({"id": e["id"], "shard": index, **{k: v for k, v in e.items() if k not in ("id", "digest")},
-                                "digest": digest_of.get(e["id"])}) + "\n" for e in errors)
+    lines = "".join(
+        json.dumps(
+            {
+                "id": e["id"],
+                "shard": index,
+                **{k: v for k, v in e.items() if k not in ("id", "digest")},
+                "digest": digest_of.get(e["id"]),
+            }
+        )
+        + "\n"
+        for e in errors
+    )
     atomic_write_bytes(index_path(out_dir, index), json.dumps({"ids": list(ids), "digests": list(digests)}).encode())
     atomic_write_bytes(errfile, lines.encode("utf-8"))
     _atomic_write_table(parquet, table)
@@ -138,13 +166,21 @@ def _rows_table(per_record: list[tuple[list[dict], dict | None]], records: Seque
                 try:
                     rows_to_table(ok)
                 except Exception as e:
-                    per_record[k] = ([], error_entry(records[k], type(e).__name__, f"cannot store the rows: {e}", "write"))
+                    per_record[k] = (
+                        [],
+                        error_entry(records[k], type(e).__name__, f"cannot store the rows: {e}", "write"),
+                    )
         return rows_to_table([r for ok, _ in per_record for r in ok])
 
 
-def encode_shard_table(index: int, records: Sequence[Record], options: EncodeOptions, *,
-                       preset: Mapping[int, dict] | None = None,
-                       on_record: Callable[[int], None] | None = None) -> tuple[pa.Table, list[dict], ShardResult]:
+def encode_shard_table(
+    index: int,
+    records: Sequence[Record],
+    options: EncodeOptions,
+    *,
+    preset: Mapping[int, dict] | None = None,
+    on_record: Callable[[int], None] | None = None,
+) -> tuple[pa.Table, list[dict], ShardResult]:
     """Encode one shard's records (no I/O): ``(table, errors, result)``."""
     t0 = time.perf_counter()
     per_record = list(encode_each(records, options, preset=preset, on_record=on_record))
@@ -155,9 +191,16 @@ def encode_shard_table(index: int, records: Sequence[Record], options: EncodeOpt
         pass  # a coordinate of another type than the sample's: keep it as it is (readers unify schemas)
     errors = [err for _, err in per_record if err is not None]
     n = len(records)
-    res = ShardResult(index, n, n - len(errors), len(errors), table.num_rows,
-                      records[0].id if records else None, records[-1].id if records else None,
-                      time.perf_counter() - t0)
+    res = ShardResult(
+        index,
+        n,
+        n - len(errors),
+        len(errors),
+        table.num_rows,
+        records[0].id if records else None,
+        records[-1].id if records else None,
+        time.perf_counter() - t0,
+    )
     return table, errors, res
 
 
@@ -173,7 +216,9 @@ def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = N
     >>> res.records, res.encoded, res.errors
     (2, 1, 1)
     """
-    table, errors, res = encode_shard_table(task.index, task.records, task.options, preset=task.preset, on_record=on_record)
+    table, errors, res = encode_shard_table(
+        task.index, task.records, task.options, preset=task.preset, on_record=on_record
+    )
     ids = [r.id for r in task.records]
     write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
     res.digest = shard_digest(ids, task.digests)
@@ -225,14 +270,22 @@ class Manifest:
         if data.get("options_hash") != m.hash:
             before = {**(data.get("options") or {}), "shard_size": data.get("shard_size")}
             now = {**options, "shard_size": shard_size}
-            changed = ", ".join(f"{k}: {before.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(before) | set(now))
-                                if before.get(k) != now.get(k))
-            raise ResumeError(f"written with different options ({changed or 'unknown'}); refusing to resume "
-                              "(run with the same options, or pass --overwrite)", name=str(out_dir))
+            changed = ", ".join(
+                f"{k}: {before.get(k)!r} -> {now.get(k)!r}"
+                for k in sorted(set(before) | set(now))
+                if before.get(k) != now.get(k)
+            )
+            raise ResumeError(
+                f"written with different options ({changed or 'unknown'}); refusing to resume "
+                "(run with the same options, or pass --overwrite)",
+                name=str(out_dir),
+            )
         m.shards = {int(k): v for k, v in data.get("shards", {}).items()}
         return m
 
-    def is_done(self, index: int, records: Sequence[Record], digests: Sequence[str], *, retry_errors: bool = False) -> bool:
+    def is_done(
+        self, index: int, records: Sequence[Record], digests: Sequence[str], *, retry_errors: bool = False
+    ) -> bool:
         """Shard ``index`` is finished and still right: entry, intact files, the same records
         with the same content, and (with ``retry_errors``) no errors to retry."""
         e = self.shards.get(index)
