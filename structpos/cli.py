@@ -2,6 +2,11 @@
 
 Each command module exposes ``add_parser(subparsers)`` (registering its arguments, with
 ``set_defaults(func=run)``) and ``run(args) -> int``.
+
+Error contract: a failure the user can cause (bad arguments, bad input, a limit, an output
+directory that cannot be written or resumed) prints one line,
+``structpos: error: <input> at <position>: <message>``, and exits non-zero (2; 130 when
+interrupted). ``--debug`` prints the traceback instead.
 """
 
 from __future__ import annotations
@@ -9,13 +14,42 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 
 COMMANDS = ["demo", "encode", "show"]
 
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_INTERNAL = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line, like every other structpos error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(
+            EXIT_USAGE,
+            f"structpos: error: {self.prog.removeprefix('structpos').strip() or 'arguments'}: "
+            f"{message} (see {self.prog} --help)\n",
+        )
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="structpos", description="Structured-position compiler for trees, tables, documents and graphs.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    """The ``structpos`` argument parser with every available subcommand.
+
+    Examples
+    --------
+    >>> build_parser().parse_args(["encode", "in.jsonl", "--out", "o"]).coords
+    'tree'
+    """
+    from . import __version__
+
+    parser = _Parser(
+        prog="structpos", description="Structured-position compiler for trees, tables, documents and graphs."
+    )
+    parser.add_argument("--version", action="version", version=f"structpos {__version__}")
+    parser.add_argument("--debug", action="store_true", help="on an error, print the traceback instead of one line")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMANDS:
         try:
             mod = importlib.import_module(f"structpos.commands.{name}")
@@ -24,12 +58,64 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         mod.add_parser(sub)
+    for p in sub.choices.values():
+        p.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="on an error, print the traceback instead of one line",
+        )
     return parser
 
 
+def error_line(exc: BaseException) -> str:
+    """The one line printed for ``exc``: ``structpos: error: <input> at <position>: <message>``.
+
+    Examples
+    --------
+    >>> from structpos.exceptions import ParseError
+    >>> error_line(ParseError("unexpected '}'", name="a.json", position="3:7"))
+    "structpos: error: a.json at 3:7: unexpected '}'"
+    >>> error_line(FileNotFoundError(2, "No such file or directory", "out/x.png"))
+    'structpos: error: out/x.png: No such file or directory'
+    """
+    from .exceptions import StructposError
+
+    if isinstance(exc, StructposError):
+        text = str(exc)
+    elif isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    elif isinstance(exc, MemoryError):
+        text = "out of memory (lower the limits: --limit max_nodes=..., or --workers)"
+    elif isinstance(exc, (ImportError, ValueError)):
+        text = str(exc) or type(exc).__name__
+    else:
+        text = f"internal error: {type(exc).__name__}: {exc} (please report it; rerun with --debug for the traceback)"
+    return "structpos: error: " + " ".join(text.split("\n")[0].split()) if text else "structpos: error"
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    """Run the command line; returns the exit status (errors print one line, see the module docstring)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a usage error already printed on one line
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        hint = "; rerun with --resume to continue" if getattr(args, "command", None) == "encode" else ""
+        print(f"structpos: interrupted{hint}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # noqa: BLE001 - the contract: one line, a non-zero status
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(error_line(e), file=sys.stderr)
+        from .exceptions import StructposError
+
+        known = isinstance(e, (StructposError, OSError, ImportError, ValueError, MemoryError))
+        return EXIT_USAGE if known else EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -75,7 +75,16 @@ def test_hf_datasets_map_with_two_processes_matches_local():
 def ray_cluster():
     """One small local Ray cluster for the module (starting one costs seconds)."""
     ray = pytest.importorskip("ray")
-    ctx = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    saved = os.environ.get("PYTHONPATH")
+    here = str(Path(__file__).parent)  # so that Ray workers can import the faulty parsers of test_faults
+    os.environ["PYTHONPATH"] = os.pathsep.join([here, str(REPO)] + ([saved] if saved else []))
+    try:
+        ctx = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
     yield ray, ctx.address_info["address"]
     ray.shutdown()
 
@@ -114,3 +123,22 @@ def test_ray_data_map_batches_matches_local(ray_cluster, shared_data):
         assert row["error"] is None and got[k]["error"] is None
         for col in ("labels", "parent", "depth", "sibling", "root_path"):
             assert np.asarray(list(got[k][col])).tolist() == row[col], col  # Ray hands back numpy arrays
+
+
+@pytest.mark.slow
+def test_ray_engine_isolates_a_record_that_kills_its_worker(ray_cluster, tmp_path):
+    from test_faults import FAULTS, _check, _json_size, _jsonl
+
+    from structpos.limits import Limits
+
+    payloads = ["[1]", "die", "[2, [3]]", "raise", '{"a": [4]}', "[5]"]
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, payloads)
+    out = tmp_path / "enc"
+    s = encode_to_parquet(src, out, kind="faulty", extra_parsers=FAULTS, coords="tree", id_field="id", shard_size=3,
+                          engine="ray", workers=2, limits=Limits(record_timeout=20), progress=False)
+    rows, errors = _check(out, ids)
+    assert (s.records, s.errors) == (6, 2)
+    assert errors["r1"]["stage"] == "worker" and errors["r3"]["error_type"] == "IndexError"
+    for rid in ("r0", "r2", "r4", "r5"):  # the shard-mates of the killer were encoded one task each
+        assert rows[rid]["num_nodes"] == _json_size(json.loads(payloads[int(rid[1:])]))

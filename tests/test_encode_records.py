@@ -135,9 +135,40 @@ def test_encoding_a_shard_does_not_import_pandas(stdlib, tmp_path):
 
     code = (
         "import sys; from structpos.pipeline import encode_to_parquet; "
-        f"encode_to_parquet({str(stdlib / 'json')!r}, {str(tmp_path / 'o')!r}, kind='code', coords='tree', progress=False); "
+        f"encode_to_parquet({str(stdlib / 'json')!r}, {str(tmp_path / 'o')!r}, kind='code', coords='tree', workers=0, progress=False); "
         "print('pandas' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ hostile JSONL lines
+_json_texts = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+).map(json.dumps)
+_line = st.one_of(
+    st.binary(max_size=30).map(lambda b: b.replace(b"\n", b" ")),  # random bytes, often not UTF-8
+    _json_texts.map(lambda t: json.dumps({"text": t}).encode()),  # good records
+    st.sampled_from([b'{"\\ud800": 1, "text": "[1]"}', b'{"text": "[\\"\\udfff\\"]"}', b'{"text": "\xff"}', b"[]", b"{}"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_line, max_size=8))
+def test_any_jsonl_bytes_give_one_record_per_line_and_in_equals_out_plus_errors(tmp_path_factory, lines):
+    from structpos.pipeline import EncodeOptions, encode_records
+
+    p = tmp_path_factory.mktemp("h") / "in.jsonl"
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    recs = list(read_records(p, kind="json"))
+    expected = [str(i) for i, line in enumerate(lines, 1) if line.strip()]  # blank lines are no records
+    assert [r.id for r in recs] == expected
+    rows, errors, n = encode_records(recs, EncodeOptions("json", "tree"))
+    assert n == len(expected) and sorted([r["id"] for r in rows] + [e["id"] for e in errors]) == sorted(expected)
+    for r in rows:  # whatever was encoded is valid text end to end
+        r["id"].encode("utf-8")
+        for label in r["labels"]:
+            str(label).encode("utf-8")

@@ -1,20 +1,65 @@
-"""``structpos encode``: encode a corpus into Parquet shards of per-node coordinates.
-
-Example::
-
-    structpos encode corpus.jsonl --kind code --language python --coords tree,lap:8 --out enc/ --workers 2
-    structpos encode enc_input/ --coords tree --out enc/ --resume      # continue a killed run
-
-Output: ``part-NNNNN.parquet`` shards (columns ``id, kind, num_nodes, labels, start, end,
-parent`` and one list column per coordinate), ``errors/part-NNNNN.jsonl`` per shard plus the
-merged ``errors.jsonl``, and ``manifest.json``. Always: records = encoded + errors.
-"""
+"""``structpos encode``: encode a corpus into Parquet shards of per-node coordinates."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
+
+DESCRIPTION = """\
+Encode a corpus into Parquet shards of per-node coordinates, unattended: a record that cannot
+be read, parsed or encoded, that runs past --record-timeout, exceeds a limit or kills its worker
+process goes to errors.jsonl and the run goes on. Always: records in = rows' records + error rows.
+
+examples:
+  structpos encode corpus.jsonl --kind code --language python --coords tree,lap:8 --out enc/ --workers 2
+  structpos encode src/ --kind code --language python,go --out enc/           # a directory of files
+  structpos encode graphs.jsonl --kind graph --coords lap:8,rw:16 --id-field name --out g/
+  structpos encode src/ --out enc/ --resume                                  # continue a killed run
+
+input formats:
+  JSONL (.jsonl, .ndjson)  one record per non-blank line, a JSON object; the payload is its
+                           --field (default "text"), the id its --id-field (default: the line
+                           number). A payload that is a JSON object is serialized for --kind json.
+  graph JSONL              --kind graph: the payload is an object
+                             {"edge_index": [[src, ...], [dst, ...]], "num_nodes": N, ...}
+                           (edge_index required; other keys are parse_graph options, e.g.
+                           num_nodes, directed), for example
+                             {"name": "g1", "text": {"edge_index": [[0, 1], [1, 2]], "num_nodes": 3}}
+  Parquet (.parquet, .pq)  one record per row: payload column --field, id column --id-field
+                           (default: the row number).
+  a directory              one record per regular file (a CoNLL-U file: one per sentence, id
+                           FILE#sent_id), id = the path relative to the directory, sorted. The
+                           kind and language come from --kind/--language, else the suffix (.py
+                           .js .java .go .rs .c .cpp .json .xml .yaml .conllu .csv .tsv .html .md
+                           .txt); a known suffix also fixes the format (a .csv is read as CSV even
+                           if it holds "<table"). With --glob every matching file is read as
+                           --kind. Files with an unknown suffix, other kinds or languages,
+                           symlinks (unless --follow-symlinks), FIFOs, sockets, devices and
+                           unreadable entries are never opened: they are listed with the reason in
+                           manifest.json ("skipped").
+  any other file           one record (the whole file).
+
+output (in --out):
+  part-NNNNN.parquet       columns id, kind, num_nodes, labels, start, end, parent (null unless a
+                           tree) and one list column per coordinate.
+  errors.jsonl             one line per failed record: id, shard, input, position, stage (read,
+                           parse, coords, timeout, memory, worker, write), error_type, message,
+                           offset (the position inside the record), digest (its content hash).
+  manifest.json            options, per-shard counts and content hashes (index/part-NNNNN.json:
+                           record ids and their content hashes), totals, skipped entries.
+
+--resume continues a run killed at any moment (kill -9, Ctrl-C, disk full): finished shards whose
+records are unchanged are kept; a shard with a changed record, or damaged files, is encoded
+again; records already in errors are not retried unless --retry-errors. Resuming with other
+options is refused. One run at a time may write --out (an exclusive lock; the holder is named).
+
+exit status: 0 done; 1 no record could be encoded; 2 bad arguments, input or output directory;
+130 interrupted by Ctrl-C or SIGTERM (then continue with --resume).
+"""
 
 
 def _parser_option(text: str) -> tuple[str, object]:
@@ -27,67 +72,225 @@ def _parser_option(text: str) -> tuple[str, object]:
         return key, value
 
 
+def _limit_item(text: str) -> tuple[str, str] | int:
+    """``--limit NAME=VALUE`` (a resource limit) or ``--limit N`` (old spelling of ``--max-records N``)."""
+    key, sep, value = text.partition("=")
+    if sep:
+        if not key:
+            raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+        return key.strip().replace("-", "_"), value.strip()
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUE (e.g. max_nodes=100000) or a record count, got {text!r}"
+        ) from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"a record count must be >= 0, got {n}")
+    return n
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
+
+def _limit_names() -> str:
+    from dataclasses import fields
+
+    from ..limits import Limits
+
+    return ", ".join(f"{f.name} ({f.default})" for f in fields(Limits))
+
+
+def _default_timeout() -> str:
+    from ..limits import DEFAULT_LIMITS
+
+    t = DEFAULT_LIMITS.record_timeout
+    return "none" if t is None else f"{t:g}"
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from ..parsers import PARSERS
+
     p = sub.add_parser(
         "encode",
         help="encode JSONL / Parquet / a directory of files into Parquet shards of coordinates",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("input", help="a .jsonl/.ndjson file, a .parquet file, a directory, or a single file")
-    p.add_argument("--kind", help="input kind (code, json, conllu, table, document, graph, ...); "
-                   "for directories the default is guessed from each file's suffix")
-    p.add_argument("--language", help="code language (default: from the file suffix)")
-    p.add_argument("--coords", default="tree", help="coordinate spec, e.g. tree,lap:8,rw:16 (default: tree)")
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--field", default="text", help="JSONL/Parquet payload field (default: text)")
-    p.add_argument("--id-field", help="JSONL/Parquet id field (default: line number / row number)")
-    p.add_argument("--glob", help="directory inputs: only files matching this pattern (every one read as --kind)")
-    p.add_argument("--parser-opt", action="append", type=_parser_option, default=[], metavar="KEY=VALUE",
-                   help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable")
-    p.add_argument("--shard-size", type=int, default=None, help="records per shard (default 1000)")
-    p.add_argument("--limit", type=int, help="encode only the first N records")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--engine", choices=["local", "ray"], default="local", help="local processes or Ray (default local)")
-    p.add_argument("--ray-address", help="address of an existing Ray cluster (default: start a local one)")
-    g = p.add_mutually_exclusive_group()
+    p.add_argument(
+        "input", help="a .jsonl/.ndjson file, a .parquet file, a directory, or a single file (see input formats)"
+    )
+    what = p.add_argument_group("what to compute")
+    what.add_argument(
+        "--kind",
+        choices=sorted(PARSERS),
+        metavar="KIND",
+        help=f"input kind: {', '.join(sorted(PARSERS))}; it always wins over content sniffing. "
+        "Directories: read only files of this kind (default: every known suffix, each as its kind)",
+    )
+    what.add_argument(
+        "--language",
+        help="code language(s), comma separated (python, javascript, java, go, rust, c, cpp); "
+        "directories: read only these languages' files (default: from each file's suffix)",
+    )
+    what.add_argument(
+        "--coords",
+        default="tree",
+        help="coordinate spec, comma separated: tree[:DxW], table, hier, lap[:k], "
+        "rw[:K], maglap[:k[:q]], spd[:max], resistance (default: tree); checked before any work starts",
+    )
+    what.add_argument(
+        "--parser-opt",
+        action="append",
+        type=_parser_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable",
+    )
+    src = p.add_argument_group("reading the input")
+    src.add_argument("--field", default="text", help="JSONL/Parquet: the payload field (default: text)")
+    src.add_argument("--id-field", help="JSONL/Parquet: the record id field (default: the line number / row number)")
+    src.add_argument(
+        "--glob",
+        help="directories: read only files whose relative path or name matches this pattern "
+        "(e.g. '*.txt'), each as --kind",
+    )
+    src.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="directories: follow symlinks (each directory entered once, so loops end); default: skip them",
+    )
+    src.add_argument("--max-records", type=_count, default=None, metavar="N", help="encode only the first N records")
+    lim = p.add_argument_group("limits (per record; an overrun makes the record an error, named in the message)")
+    lim.add_argument(
+        "--limit",
+        action="append",
+        type=_limit_item,
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"override a limit ('none' turns it off); repeatable. Names (defaults): {_limit_names()}. "
+        "A plain number N is the old spelling of --max-records N",
+    )
+    lim.add_argument(
+        "--record-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"seconds one record may take before it is an error (default {_default_timeout()}; "
+        "same as --limit record_timeout=SECONDS)",
+    )
+    run = p.add_argument_group("running")
+    run.add_argument("--out", required=True, help="output directory (created; locked while the run lasts)")
+    run.add_argument("--shard-size", type=_positive_int, default=None, help="records per shard (default 1000)")
+    run.add_argument(
+        "--workers",
+        type=_count,
+        default=1,
+        help="worker processes (default 1); 0 encodes in this process, without protection from crashes, "
+        "hung C code or memory growth (for debugging)",
+    )
+    run.add_argument(
+        "--engine", choices=["local", "ray"], default="local", help="local worker processes or Ray (default local)"
+    )
+    run.add_argument("--ray-address", help="address of an existing Ray cluster (default: start a local one)")
+    g = run.add_mutually_exclusive_group()
     g.add_argument("--resume", action="store_true", help="continue an interrupted run in --out (same options)")
     g.add_argument("--overwrite", action="store_true", help="replace an existing encoding in --out")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=run)
+    run.add_argument("--retry-errors", action="store_true", help="with --resume: encode again the records in errors")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_command)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..pipeline import DEFAULT_SHARD_SIZE, ResumeError, encode_to_parquet
+def config_from_args(args: argparse.Namespace):
+    """The :class:`~structpos.pipeline.EncodeConfig` of parsed ``encode`` arguments (validated)."""
+    from ..exceptions import SpecError
+    from ..limits import DEFAULT_LIMITS
+    from ..pipeline import DEFAULT_SHARD_SIZE, EncodeConfig
 
+    overrides: dict[str, str | int | float | None] = dict(x for x in args.limit if isinstance(x, tuple))
+    counts = [x for x in args.limit if isinstance(x, int)]
+    max_records = args.max_records if args.max_records is not None else (counts[-1] if counts else None)
+    if args.record_timeout is not None:
+        if args.record_timeout <= 0:
+            raise SpecError(f"must be positive, got {args.record_timeout:g}", name="--record-timeout")
+        overrides["record_timeout"] = str(args.record_timeout)
+    if args.retry_errors and not args.resume:
+        raise SpecError("only makes sense with --resume", name="--retry-errors")
+    return EncodeConfig(
+        kind=args.kind,
+        coords=args.coords,
+        language=args.language,
+        parser_options=dict(args.parser_opt),
+        limits=DEFAULT_LIMITS.with_overrides(overrides) if overrides else DEFAULT_LIMITS,
+        field=args.field,
+        id_field=args.id_field,
+        glob=args.glob,
+        follow_symlinks=args.follow_symlinks,
+        max_records=max_records,
+        shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
+        workers=args.workers,
+        engine=args.engine,
+        ray_address=args.ray_address,
+        resume=args.resume,
+        retry_errors=args.retry_errors,
+        overwrite=args.overwrite,
+        progress=False if args.no_progress else None,
+    ).validate()
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """``SIGTERM`` (a scheduler ending the job) stops the run like Ctrl-C: workers stopped, manifest saved."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        s = encode_to_parquet(
-            args.input,
-            args.out,
-            kind=args.kind,
-            coords=args.coords,
-            language=args.language,
-            field=args.field,
-            id_field=args.id_field,
-            glob=args.glob,
-            parser_options=dict(args.parser_opt),
-            shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
-            limit=args.limit,
-            workers=args.workers,
-            engine=args.engine,
-            ray_address=args.ray_address,
-            resume=args.resume,
-            overwrite=args.overwrite,
-            progress=False if args.no_progress else None,
-        )
-    except (ResumeError, ValueError, FileNotFoundError, ImportError) as e:
-        print(f"structpos encode: error: {e}", file=sys.stderr)
-        return 2
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run ``structpos encode``; errors propagate to :func:`structpos.cli.main` (one line each)."""
+    from ..pipeline import encode_to_parquet
+
+    config = config_from_args(args)
+    with _terminate_as_interrupt():
+        s = encode_to_parquet(args.input, args.out, config)
     print(
         f"{s.records} records: {s.encoded} encoded ({s.rows} rows), {s.errors} errors; "
         f"{s.shards} shards ({s.shards_skipped} resumed) in {s.seconds:.1f}s "
         f"({s.records_per_second:.0f} records/s) -> {s.out_dir}"
     )
+    if s.files_skipped:
+        print(
+            f"{s.files_skipped} directory entries skipped (reasons in {s.out_dir / 'manifest.json'})", file=sys.stderr
+        )
     if s.errors:
         print(f"errors: {s.out_dir / 'errors.jsonl'}", file=sys.stderr)
     return 0 if s.encoded or not s.records else 1
+
+
+run = run_command

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..exceptions import InputError, SpecError
+
 DEFAULT_COORDS = {"graph": "lap:4", "table": "table"}
 ROPE_PREFERENCE = [("depth", "sibling"), ("row", "col"), ("lap",), ("rw",)]
 
@@ -32,24 +34,39 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rope-coords", default=None, help="comma-separated coordinates fed to the rotary map (default: depth,sibling / row,col / lap)")
     p.add_argument("--max-nodes", type=int, default=200, help="draw at most this many nodes (the first ones in preorder); default 200")
     p.add_argument("--size", default="1400x1000", help="image size in pixels WxH (default 1400x1000)")
-    p.add_argument("--dpi", type=int, default=100)
+    p.add_argument("--dpi", type=int, default=100, help="image resolution in dots per inch (default 100)")
     p.add_argument("--no-similarity", action="store_true", help="draw only the structure")
     p.add_argument("--probe", choices=["ones", "random"], default="ones", help="the fixed q and k vectors (default: all-ones)")
     p.add_argument("--head-dim", type=int, default=32, help="rotary head dimension (default 32)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the 'random' probe vectors (default 0)")
     p.set_defaults(func=run)
-
-
-def _fail(msg: str) -> int:
-    print(f"structpos show: {msg}", file=sys.stderr)
-    return 2
 
 
 def _parse_size(text: str) -> tuple[int, int]:
     w, sep, h = text.lower().partition("x")
-    if not sep or not w.isdigit() or not h.isdigit():
-        raise ValueError(f"--size must look like 1400x1000, got {text!r}")
+    if not sep or not w.isdigit() or not h.isdigit() or int(w) < 1 or int(h) < 1:
+        raise SpecError(f"must look like 1400x1000 (positive pixels), got {text!r}", name="--size")
     return int(w), int(h)
+
+
+def _check_args(args: argparse.Namespace) -> tuple[Path, tuple[int, int]]:
+    """Every argument checked before any work: ``(input path, size)``; raises a one-line structpos error."""
+    path = Path(args.file)
+    if not path.is_file():
+        raise InputError("no such file" if not path.exists() else "not a regular file", name=str(path))
+    out = Path(args.output)
+    if out.suffix.lower() not in (".png", ".svg", ".pdf", ".html", ".htm"):
+        raise SpecError("unsupported output type; use .png, .svg, .pdf or .html", name=str(out))
+    if not out.parent.is_dir():
+        raise InputError(f"output directory {str(out.parent)!r} does not exist", name=str(out))
+    for name, value in (("--max-nodes", args.max_nodes), ("--dpi", args.dpi), ("--head-dim", args.head_dim)):
+        if value <= 0:
+            raise SpecError(f"must be positive, got {value}", name=name)
+    if args.coords:
+        from ..pipeline.encode import validate_spec
+
+        validate_spec(args.coords)
+    return path, _parse_size(args.size)
 
 
 def _parser_options(args) -> dict:
@@ -58,7 +75,7 @@ def _parser_options(args) -> dict:
     for item in args.parser_opt:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--parser-opt must be KEY=VALUE, got {item!r}")
+            raise SpecError(f"must be KEY=VALUE, got {item!r}", name="--parser-opt")
         try:
             opts[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -78,20 +95,23 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
         return parse(read_graph_file(path), "graph", name=str(path), **options)
     if kind is None:
         if guess is None:
-            raise ValueError(f"{path}: cannot guess the kind from the suffix {path.suffix!r}; pass --kind")
+            raise InputError(f"cannot guess the kind from the suffix {path.suffix!r}; pass --kind", name=str(path))
         kind = guess[0]
     if kind == "code":
         language = language or (guess[1] if guess and guess[0] == "code" else None)
         if language is None:
-            raise ValueError(f"{path}: cannot guess the code language; pass --language")
+            raise InputError("cannot guess the code language; pass --language", name=str(path))
         options = {"language": language, **options}
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8: {e.reason}", name=str(path), position=f"byte {e.start}") from None
     result = parse(text, kind, name=str(path), **options)
     if isinstance(result, list):
         if not result:
-            raise ValueError(f"{path}: no structures found")
+            raise InputError("no structures found", name=str(path))
         if not -len(result) <= index < len(result):
-            raise ValueError(f"{path}: --index {index} is out of range; the file holds {len(result)} structures")
+            raise SpecError(f"{index} is out of range; {path} holds {len(result)} structures", name="--index")
         result = result[index]
     return result
 
@@ -108,7 +128,7 @@ def read_graph_file(path: Path):
     try:
         return reader(path)
     except Exception as e:  # networkx raises many types for malformed files
-        raise ValueError(f"{path}: cannot read as a graph ({type(e).__name__}: {e})") from None
+        raise InputError(f"cannot read as a graph ({type(e).__name__}: {e})", name=str(path)) from None
 
 
 def default_spec(structure) -> str:
@@ -129,21 +149,11 @@ def run(args: argparse.Namespace) -> int:
     from .. import viz
     from ..coords import compute
 
-    path = Path(args.file)
-    if not path.is_file():
-        return _fail(f"{path}: no such file")
-    if Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf", ".html", ".htm"):
-        return _fail(f"{args.output}: unsupported output type; use .png, .svg, .pdf or .html")
-    if args.max_nodes <= 0:
-        return _fail("--max-nodes must be positive")
-    try:
-        size = _parse_size(args.size)
-        options = _parser_options(args)
-        full = load_structure(path, args.kind, args.language, options, args.index)
-        spec = args.coords or default_spec(full)
-        coords = compute(full, spec)
-    except (ValueError, ImportError, OSError) as e:
-        return _fail(str(e))
+    path, size = _check_args(args)
+    options = _parser_options(args)
+    full = load_structure(path, args.kind, args.language, options, args.index)
+    spec = args.coords or default_spec(full)
+    coords = compute(full, spec)
     n = full.num_nodes
     s = viz.truncate(full, args.max_nodes)
     if s.num_nodes < n:
@@ -156,32 +166,29 @@ def run(args: argparse.Namespace) -> int:
         coords = {k: np.asarray(v)[: s.num_nodes] for k, v in coords.items()}
     color_by = args.color_by or ("depth" if "depth" in coords else "row" if "row" in coords else "degree")
     rope_names = [x.strip() for x in args.rope_coords.split(",") if x.strip()] if args.rope_coords else default_rope_names(coords)
-    try:
-        encoder = _encoder(coords, rope_names, args.head_dim) if not args.no_similarity else None
-        fig = viz.show_figure(
-            s,
-            color_by=color_by,
-            coords=coords,
-            rope_coords=rope_names,
-            similarity=not args.no_similarity,
-            encoder=encoder,
-            size=size,
-            dpi=args.dpi,
-            head_dim=args.head_dim,
-            vectors=args.probe,
-            seed=args.seed,
-        )
-        facts = {
-            "input": str(path),
-            "kind": s.kind,
-            "nodes drawn": f"{s.num_nodes} of {n}",
-            "coordinates": spec,
-            "coloured by": color_by,
-            "rotary coordinates": ", ".join(rope_names) if rope_names else "all numeric",
-        }
-        out = viz.save(fig, args.output, title=f"structpos show: {path.name}", facts=facts)
-    except (ValueError, ImportError) as e:
-        return _fail(str(e))
+    encoder = _encoder(coords, rope_names, args.head_dim) if not args.no_similarity else None
+    fig = viz.show_figure(
+        s,
+        color_by=color_by,
+        coords=coords,
+        rope_coords=rope_names,
+        similarity=not args.no_similarity,
+        encoder=encoder,
+        size=size,
+        dpi=args.dpi,
+        head_dim=args.head_dim,
+        vectors=args.probe,
+        seed=args.seed,
+    )
+    facts = {
+        "input": str(path),
+        "kind": s.kind,
+        "nodes drawn": f"{s.num_nodes} of {n}",
+        "coordinates": spec,
+        "coloured by": color_by,
+        "rotary coordinates": ", ".join(rope_names) if rope_names else "all numeric",
+    }
+    out = viz.save(fig, args.output, title=f"structpos show: {path.name}", facts=facts)
     print(f"wrote {out}")
     return 0
 

@@ -8,45 +8,157 @@ both and never neither, so *records in = records encoded + records in errors*.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import inspect
 import json
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+import signal
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from ..exceptions import InputError, LimitError, SpecError, StructposError
+from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from .arrow import BASE_COLUMNS, rows_to_table
 from .records import Record
 
-__all__ = ["EncodeOptions", "encode_payload", "encode_records", "EncodeBatch", "output_schema", "conform", "SAMPLES"]
+__all__ = ["EncodeOptions", "encode_payload", "encode_one", "encode_records", "encode_each", "error_entry",
+           "record_timer", "validate_spec",
+           "EncodeBatch", "output_schema", "conform", "SAMPLES"]
 
 
 @dataclass(frozen=True)
 class EncodeOptions:
-    """What to do with each record: the parser kind/options and the coordinate spec."""
+    """What to do with each record: the parser kind/options, the coordinate spec and the limits.
+
+    Examples
+    --------
+    >>> from structpos.limits import Limits
+    >>> opts = EncodeOptions("json", "tree", limits=Limits(max_nodes=100)).validate()
+    >>> opts.as_dict()["limits"]["max_nodes"]
+    100
+    >>> EncodeOptions("nosuch", "tree").validate()
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: --kind: unknown input kind 'nosuch'; known kinds: ...
+    """
 
     kind: str | None
     coords: str
     language: str | None = None
     parser_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
+    limits: Limits = DEFAULT_LIMITS
+    """Per-record limits, passed to the parsers that take ``limits=``."""
+    extra_parsers: tuple[tuple[str, str], ...] = ()
+    """More input kinds, ``(kind, "module:function")``: imported by name in each worker process."""
+    timeout_in_process: bool = False
+    """Enforce ``limits.record_timeout`` with ``SIGALRM`` in the encoding thread (main thread only)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.parser_options, Mapping):
             object.__setattr__(self, "parser_options", tuple(sorted(self.parser_options.items())))
+        if isinstance(self.extra_parsers, Mapping):
+            object.__setattr__(self, "extra_parsers", tuple(sorted(self.extra_parsers.items())))
 
     def validate(self) -> "EncodeOptions":
         """Fail fast on an unknown kind or coordinate family (before any record is read)."""
-        from .. import coords as coords_mod
         from ..parsers import PARSERS
 
-        if self.kind is not None and self.kind not in PARSERS:
-            raise ValueError(f"unknown input kind {self.kind!r}; known kinds: {', '.join(sorted(PARSERS))}")
-        coords_mod.parse_spec(self.coords)
+        known = set(PARSERS) | {k for k, _ in self.extra_parsers}
+        if self.kind is not None and self.kind not in known:
+            raise SpecError(f"unknown input kind {self.kind!r}; known kinds: {', '.join(sorted(known))}", name="--kind")
+        for kind, target in self.extra_parsers:
+            load_parser(target)
+        validate_spec(self.coords)
         return self
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "coords": self.coords, "language": self.language, "parser_options": [list(kv) for kv in self.parser_options]}
+        """What determines the output (kept in the manifest; a resume with other values is refused)."""
+        return {"kind": self.kind, "coords": self.coords, "language": self.language,
+                "parser_options": [list(kv) for kv in self.parser_options], "limits": _limits_dict(self.limits),
+                **({"extra_parsers": [list(kv) for kv in self.extra_parsers]} if self.extra_parsers else {})}
+
+
+def load_parser(target: str):
+    """The function named by ``"module:function"`` (a parser from outside structpos).
+
+    Examples
+    --------
+    >>> load_parser("json:loads")("[1]")
+    [1]
+    """
+    module, sep, name = target.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), name) if sep else None
+    except (ImportError, AttributeError) as e:
+        raise SpecError(f"cannot load parser {target!r}: {e}", name="extra_parsers") from None
+    if not callable(fn):
+        raise SpecError(f"{target!r} is not 'module:function'", name="extra_parsers")
+    return fn
+
+
+def _limits_dict(limits: Limits) -> dict:
+    # time and memory limits only decide which records fail, not what a row holds: not part of the options hash
+    return {k: v for k, v in asdict(limits).items() if k not in ("record_timeout", "max_memory_bytes")}
+
+
+_TINY_TREE: Any = None
+
+
+def _tiny_tree():
+    """A 4-node tree with edges (a path plus a branch): every family but ``table`` computes on it."""
+    global _TINY_TREE
+    if _TINY_TREE is None:
+        from ..parsers import parse
+
+        _TINY_TREE = parse('{"a": [1, 2]}', "json")
+    return _TINY_TREE
+
+
+def validate_spec(spec: str) -> list[tuple[str, str | None]]:
+    """Check a coordinate spec before any work starts: unknown families and bad arguments.
+
+    An argument is bad when the family computes on a tiny tree with its default argument
+    but fails with the given one (``lap:abc``, ``tree:0x0``).
+
+    Raises
+    ------
+    SpecError
+        Naming the spec item and the reason.
+
+    Examples
+    --------
+    >>> validate_spec("tree,lap:2")
+    [('tree', None), ('lap', '2')]
+    >>> validate_spec("lap:abc")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: --coords lap:abc: bad argument 'abc' for lap: ...
+    """
+    from .. import coords as coords_mod
+
+    try:
+        items = coords_mod.parse_spec(spec)
+    except StructposError:
+        raise
+    except (ValueError, KeyError, TypeError) as e:
+        raise SpecError(str(e), name=f"--coords {spec}") from None
+    for name, arg in items:
+        if arg is None:
+            continue
+        family = coords_mod.get(name)
+        try:
+            family(_tiny_tree(), arg)
+        except Exception as e:
+            try:
+                family(_tiny_tree(), None)
+            except Exception:
+                continue  # the family does not apply to a tree (e.g. table): cannot tell here
+            raise SpecError(f"bad argument {arg!r} for {name}: {e}", name=f"--coords {name}:{arg}") from None
+    return items
 
 
 _ACCEPTS: dict[str, bool] = {}
@@ -63,7 +175,8 @@ def _parser_accepts(kind: str, fn, arg: str) -> bool:
     return _ACCEPTS[key]
 
 
-def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | None, options: Mapping[str, Any]):
+def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | None, options: Mapping[str, Any],
+           limits: Limits = DEFAULT_LIMITS, extra_parsers: Mapping[str, str] | None = None):
     """Call the parser of ``kind`` with the record's name, language and format hints.
 
     JSON objects (not text) given as ``json`` payloads are serialized, so spans index text; a
@@ -71,7 +184,7 @@ def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | 
     """
     from ..parsers import get_parser
 
-    fn = get_parser(kind)
+    fn = load_parser(extra_parsers[kind]) if extra_parsers and kind in extra_parsers else get_parser(kind)
     kw = dict(options)
     if _parser_accepts(kind, fn, "name"):
         kw.setdefault("name", name)
@@ -79,12 +192,16 @@ def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | 
         kw.setdefault("language", language)
     if fmt is not None and _parser_accepts(kind, fn, "format"):
         kw.setdefault("format", fmt)
+    if limits is not DEFAULT_LIMITS and _parser_accepts(kind, fn, "limits"):
+        kw.setdefault("limits", limits)
     if kind == "json" and not isinstance(payload, (str, bytes)):
         payload = json.dumps(payload)
     if kind == "graph" and isinstance(payload, Mapping):
         payload = dict(payload)
         if "edge_index" not in payload:
-            raise ValueError("a graph payload object needs an 'edge_index' entry")
+            raise InputError("a graph payload object needs an 'edge_index' entry "
+                             '(graph JSONL records: {"text": {"edge_index": [[src, ...], [dst, ...]], '
+                             '"num_nodes": n}})')
         edge_index = np.asarray(payload.pop("edge_index"), dtype=np.int64).reshape(2, -1)
         kw = {**payload, **kw}
         payload = edge_index
@@ -100,6 +217,8 @@ def encode_payload(
     language: str | None = None,
     format: str | None = None,
     parser_options: Mapping[str, Any] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    extra_parsers: Mapping[str, str] | None = None,
 ) -> list[dict]:
     """Parse ``payload`` as ``kind`` and compute ``coords``: one row per resulting Structure.
 
@@ -111,14 +230,21 @@ def encode_payload(
     """
     from ..coords import compute
 
-    out = _parse(payload, kind, record_id, language, format, parser_options or {})
+    if limits.max_input_bytes is not None and isinstance(payload, (str, bytes)):
+        check_limit(len(payload), limits.max_input_bytes, "max_input_bytes", "bytes of input", name=record_id)
+    out = _parse(payload, kind, record_id, language, format, parser_options or {}, limits, extra_parsers)
     structures = out if isinstance(out, (list, tuple)) else [out]
     rows = []
     for k, s in enumerate(structures):
         rid = record_id
         if len(structures) > 1:
             rid = f"{record_id}#{s.meta.get('sent_id', k) if isinstance(getattr(s, 'meta', None), dict) else k}"
-        c = compute(s, coords) if coords else {}
+        check_limit(int(s.num_nodes), limits.max_nodes, "max_nodes", "nodes", name=rid)
+        try:
+            c = compute(s, coords) if coords else {}
+        except Exception as e:
+            e._structpos_stage = "coords"  # type: ignore[attr-defined]
+            raise
         coord_cols: dict[str, np.ndarray] = {}
         for name, arr in c.items():
             arr = np.asarray(arr)
@@ -145,37 +271,203 @@ def encode_payload(
     return rows
 
 
-def _error(record: Record, exc_type: str, message: str) -> dict:
+def error_entry(record: Record, exc_type: str, message: str, stage: str, offset: Any = None) -> dict:
+    """The ``errors.jsonl`` entry of a failed record.
+
+    Keys: ``id``, ``input`` (file), ``position`` (where the record is in it: ``"line 17"``),
+    ``stage`` (``read``, ``parse``, ``coords``, ``timeout``, ``memory``, ``worker``, ``write``),
+    ``error_type``, ``message`` (naming input and position) and ``offset`` (the position
+    inside the record, e.g. ``"3:7"``, when the error knows it).
+
+    Examples
+    --------
+    >>> r = Record("5", "{", "in.jsonl line 5", "json", input="in.jsonl", position="line 5")
+    >>> e = error_entry(r, "ParseError", "unexpected end", "parse", offset="1:2")
+    >>> e["message"], e["stage"], e["offset"]
+    ("in.jsonl line 5 (id '5'): unexpected end", 'parse', '1:2')
+    """
     if record.where not in message:
         message = f"{record.where} (id {record.id!r}): {message}"
-    return {"id": record.id, "position": record.where, "error_type": exc_type, "message": message}
+    return {"id": record.id, "input": record.input, "position": record.position or record.where, "stage": stage,
+            "error_type": exc_type, "message": message, "offset": None if offset is None else str(offset)}
 
 
-def encode_records(records: Iterable[Record], options: EncodeOptions) -> tuple[list[dict], list[dict], int]:
+def _stage_of(exc: BaseException, stage: str) -> str:
+    if isinstance(exc, MemoryError):
+        return "memory"
+    if isinstance(exc, LimitError) and exc.limit == "record_timeout":
+        return "timeout"
+    return stage
+
+
+@contextlib.contextmanager
+def record_timer(seconds: float | None, name: str = ""):
+    """Raise :class:`~structpos.exceptions.LimitError` (``record_timeout``) in this thread after ``seconds``.
+
+    Uses ``SIGALRM`` (POSIX, main thread only; elsewhere a no-op): Python code is interrupted
+    between bytecodes; C code that never returns is the encode workers' driver's job (it kills
+    the worker and records the record as timed out).
+
+    Examples
+    --------
+    >>> import time
+    >>> with record_timer(0.05, "slow"):
+    ...     time.sleep(1)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.LimitError: slow: took more than 0.05 s (record_timeout; raise the limit to allow it)
+    """
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if seconds is None or not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise LimitError(f"took more than {seconds:g} s", limit="record_timeout", name=name or None)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+_PREPARED: set = set()
+
+
+def prepare(kind: str | None, options: EncodeOptions) -> None:
+    """Import the parser of ``kind`` and the coordinate families once, outside any record's time budget.
+
+    Examples
+    --------
+    >>> prepare("json", EncodeOptions("json", "tree"))
+    """
+    key = (kind, options.coords, options.extra_parsers)
+    if kind is None or key in _PREPARED:
+        return
+    from .. import coords as coords_mod
+    from ..parsers import get_parser
+
+    extra = dict(options.extra_parsers)
+    try:
+        load_parser(extra[kind]) if kind in extra else get_parser(kind)
+        for name, _ in coords_mod.parse_spec(options.coords):
+            coords_mod.get(name)
+    except Exception:  # noqa: BLE001 - the record's own encoding reports it
+        return
+    _PREPARED.add(key)
+
+
+def encode_one(rec: Record, options: EncodeOptions) -> tuple[list[dict], dict | None]:
+    """Encode one record: ``(rows, None)`` or ``([], error entry)``, never raising for the record's fault.
+
+    Examples
+    --------
+    >>> rows, err = encode_one(Record("a", '{"k": [1]}', "a"), EncodeOptions("json", "tree"))
+    >>> rows[0]["num_nodes"], err
+    (4, None)
+    >>> encode_one(Record("b", "{", "b.json"), EncodeOptions("json", "tree"))[1]["stage"]
+    'parse'
+    """
+    if rec.read_error is not None:
+        return [], error_entry(rec, *rec.read_error, stage="read")
+    kind = rec.kind or options.kind
+    if kind is None:
+        return [], error_entry(rec, "InputError", "no input kind (pass --kind)", "read")
+    stage = "parse"
+    try:
+        with record_timer(options.limits.record_timeout if options.timeout_in_process else None, rec.where):
+            rows = encode_payload(rec.id, rec.payload, kind, options.coords, language=rec.language or options.language,
+                                  format=rec.format, parser_options=dict(options.parser_options), limits=options.limits,
+                                  extra_parsers=dict(options.extra_parsers))
+        return rows, None
+    except RecursionError as e:  # deep input that slipped past a parser's own guard
+        return [], error_entry(rec, "LimitError", f"input nested too deeply ({e})", stage)
+    except Exception as e:  # one bad record must not stop the run; it is counted in errors
+        stage = getattr(e, "_structpos_stage", stage)
+        message = str(e) or repr(e)
+        return [], error_entry(rec, type(e).__name__, message, _stage_of(e, stage), getattr(e, "position", None))
+
+
+def encode_each(
+    records: Iterable[Record],
+    options: EncodeOptions,
+    *,
+    preset: Mapping[int, dict] | None = None,
+    on_record: Callable[[int], None] | None = None,
+) -> Iterator[tuple[list[dict], dict | None]]:
+    """``(rows, error entry or None)`` per record, in order (see :func:`encode_records`).
+
+    Examples
+    --------
+    >>> recs = [Record("a", "[1]", "a"), Record("b", "[", "b")]
+    >>> [(len(rows), err is None) for rows, err in encode_each(recs, EncodeOptions("json", "tree"))]
+    [(1, True), (0, False)]
+    """
+    preset = preset or {}
+    for k, rec in enumerate(records):
+        if k in preset:
+            yield [], preset[k]
+            continue
+        if on_record is not None:
+            prepare(rec.kind or options.kind, options)
+            on_record(k)
+        yield encode_one(rec, options)
+    if on_record is not None:
+        on_record(-1)
+
+
+def encode_records(
+    records: Iterable[Record],
+    options: EncodeOptions,
+    *,
+    preset: Mapping[int, dict] | None = None,
+    on_record: Callable[[int], None] | None = None,
+) -> tuple[list[dict], list[dict], int]:
     """Encode ``records``: ``(rows, errors, number of records)``.
 
-    Every record lands in exactly one place: its rows, or one entry of ``errors`` (``id``,
-    ``position``, ``error_type``, ``message`` naming the input and position). Parser and
-    coordinate failures of one record never stop the others.
+    Every record lands in exactly one place: its rows, or one entry of ``errors`` (see
+    :func:`error_entry`). Parser and coordinate failures of one record never stop the others.
+
+    Parameters
+    ----------
+    records : iterable of Record
+        The records, in order.
+    options : EncodeOptions
+        Kind, coordinate spec, parser options and limits.
+    preset : mapping, optional
+        Errors already known, by position in ``records`` (a record that killed a worker, one
+        in the errors of the run being resumed): used as they are, the record is not encoded.
+    on_record : callable, optional
+        Called with each record's position before it is encoded, and with ``-1`` at the end
+        (how an encode worker tells its driver which record it is on).
+
+    Returns
+    -------
+    rows : list of dict
+        The rows of the records that encoded (see :func:`encode_payload`).
+    errors : list of dict
+        One entry per record that did not.
+    n : int
+        The number of records.
+
+    Examples
+    --------
+    >>> recs = [Record("a", "[1, 2]", "a"), Record("b", "[1,", "b")]
+    >>> rows, errors, n = encode_records(recs, EncodeOptions("json", "tree"))
+    >>> n, [r["id"] for r in rows], [(e["id"], e["stage"]) for e in errors]
+    (2, ['a'], [('b', 'parse')])
     """
     rows: list[dict] = []
     errors: list[dict] = []
     n = 0
-    opts = dict(options.parser_options)
-    for rec in records:
+    for ok, err in encode_each(records, options, preset=preset, on_record=on_record):
         n += 1
-        if rec.read_error is not None:
-            errors.append(_error(rec, *rec.read_error))
-            continue
-        kind = rec.kind or options.kind
-        if kind is None:
-            errors.append(_error(rec, "ValueError", "no input kind (pass --kind)"))
-            continue
-        try:
-            rows.extend(encode_payload(rec.id, rec.payload, kind, options.coords, language=rec.language or options.language,
-                                       format=rec.format, parser_options=opts))
-        except Exception as e:  # one bad record must not stop the run; it is counted in errors
-            errors.append(_error(rec, type(e).__name__, str(e) or repr(e)))
+        rows.extend(ok)
+        if err is not None:
+            errors.append(err)
     return rows, errors, n
 
 
@@ -257,6 +549,15 @@ class EncodeBatch:
     With ``keep_errors=True`` (the default) a record that fails becomes one row with null
     coordinates and its ``error_type``/``error`` set, so rows out >= records in; successful
     rows have null error columns. With ``keep_errors=False`` failed records are dropped.
+    ``limits`` (:class:`~structpos.limits.Limits`) bounds each record as in ``structpos encode``
+    (no per-record timeout or memory limit here: those need the encode workers).
+
+    Examples
+    --------
+    >>> fn = EncodeBatch("json", "tree")
+    >>> out = fn({"text": ['{"a": 1}', "[1,"]})
+    >>> out.column("id").to_pylist(), out.column("error_type").to_pylist()
+    (['0', '1'], [None, 'ParseError'])
     """
 
     def __init__(
@@ -269,9 +570,10 @@ class EncodeBatch:
         kind_column: str | None = None,
         language: str | None = None,
         keep_errors: bool = True,
+        limits: Limits = DEFAULT_LIMITS,
         **parser_options: Any,
     ):
-        self.options = EncodeOptions(kind, coords, language, tuple(sorted(parser_options.items()))).validate()
+        self.options = EncodeOptions(kind, coords, language, tuple(sorted(parser_options.items())), limits).validate()
         self.text_column = text_column
         self.id_column = id_column
         self.kind_column = kind_column

@@ -1,120 +1,170 @@
-"""Engines: who runs the shards. Each takes ``(index, records)`` pairs and yields
-:class:`~structpos.pipeline.shards.ShardResult` as shards finish (in any order).
+"""Engines: who runs the shards. Each takes :class:`~structpos.pipeline.shards.ShardTask` s and
+yields :class:`~structpos.pipeline.shards.ShardResult` s as shards finish (in any order).
 
-* ``local`` with one worker: in this process.
-* ``local`` with ``N > 1`` workers: a ``spawn`` process pool; each worker encodes *and writes*
-  its shard (only counts travel back). At most ``2 N`` shards are in flight, so memory stays
-  bounded however large the input.
+* ``local`` with ``workers=0``: in this process (no isolation from crashes; for debugging).
+* ``local`` with ``N >= 1`` workers: a :class:`~structpos.pipeline.isolation.WorkerPool` of
+  ``spawn`` processes; each encodes *and writes* its shard (only counts travel back), a record
+  that times out or kills its worker becomes an error entry and the worker is replaced. One
+  shard per worker is in flight, so memory stays bounded however large the input.
 * ``ray``: one Ray task per shard on a local cluster (``ray.init(num_cpus=N)``) or on an
   existing one (``address``); tasks return the Arrow table and errors and the driver writes
-  them, so the workers need no shared filesystem.
+  them, so the workers need no shared filesystem. A shard whose task dies or runs past its
+  time is run again one task per record, so only the record at fault becomes an error. Ray
+  restarts dead workers itself; records are timed by ``SIGALRM`` inside the task (Ray runs
+  tasks on the worker's main thread), and ``max_memory_bytes`` is not applied (Ray's own
+  memory monitor kills a worker that grows too large, and the record then becomes an error).
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
-import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from .encode import EncodeOptions
+from .encode import EncodeOptions, conform, encode_one, error_entry, output_schema
+from .isolation import run_isolated
 from .records import Record
-from .shards import ShardResult, encode_shard, encode_shard_table, write_shard
+from .shards import ShardResult, ShardTask, _rows_table, encode_shard, encode_shard_table, shard_digest, write_shard
 
 __all__ = ["run_serial", "run_processes", "run_ray", "ENGINES"]
 
-Shard = tuple[int, Sequence[Record]]
+
+def run_serial(tasks: Iterable[ShardTask], workers: int = 0, **_) -> Iterator[ShardResult]:
+    """Encode each shard in this process (``SIGALRM`` per-record timeouts when in the main thread)."""
+    for task in tasks:
+        yield encode_shard(replace(task, options=replace(task.options, timeout_in_process=True)))
 
 
-def run_serial(shards: Iterable[Shard], options: EncodeOptions, out_dir: Path, workers: int = 1, **_) -> Iterator[ShardResult]:
-    for index, records in shards:
-        yield encode_shard(index, records, options, out_dir)
-
-
-def _exit_with_parent(parent_pid: int, interval: float = 0.5) -> None:
-    """Worker initializer: end this worker when the driver dies (even by ``kill -9``), so no
-    orphan keeps burning CPU on shards nobody will record."""
-
-    def watch() -> None:
-        while True:
-            time.sleep(interval)
-            if os.getppid() != parent_pid:
-                os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="structpos-parent-watch").start()
-
-
-def run_processes(shards: Iterable[Shard], options: EncodeOptions, out_dir: Path, workers: int = 2, **_) -> Iterator[ShardResult]:
-    if workers <= 1:
-        yield from run_serial(shards, options, out_dir)
+def run_processes(tasks: Iterable[ShardTask], workers: int = 1, **_) -> Iterator[ShardResult]:
+    """The ``local`` engine: isolated worker processes, or this process when ``workers == 0``."""
+    if workers <= 0:
+        yield from run_serial(tasks)
         return
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+    it = iter(tasks)
     try:
-        pending = set()
-        it = iter(shards)
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < 2 * workers:
-                try:
-                    index, records = next(it)
-                except StopIteration:
-                    exhausted = True
-                    break
-                pending.add(pool.submit(encode_shard, index, list(records), options, str(out_dir)))
-            if not pending:
-                break
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                yield fut.result()
-    except BaseException:  # Ctrl-C, a broken pool, a refused resume: drop queued shards, don't wait for them
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+        first = next(it)
+    except StopIteration:
+        return
+    options = first.options
+
+    def all_tasks() -> Iterator[ShardTask]:
+        yield first
+        yield from it
+
+    yield from run_isolated(all_tasks(), options, workers)
 
 
-def _ray_encode(index: int, records: Sequence[Record], options: EncodeOptions):
-    return encode_shard_table(index, records, options)
+# ------------------------------------------------------------------ Ray
+def _ray_shard(task: ShardTask):
+    return encode_shard_table(
+        task.index, task.records, replace(task.options, timeout_in_process=True), preset=task.preset
+    )
 
 
-def run_ray(shards: Iterable[Shard], options: EncodeOptions, out_dir: Path, workers: int = 2, address: str | None = None, **_) -> Iterator[ShardResult]:
+def _ray_init(ray, workers: int, address: str | None) -> bool:
+    if ray.is_initialized():
+        return False
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
+    return True
+
+
+def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
+    """Run a shard whose task died one record per task; a record whose task dies or hangs is an error."""
+    t0 = time.perf_counter()
+    options = task.options
+    limit = options.limits.record_timeout
+    remote = ray.remote(num_cpus=1, max_retries=0)(_ray_one)
+    refs = {k: remote.remote(rec, options) for k, rec in enumerate(task.records) if k not in task.preset}
+    per_record: list = [([], task.preset.get(k)) for k in range(len(task.records))]
+    for k, ref in refs.items():
+        try:
+            per_record[k] = ray.get(ref, timeout=None if limit is None else limit + 5.0)
+        except Exception as e:  # noqa: BLE001 - the task died, was killed or timed out
+            ray.cancel(ref, force=True)
+            stage = "timeout" if type(e).__name__ == "GetTimeoutError" else "worker"
+            per_record[k] = (
+                [],
+                error_entry(task.records[k], type(e).__name__, f"{why}; alone: {_first_line(e)}", stage),
+            )
+    table = conform(_rows_table(per_record, task.records), output_schema(options))
+    errors = [err for _, err in per_record if err is not None]
+    n = len(task.records)
+    ids = [r.id for r in task.records]
+    write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
+    return ShardResult(
+        task.index,
+        n,
+        n - len(errors),
+        len(errors),
+        table.num_rows,
+        ids[0] if ids else None,
+        ids[-1] if ids else None,
+        time.perf_counter() - t0,
+        shard_digest(ids, task.digests),
+    )
+
+
+def _ray_one(record: Record, options: EncodeOptions):
+    return encode_one(record, replace(options, timeout_in_process=True))
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"
+
+
+def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = None, **_) -> Iterator[ShardResult]:
+    """The ``ray`` engine (see the module docstring)."""
     from ..parsers import require
 
     ray = require("ray", "ray", "--engine ray")
-    started = False
-    if not ray.is_initialized():
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
-        started = True
+    started = _ray_init(ray, workers, address)
     try:
-        remote = ray.remote(num_cpus=1)(_ray_encode)
+        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_shard)
         cap = 2 * max(1, int(ray.available_resources().get("CPU", workers)))
-        pending: list = []
-        it = iter(shards)
+        pending: dict = {}
+        it = iter(tasks)
         exhausted = False
         while True:
             while not exhausted and len(pending) < cap:
                 try:
-                    index, records = next(it)
+                    task = next(it)
                 except StopIteration:
                     exhausted = True
                     break
-                pending.append(remote.remote(index, list(records), options))
+                pending[remote.remote(task)] = task
             if not pending:
                 return
-            done, pending = ray.wait(pending, num_returns=1)
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=_shard_timeout(pending))
+            if not done:  # the oldest shard ran past its time: cancel it, then go record by record
+                ref = next(iter(pending))
+                ray.cancel(ref, force=True)
+                yield _ray_per_record(ray, pending.pop(ref), "the shard's task ran past its time")
+                continue
             for ref in done:
-                table, errors, res = ray.get(ref)
-                write_shard(out_dir, res.index, table, errors)
+                task = pending.pop(ref)
+                try:
+                    table, errors, res = ray.get(ref)
+                except Exception as e:  # noqa: BLE001 - the worker died (OOM, segfault): isolate the record
+                    yield _ray_per_record(ray, task, f"the shard's task failed ({_first_line(e)})")
+                    continue
+                ids = [r.id for r in task.records]
+                write_shard(Path(task.out_dir), res.index, table, errors, ids, task.digests)
+                res.digest = shard_digest(ids, task.digests)
                 yield res
     finally:
         if started:
             ray.shutdown()
+
+
+def _shard_timeout(pending: dict) -> float | None:
+    tasks: Sequence[ShardTask] = list(pending.values())
+    limit = tasks[0].options.limits.record_timeout if tasks else None
+    return None if limit is None else limit * max(len(t.records) for t in tasks) + 5.0
 
 
 ENGINES = {"local": run_processes, "ray": run_ray}

@@ -11,22 +11,40 @@ is record ``k`` of the next, which is what sharding and ``--resume`` rely on):
 * **A directory** (or any other single file): one record per file, id = the path relative to
   the directory, files sorted by that path; the kind (and code language) comes from
   ``--kind``/``--language`` or else the suffix (:data:`SUFFIX_KINDS`). A CoNLL-U file yields
-  one record per sentence, id ``file#sent_id``.
+  one record per sentence, id ``file#sent_id``. Only regular files are read (see
+  :mod:`.walk`); every other entry, and every file of another kind or language or with an
+  unknown suffix, is reported as skipped with its reason. A known suffix also fixes the
+  format the parser is told (a ``.csv`` is read as CSV whatever it contains).
 
-A line or file that cannot be read (bad JSON, missing field, bad UTF-8) still yields a record,
-carrying ``read_error``, so that *records in = records encoded + records in errors* holds.
+A line or file that cannot be read (bad JSON, missing field, bad UTF-8, a lone surrogate, a
+file over ``max_input_bytes``) still yields a record, carrying ``read_error``, so that
+*records in = records encoded + records in errors* holds.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
-__all__ = ["Record", "SUFFIX_KINDS", "read_records", "count_records", "kind_for_path", "conllu_sentences"]
+from ..exceptions import InputError
+from .walk import Skipped, open_regular, read_bounded, special_kind, walk_files
+
+__all__ = [
+    "Record",
+    "SUFFIX_KINDS",
+    "read_records",
+    "check_input",
+    "count_records",
+    "kind_for_path",
+    "conllu_sentences",
+    "record_digest",
+]
 
 # suffix -> (kind, language)
 SUFFIX_KINDS: dict[str, tuple[str, str | None]] = {
@@ -63,7 +81,14 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 
 @dataclass(frozen=True)
 class Record:
-    """One unit of work: ``payload`` parsed as ``kind`` becomes one (or more) output rows."""
+    """One unit of work: ``payload`` parsed as ``kind`` becomes one (or more) output rows.
+
+    Examples
+    --------
+    >>> r = Record("7", "[1]", "in.jsonl line 7", "json", input="in.jsonl", position="line 7")
+    >>> record_digest(r) == record_digest(Record("7", "[1]", "elsewhere", "json"))
+    True
+    """
 
     id: str
     payload: Any
@@ -75,10 +100,46 @@ class Record:
     """``(error type, message)`` when the record could not even be read."""
     format: str | None = None
     """Format hint for the parser's ``format`` option (``"tsv"`` for a ``.tsv`` table)."""
+    input: str | None = None
+    """The input the record comes from (a file name, a path relative to the input directory)."""
+    position: str | None = None
+    """Where in that input (``"line 17"``, ``"row 4"``), ``None`` for a whole file."""
+
+
+def record_digest(record: Record) -> str:
+    """A content hash of what determines the record's output (payload, kind, language, format).
+
+    ``--resume`` compares it with the one in the manifest to re-encode records that changed.
+
+    Examples
+    --------
+    >>> a, b = Record("1", "[1]", "x", "json"), Record("1", "[2]", "x", "json")
+    >>> record_digest(a) == record_digest(b), len(record_digest(a))
+    (False, 16)
+    """
+    h = hashlib.blake2b(digest_size=8)
+    payload = record.payload
+    if isinstance(payload, str):
+        data = payload.encode("utf-8", "surrogatepass")
+    elif isinstance(payload, bytes):
+        data = payload
+    else:
+        data = json.dumps(payload, sort_keys=True, default=repr).encode("utf-8", "surrogatepass")
+    h.update(data)
+    h.update(repr((record.kind, record.language, record.format, record.read_error)).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 def kind_for_path(path: str | Path) -> tuple[str, str | None] | None:
-    """``(kind, language)`` guessed from the suffix, or ``None`` when unknown."""
+    """``(kind, language)`` guessed from the suffix, or ``None`` when unknown.
+
+    Examples
+    --------
+    >>> kind_for_path("src/a.py")
+    ('code', 'python')
+    >>> kind_for_path("notes.bin") is None
+    True
+    """
     return SUFFIX_KINDS.get(Path(path).suffix.lower())
 
 
@@ -90,29 +151,111 @@ def read_records(
     field: str = "text",
     id_field: str | None = None,
     glob: str | None = None,
+    follow_symlinks: bool = False,
+    max_input_bytes: int | None = None,
+    skipped: list | None = None,
+    exclude: Sequence[str | Path] = (),
 ) -> Iterator[Record]:
-    """Yield the records of ``path`` (JSONL, Parquet, a directory or a file) in input order."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"input {path} does not exist")
+    """Yield the records of ``path`` (JSONL, Parquet, a directory or a file) in input order.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.jsonl``/``.ndjson`` file, a ``.parquet`` file, a directory, or any other file.
+    kind, language : str, optional
+        The input kind and code language(s) (comma separated); for directories they select
+        the files to read (otherwise the suffix decides, :data:`SUFFIX_KINDS`).
+    field, id_field : str
+        JSONL / Parquet: the payload field and the id field (default: the line / row number).
+    glob : str, optional
+        Directories: read only files matching this pattern (relative path or file name).
+    follow_symlinks : bool
+        Directories: follow symlinks (loop-safe); by default they are skipped.
+    max_input_bytes : int, optional
+        A file larger than this becomes an error record (``LimitError``), not read.
+    skipped : list, optional
+        Receives a :class:`~structpos.pipeline.walk.Skipped` per directory entry not read.
+    exclude : sequence of paths
+        Directories not to enter (an output directory inside the input directory).
+
+    Raises
+    ------
+    InputError
+        When ``path`` does not exist or is not a regular file or directory.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "in.jsonl")
+    >>> _ = open(p, "w").write(json.dumps({"text": "[1]"}) + "\\n\\n{oops\\n")
+    >>> [(r.id, r.read_error is None) for r in read_records(p, kind="json")]
+    [('1', True), ('3', False)]
+    """
+    path = check_input(path)
     if path.is_dir():
-        yield from _directory_records(path, kind, language, glob)
-    elif path.name.lower().endswith(JSONL_SUFFIXES):
-        yield from _jsonl_records(path, kind, language, field, id_field)
+        yield from _directory_records(path, kind, language, glob, follow_symlinks, max_input_bytes, skipped, exclude)
+        return
+    if path.name.lower().endswith(JSONL_SUFFIXES):
+        yield from _jsonl_records(path, kind, language, field, id_field, max_input_bytes)
     elif path.name.lower().endswith(PARQUET_SUFFIXES):
         yield from _parquet_records(path, kind, language, field, id_field)
     else:
-        yield from _file_records(path, path.name, kind, language)
+        yield from _file_records(path, path.name, kind, language, True, max_input_bytes)
 
 
-def count_records(path: str | Path, *, kind: str | None = None, language: str | None = None, glob: str | None = None) -> int | None:
-    """The number of records :func:`read_records` will yield when that is cheap to know, else ``None``."""
+def check_input(path: str | Path) -> Path:
+    """``path`` as a ``Path`` if it is a directory or a regular file (symlinks followed), else raise.
+
+    Raises
+    ------
+    InputError
+        It does not exist, or is a FIFO, a device, a socket, a dangling symlink.
+
+    Examples
+    --------
+    >>> check_input("/dev/null")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.InputError: /dev/null: not a regular file or directory (character device)
+    """
+    path = Path(path)
+    if not os.path.lexists(path):
+        raise InputError("input does not exist", name=str(path))
+    if not (path.is_dir() or path.is_file()):
+        mode = os.stat(path).st_mode if path.exists() else 0
+        raise InputError(
+            f"not a regular file or directory ({special_kind(mode) if mode else 'dangling symlink'})", name=str(path)
+        )
+    return path
+
+
+def count_records(
+    path: str | Path,
+    *,
+    kind: str | None = None,
+    language: str | None = None,
+    glob: str | None = None,
+    follow_symlinks: bool = False,
+    exclude: Sequence[str | Path] = (),
+) -> int | None:
+    """The number of records :func:`read_records` will yield when that is cheap to know, else ``None``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "in.jsonl")
+    >>> _ = open(p, "w").write('{"text": "[1]"}\\n\\n{"text": "[2]"}\\n')
+    >>> count_records(p)
+    2
+    """
     path = Path(path)
     if path.is_dir():
-        files = list(_directory_files(path, kind, language, glob))
+        files = [f for _, f in _directory_files(path, kind, language, glob, follow_symlinks, exclude=exclude)]
         if any((kind or (kind_for_path(f) or ("",))[0]) == "conllu" for f in files):
             return None
         return len(files)
+    if not path.is_file():
+        return None
     name = path.name.lower()
     if name.endswith(JSONL_SUFFIXES):
         n = 0
@@ -128,33 +271,72 @@ def count_records(path: str | Path, *, kind: str | None = None, language: str | 
 
 
 # ------------------------------------------------------------------ JSONL / Parquet
-def _jsonl_records(path: Path, kind, language, field, id_field) -> Iterator[Record]:
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(obj: Any) -> str | None:
+    """The first string (value or key) in ``obj`` that is not valid Unicode text, else ``None``."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError as e:
+                return f"lone surrogate U+{ord(x[e.start]):04X} at char {e.start} of {x[:40]!r}"
+        elif isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return None
+
+
+def _jsonl_line(
+    raw: bytes, field: str, id_field: str | None, where: str, rid: str
+) -> tuple[str, Any, tuple[str, str] | None]:
+    """``(id, payload, read error)`` of one JSONL line."""
+    try:
+        obj = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return rid, None, (type(e).__name__, f"{where}: bad JSON: {e}")
+    except RecursionError:
+        return rid, None, ("LimitError", f"{where}: JSON nested too deeply for the line reader")
+    if not isinstance(obj, dict):
+        return rid, None, ("TypeError", f"{where}: expected a JSON object, got {type(obj).__name__}")
+    if _SURROGATE_ESCAPE.search(raw):
+        bad = _lone_surrogate(obj)
+        if bad is not None:
+            return rid, None, ("InputError", f"{where}: not valid Unicode text: {bad}")
+    if id_field is not None:
+        if id_field not in obj:
+            return rid, None, ("KeyError", f"{where}: no id field {id_field!r}")
+        rid = str(obj[id_field])
+    if field not in obj:
+        return rid, None, ("KeyError", f"{where}: no payload field {field!r}")
+    if obj[field] is None:
+        return rid, None, ("ValueError", f"{where}: payload {field!r} is null")
+    return rid, obj[field], None
+
+
+def _jsonl_records(path: Path, kind, language, field, id_field, max_input_bytes=None) -> Iterator[Record]:
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             if not raw.strip():
                 continue
             where = f"{path.name} line {lineno}"
-            rid = str(lineno)
-            try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                yield Record(rid, None, where, kind, language, (type(e).__name__, f"{where}: bad JSON: {e}"))
+            if max_input_bytes is not None and len(raw) > max_input_bytes:
+                too_big = (
+                    "LimitError",
+                    f"{where}: line of {len(raw)} bytes (max_input_bytes: {len(raw)} > "
+                    f"{max_input_bytes}; raise the limit to allow it)",
+                )
+                yield Record(
+                    str(lineno), None, where, kind, language, too_big, input=path.name, position=f"line {lineno}"
+                )
                 continue
-            if not isinstance(obj, dict):
-                yield Record(rid, None, where, kind, language, ("TypeError", f"{where}: expected a JSON object, got {type(obj).__name__}"))
-                continue
-            if id_field is not None:
-                if id_field not in obj:
-                    yield Record(rid, None, where, kind, language, ("KeyError", f"{where}: no id field {id_field!r}"))
-                    continue
-                rid = str(obj[id_field])
-            if field not in obj:
-                yield Record(rid, None, where, kind, language, ("KeyError", f"{where}: no payload field {field!r}"))
-                continue
-            if obj[field] is None:
-                yield Record(rid, None, where, kind, language, ("ValueError", f"{where}: payload {field!r} is null"))
-                continue
-            yield Record(rid, obj[field], where, kind, language)
+            rid, payload, err = _jsonl_line(raw, field, id_field, where, str(lineno))
+            yield Record(rid, payload, where, kind, language, err, input=path.name, position=f"line {lineno}")
 
 
 def _parquet_records(path: Path, kind, language, field, id_field) -> Iterator[Record]:
@@ -164,7 +346,7 @@ def _parquet_records(path: Path, kind, language, field, id_field) -> Iterator[Re
     names = pf.schema_arrow.names
     for col in [field] + ([id_field] if id_field else []):
         if col not in names:
-            raise ValueError(f"{path}: no column {col!r} (columns: {', '.join(names)})")
+            raise InputError(f"no column {col!r} (columns: {', '.join(names)})", name=str(path))
     cols = [field] + ([id_field] if id_field and id_field != field else [])
     row = 0
     for batch in pf.iter_batches(columns=cols, batch_size=4096):
@@ -173,62 +355,128 @@ def _parquet_records(path: Path, kind, language, field, id_field) -> Iterator[Re
         ids = d[id_field] if id_field else range(row, row + len(payloads))
         for rid, payload in zip(ids, payloads):
             where = f"{path.name} row {row}"
-            if payload is None:
-                yield Record(str(rid), None, where, kind, language, ("ValueError", f"{where}: payload {field!r} is null"))
-            else:
-                yield Record(str(rid), payload, where, kind, language)
+            err = None if payload is not None else ("ValueError", f"{where}: payload {field!r} is null")
+            yield Record(str(rid), payload, where, kind, language, err, input=path.name, position=f"row {row}")
             row += 1
 
 
 # ------------------------------------------------------------------ files
-def _directory_files(root: Path, kind, language, glob) -> Iterator[Path]:
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
-        for fn in filenames:
-            files.append(Path(dirpath, fn))
-    files.sort(key=lambda p: p.relative_to(root).as_posix())
-    for f in files:
-        rel = f.relative_to(root).as_posix()
-        if glob is not None:
-            if fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(f.name, glob):
-                yield f
-            continue
-        guess = kind_for_path(f)
-        if guess is None:
-            continue
-        if kind is not None and guess[0] != kind:
-            continue
-        if language is not None and guess[1] is not None and guess[1] != language:
-            continue
-        yield f
+def _wanted(rel: str, kind, languages, glob) -> str | None:
+    """``None`` when the file at ``rel`` is to be read, else why it is skipped."""
+    if glob is not None:
+        name = rel.rsplit("/", 1)[-1]
+        return None if fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(name, glob) else "does not match --glob"
+    guess = kind_for_path(rel)
+    if guess is None:
+        return f"unknown suffix {Path(rel).suffix or '(none)'!r} (pass --kind with --glob to read it)"
+    if kind is not None and guess[0] != kind:
+        return f"suffix {Path(rel).suffix!r} is {guess[0]}, not --kind {kind}"
+    if languages and guess[1] is not None and guess[1] not in languages:
+        return f"language {guess[1]} not in --language {','.join(languages)}"
+    return None
 
 
-def _directory_records(root: Path, kind, language, glob) -> Iterator[Record]:
-    for f in _directory_files(root, kind, language, glob):
-        yield from _file_records(f, f.relative_to(root).as_posix(), kind, language)
+def _languages(language: str | None) -> tuple[str, ...]:
+    return tuple(x.strip() for x in language.split(",") if x.strip()) if language else ()
 
 
-def _file_records(path: Path, rel: str, kind, language) -> Iterator[Record]:
+def _directory_files(
+    root: Path,
+    kind,
+    language,
+    glob,
+    follow_symlinks: bool = False,
+    skipped: list | None = None,
+    exclude: Sequence[str | Path] = (),
+) -> Iterator[tuple[str, Path]]:
+    files, special = walk_files(root, follow_symlinks=follow_symlinks, exclude=exclude)
+    if skipped is not None:
+        skipped.extend(special)
+    languages = _languages(language)
+    for rel, f in files:
+        reason = _wanted(rel, kind, languages, glob)
+        if reason is None:
+            yield rel, f
+        elif skipped is not None:
+            skipped.append(Skipped(rel, reason))
+
+
+def _directory_records(
+    root: Path,
+    kind,
+    language,
+    glob,
+    follow_symlinks=False,
+    max_input_bytes=None,
+    skipped: list | None = None,
+    exclude: Sequence[str | Path] = (),
+) -> Iterator[Record]:
+    for rel, f in _directory_files(root, kind, language, glob, follow_symlinks, skipped, exclude):
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:  # a file name in another encoding: ids must be text
+            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            err = ("InputError", f"{shown}: the file name is not valid UTF-8; rename it")
+            yield Record(rel, None, shown, kind, language, err, input=shown)
+            continue
+        yield from _file_records(f, rel, kind, language, follow_symlinks, max_input_bytes)
+
+
+def _file_error(rel: str, kind, language, exc: BaseException, position: str | None = None) -> Record:
+    where = rel if position is None else f"{rel} {position}"
+    message = getattr(exc, "message", None) or str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        message = f"cannot read: {exc.strerror}"
+    return Record(
+        rel, None, where, kind, language, (type(exc).__name__, f"{where}: {message}"), input=rel, position=position
+    )
+
+
+def _file_records(
+    path: Path, rel: str, kind, language, follow_symlinks: bool = False, max_input_bytes: int | None = None
+) -> Iterator[Record]:
     guess = kind_for_path(path)
     if kind is None:
         if guess is None:
-            yield Record(rel, None, rel, None, None, ("ValueError", f"{rel}: cannot tell the input kind from the suffix; pass --kind"))
+            yield Record(
+                rel,
+                None,
+                rel,
+                None,
+                None,
+                ("InputError", f"{rel}: cannot tell the input kind from the suffix; pass --kind"),
+                input=rel,
+            )
             return
         kind = guess[0]
-    if language is None and guess is not None and guess[0] == kind:
+    if (language is None or "," in language) and guess is not None and guess[0] == kind:
         language = guess[1]
     try:
-        text = path.read_bytes().decode("utf-8")
+        data = read_bounded(open_regular(path, follow_symlinks=follow_symlinks), max_input_bytes, name=rel)
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        yield Record(rel, None, f"{rel} byte {e.start}", kind, language, ("UnicodeDecodeError", f"{rel} byte {e.start}: not UTF-8: {e.reason}"))
+        yield Record(
+            rel,
+            None,
+            f"{rel} byte {e.start}",
+            kind,
+            language,
+            ("UnicodeDecodeError", f"{rel} byte {e.start}: not UTF-8: {e.reason}"),
+            input=rel,
+            position=f"byte {e.start}",
+        )
+        return
+    except (OSError, InputError) as e:
+        yield _file_error(rel, kind, language, e)
         return
     if kind == "conllu":
         for sent_id, lineno, block in conllu_sentences(text):
-            yield Record(f"{rel}#{sent_id}", block, f"{rel} line {lineno}", kind, language)
+            yield Record(
+                f"{rel}#{sent_id}", block, f"{rel} line {lineno}", kind, language, input=rel, position=f"line {lineno}"
+            )
     else:
         fmt = TABLE_FORMATS.get(path.suffix.lower()) if kind == "table" else None
-        yield Record(rel, text, rel, kind, language, format=fmt)
+        yield Record(rel, text, rel, kind, language, format=fmt, input=rel)
 
 
 def conllu_sentences(text: str) -> Iterator[tuple[str, int, str]]:

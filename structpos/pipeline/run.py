@@ -1,9 +1,11 @@
 """``encode_to_parquet``: input -> sharded Parquet + manifest + errors, resumable.
 
-The driver reads records in input order, cuts them into shards of ``shard_size``, skips the
-shards the manifest already holds (``resume=True``), hands the rest to an engine, and
-records each finished shard in the manifest. At the end it checks the invariant
-``records = encoded + errors`` over all shards and writes the merged ``errors.jsonl``.
+The driver locks the output directory (:mod:`.lock`), reads records in input order, cuts
+them into shards of ``shard_size``, skips the shards the manifest already holds with the same
+content (``resume=True``; a shard whose records changed, or whose files are damaged, is
+encoded again; records already in its errors stay errors unless ``retry_errors``), hands the
+rest to an engine, and records each finished shard in the manifest. At the end it checks the
+invariant ``records = encoded + errors`` over all shards and writes the merged ``errors.jsonl``.
 """
 
 from __future__ import annotations
@@ -12,25 +14,38 @@ import itertools
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..exceptions import ResumeError, SpecError
+from ..limits import DEFAULT_LIMITS, Limits
 from .encode import EncodeOptions
 from .engines import ENGINES
-from .records import Record, count_records, read_records
-from .shards import ERRORS, MANIFEST, Manifest, ResumeError, atomic_write_bytes, shard_paths
+from .lock import lock_output
+from .records import Record, check_input, count_records, read_records, record_digest
+from .shards import ERRORS, MANIFEST, Manifest, ShardTask, atomic_write_bytes, shard_paths
 
-__all__ = ["EncodeSummary", "encode_to_parquet", "read_output", "read_errors", "ResumeError", "DEFAULT_SHARD_SIZE"]
+__all__ = [
+    "EncodeConfig",
+    "EncodeSummary",
+    "encode_to_parquet",
+    "read_output",
+    "read_errors",
+    "ResumeError",
+    "DEFAULT_SHARD_SIZE",
+]
 
 DEFAULT_SHARD_SIZE = 1000
 
 
 @dataclass
 class EncodeSummary:
+    """What a run did: record counts (``records == encoded + errors``), shards, time, skipped files."""
+
     records: int
     encoded: int
     errors: int
@@ -39,10 +54,91 @@ class EncodeSummary:
     shards_skipped: int
     seconds: float
     out_dir: Path
+    files_skipped: int = 0
 
     @property
     def records_per_second(self) -> float:
         return self.records / self.seconds if self.seconds > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class EncodeConfig:
+    """Every option of :func:`encode_to_parquet` (and of ``structpos encode``).
+
+    What to compute: ``kind``, ``coords``, ``language``, ``parser_options``, ``limits``,
+    ``extra_parsers`` (``{kind: "module:function"}``, parsers from outside structpos).
+    How to read: ``field``, ``id_field`` (JSONL / Parquet), ``glob``, ``follow_symlinks``
+    (directories), ``max_records``. How to run: ``shard_size``, ``workers``, ``engine``,
+    ``ray_address``, ``resume``, ``retry_errors``, ``overwrite``, ``progress``.
+
+    Examples
+    --------
+    >>> EncodeConfig(kind="json", coords="tree").validate().workers
+    1
+    >>> EncodeConfig(kind="json", coords="lap:abc").validate()
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: --coords lap:abc: bad argument 'abc' for lap: ...
+    """
+
+    kind: str | None = None
+    coords: str = "tree"
+    language: str | None = None
+    parser_options: Mapping[str, Any] | None = None
+    limits: Limits = DEFAULT_LIMITS
+    extra_parsers: Mapping[str, str] | None = None
+    field: str = "text"
+    id_field: str | None = None
+    glob: str | None = None
+    follow_symlinks: bool = False
+    max_records: int | None = None
+    shard_size: int = DEFAULT_SHARD_SIZE
+    workers: int = 1
+    engine: str = "local"
+    ray_address: str | None = None
+    resume: bool = False
+    retry_errors: bool = False
+    overwrite: bool = False
+    progress: bool | None = None
+
+    def encode_options(self) -> EncodeOptions:
+        """The per-record options the workers get."""
+        return EncodeOptions(
+            self.kind,
+            self.coords,
+            self.language,
+            tuple(sorted((self.parser_options or {}).items())),
+            self.limits,
+            tuple(sorted((self.extra_parsers or {}).items())),
+        )
+
+    def validate(self) -> "EncodeConfig":
+        """Check every option before any work starts (:class:`~structpos.exceptions.SpecError` naming it)."""
+        for name, value, low in (
+            ("--shard-size", self.shard_size, 1),
+            ("--workers", self.workers, 0),
+            ("--max-records", self.max_records, 0),
+        ):
+            if value is not None and value < low:
+                raise SpecError(f"must be >= {low}, got {value}", name=name)
+        if self.engine not in ENGINES:
+            raise SpecError(f"unknown engine {self.engine!r}; known: {', '.join(ENGINES)}", name="--engine")
+        if self.resume and self.overwrite:
+            raise SpecError("--resume and --overwrite exclude each other", name="--resume")
+        self.encode_options().validate()
+        return self
+
+    def described(self, input: Path) -> dict:
+        """The options that determine the output (a resume with other ones is refused)."""
+        return {
+            "input": str(input.resolve()),
+            "field": self.field,
+            "id_field": self.id_field,
+            "glob": self.glob,
+            "follow_symlinks": self.follow_symlinks,
+            "limit": self.max_records,
+            **self.encode_options().as_dict(),
+        }
 
 
 def _chunks(records: Iterator[Record], size: int) -> Iterator[tuple[int, list[Record]]]:
@@ -55,13 +151,15 @@ def _chunks(records: Iterator[Record], size: int) -> Iterator[tuple[int, list[Re
 
 def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
     if (out / MANIFEST).exists() and not (resume or overwrite):
-        raise ResumeError(f"{out} already holds an encoding; pass --resume to continue it or --overwrite to replace it")
+        raise ResumeError(
+            "already holds an encoding; pass --resume to continue it or --overwrite to replace it", name=str(out)
+        )
     if overwrite and not resume:
         for p in list(out.glob("part-*.parquet")) + [out / MANIFEST, out / ERRORS]:
             p.unlink(missing_ok=True)
         shutil.rmtree(out / "errors", ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
-    for tmp in list(out.glob(".*.tmp-*")) + list((out / "errors").glob(".*.tmp-*")):
+        shutil.rmtree(out / "index", ignore_errors=True)
+    for tmp in list(out.glob(".*.tmp-*")) + list(out.glob("*/.*.tmp-*")):
         tmp.unlink(missing_ok=True)  # leftovers of a killed run; never part of the output
 
 
@@ -70,102 +168,165 @@ def _progress(total: int | None, enabled: bool | None):
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is in the io extra
         return None
-    return tqdm(total=total, unit="rec", desc="encode", disable=(not sys.stderr.isatty()) if enabled is None else not enabled, file=sys.stderr)
+    disable = (not sys.stderr.isatty()) if enabled is None else not enabled
+    return tqdm(total=total, unit="rec", desc="encode", disable=disable, file=sys.stderr)
+
+
+class _Encoding:
+    """One run of :func:`encode_to_parquet` on a locked output directory."""
+
+    def __init__(self, input: Path, out: Path, config: EncodeConfig):
+        self.input, self.out, self.config = input, out, config
+        self.options = config.encode_options()
+        described = config.described(input)
+        _prepare_out_dir(out, config.resume, config.overwrite)
+        if config.resume:
+            self.manifest = Manifest.load_for_resume(out, described, config.shard_size)
+        else:
+            self.manifest = Manifest(out, described, config.shard_size)
+        self.manifest.complete = False
+        self.manifest.save()
+        self.n_shards = 0
+        self.resumed = 0
+        self.skipped: list = []
+        self.bar = None
+
+    def records(self) -> Iterator[Record]:
+        c = self.config
+        records = read_records(
+            self.input,
+            kind=c.kind,
+            language=c.language,
+            field=c.field,
+            id_field=c.id_field,
+            glob=c.glob,
+            follow_symlinks=c.follow_symlinks,
+            max_input_bytes=c.limits.max_input_bytes,
+            skipped=self.skipped,
+            exclude=[self.out],
+        )
+        return records if c.max_records is None else itertools.islice(records, c.max_records)
+
+    def tasks(self) -> Iterator[ShardTask]:
+        """The shards still to encode (those done with the same content are skipped on resume)."""
+        for index, chunk in _chunks(self.records(), self.config.shard_size):
+            self.n_shards = index + 1
+            digests = [record_digest(r) for r in chunk]
+            if self.config.resume and self.manifest.is_done(
+                index, chunk, digests, retry_errors=self.config.retry_errors
+            ):
+                self.resumed += 1
+                if self.bar is not None:
+                    self.bar.update(len(chunk))
+                continue
+            known = {} if self.config.retry_errors else self.manifest.known_errors(index, chunk, digests)
+            yield ShardTask(index, chunk, self.options, str(self.out), digests, known)
+
+    def encode(self) -> None:
+        c = self.config
+        total = count_records(
+            self.input,
+            kind=c.kind,
+            language=c.language,
+            glob=c.glob,
+            follow_symlinks=c.follow_symlinks,
+            exclude=[self.out],
+        )
+        self.bar = _progress(total if c.max_records is None or total is None else min(total, c.max_records), c.progress)
+        try:
+            for res in ENGINES[c.engine](self.tasks(), workers=c.workers, address=c.ray_address):
+                self.manifest.add(res)
+                self.manifest.skipped = [asdict(s) for s in self.skipped]
+                self.manifest.save(min_interval=0.5)
+                if self.bar is not None:
+                    self.bar.update(res.records)
+                    self.bar.set_postfix(errors=self.manifest.totals()["errors"], refresh=False)
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+            self.manifest.save()
+
+    def finish(self) -> dict[str, int]:
+        """Drop shards past the input's end, check the invariant, merge the errors, mark complete."""
+        m = self.manifest
+        m.skipped = [asdict(s) for s in self.skipped]
+        missing = sorted(set(range(self.n_shards)) - set(m.shards))
+        if missing:  # pragma: no cover - an engine that loses a shard is a bug
+            raise RuntimeError(f"shards {missing[:10]} were not written")
+        for stale in [i for i in m.shards if i >= self.n_shards]:  # the input shrank since the last run
+            m.drop(stale)
+        totals = m.totals()
+        if totals["records"] != totals["encoded"] + totals["errors"]:  # pragma: no cover - invariant
+            raise RuntimeError(
+                f"records {totals['records']} != encoded {totals['encoded']} + errors {totals['errors']}"
+            )
+        merged = b"".join(shard_paths(self.out, i)[1].read_bytes() for i in range(self.n_shards))
+        atomic_write_bytes(self.out / ERRORS, merged)
+        m.complete = True
+        m.save()
+        return totals
 
 
 def encode_to_parquet(
-    input: str | Path,
-    out_dir: str | Path,
-    *,
-    kind: str | None,
-    coords: str,
-    language: str | None = None,
-    field: str = "text",
-    id_field: str | None = None,
-    glob: str | None = None,
-    parser_options: Mapping[str, Any] | None = None,
-    shard_size: int = DEFAULT_SHARD_SIZE,
-    limit: int | None = None,
-    workers: int = 1,
-    engine: str = "local",
-    ray_address: str | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    progress: bool | None = None,
+    input: str | Path, out_dir: str | Path, config: EncodeConfig | None = None, **options: Any
 ) -> EncodeSummary:
     """Encode ``input`` into Parquet shards under ``out_dir`` (see the module docstring).
 
-    Raises :class:`ResumeError` when ``out_dir`` holds another encoding (different options,
-    or changed input) and ``ValueError`` for an unknown kind, coordinate family or engine.
+    Parameters
+    ----------
+    input : str or Path
+        A JSONL / Parquet file, a directory, or a single file (see :func:`~structpos.pipeline.read_records`).
+    out_dir : str or Path
+        The output directory (created; locked for the run).
+    config : EncodeConfig, optional
+        The options; keyword arguments replace single fields (``kind="json", coords="tree"``;
+        ``limit=`` is accepted for ``max_records``). With ``workers >= 1`` (the default) records
+        are encoded in spawned worker processes, which import the calling script again: a script
+        must call this under ``if __name__ == "__main__":``; ``workers=0`` encodes in this process.
+
+    Returns
+    -------
+    EncodeSummary
+
+    Raises
+    ------
+    SpecError
+        A bad option (before any work starts).
+    ResumeError
+        ``out_dir`` holds another encoding (different options), or another run holds it.
+    OSError
+        The output cannot be written (disk full, permission).
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> src = os.path.join(d, "in.jsonl")
+    >>> _ = open(src, "w").write(json.dumps({"text": "[1, [2]]"}) + "\\n" + json.dumps({"text": "[1,"}) + "\\n")
+    >>> s = encode_to_parquet(src, os.path.join(d, "out"), kind="json", coords="tree", workers=0, progress=False)
+    >>> s.records, s.encoded, s.errors
+    (2, 1, 1)
     """
-    if shard_size < 1:
-        raise ValueError(f"shard_size must be >= 1, got {shard_size}")
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    if "limit" in options:
+        options["max_records"] = options.pop("limit")
+    config = replace(config or EncodeConfig(), **options).validate()
     t0 = time.perf_counter()
-    input, out = Path(input), Path(out_dir)
-    options = EncodeOptions(kind, coords, language, tuple(sorted((parser_options or {}).items()))).validate()
-    described = {
-        "input": str(input.resolve()),
-        "field": field,
-        "id_field": id_field,
-        "glob": glob,
-        "limit": limit,
-        **options.as_dict(),
-    }
-    _prepare_out_dir(out, resume, overwrite)
-    manifest = Manifest.load_for_resume(out, described, shard_size) if resume else Manifest(out, described, shard_size)
-    manifest.complete = False
-    manifest.save()
-
-    records = read_records(input, kind=kind, language=language, field=field, id_field=id_field, glob=glob)
-    if limit is not None:
-        records = itertools.islice(records, limit)
-    total = count_records(input, kind=kind, language=language, glob=glob)
-    if total is not None and limit is not None:
-        total = min(total, limit)
-    bar = _progress(total, progress)
-    n_shards = 0
-    skipped = 0
-
-    def pending() -> Iterator[tuple[int, list[Record]]]:
-        nonlocal n_shards, skipped
-        for index, chunk in _chunks(iter(records), shard_size):
-            n_shards = index + 1
-            if resume and manifest.is_done(index, chunk):
-                skipped += 1
-                if bar is not None:
-                    bar.update(len(chunk))
-                continue
-            yield index, chunk
-
-    try:
-        for res in ENGINES[engine](pending(), options, out, workers=workers, address=ray_address):
-            manifest.add(res)
-            manifest.save(min_interval=0.5)
-            if bar is not None:
-                bar.update(res.records)
-                bar.set_postfix(errors=manifest.totals()["errors"], refresh=False)
-    finally:
-        if bar is not None:
-            bar.close()
-        manifest.save()
-
-    missing = sorted(set(range(n_shards)) - set(manifest.shards))
-    if missing:  # pragma: no cover - an engine that loses a shard is a bug
-        raise RuntimeError(f"shards {missing[:10]} were not written")
-    for stale in [i for i in manifest.shards if i >= n_shards]:  # the input shrank since the last run
-        del manifest.shards[stale]
-        for p in shard_paths(out, stale):
-            p.unlink(missing_ok=True)
-    totals = manifest.totals()
-    if totals["records"] != totals["encoded"] + totals["errors"]:  # pragma: no cover - invariant
-        raise RuntimeError(f"records {totals['records']} != encoded {totals['encoded']} + errors {totals['errors']}")
-    merged = b"".join(shard_paths(out, i)[1].read_bytes() for i in range(n_shards))
-    atomic_write_bytes(out / ERRORS, merged)
-    manifest.complete = True
-    manifest.save()
-    return EncodeSummary(totals["records"], totals["encoded"], totals["errors"], totals["rows"], n_shards, skipped, time.perf_counter() - t0, out)
+    input, out = check_input(input), Path(out_dir)
+    with lock_output(out):
+        run = _Encoding(input, out, config)
+        run.encode()
+        totals = run.finish()
+    return EncodeSummary(
+        totals["records"],
+        totals["encoded"],
+        totals["errors"],
+        totals["rows"],
+        run.n_shards,
+        run.resumed,
+        time.perf_counter() - t0,
+        out,
+        len(run.skipped),
+    )
 
 
 def read_output(out_dir: str | Path) -> pa.Table:

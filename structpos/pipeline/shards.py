@@ -19,23 +19,38 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .arrow import rows_to_table
-from .encode import EncodeOptions, conform, encode_records, output_schema
+from .encode import EncodeOptions, conform, encode_each, error_entry, output_schema
 from .records import Record
 from ..exceptions import ResumeError
 
-__all__ = ["ShardResult", "Manifest", "ResumeError", "shard_paths", "encode_shard", "write_shard", "options_hash", "atomic_write_bytes"]
+__all__ = [
+    "ShardResult",
+    "ShardTask",
+    "Manifest",
+    "ResumeError",
+    "shard_paths",
+    "index_path",
+    "encode_shard",
+    "encode_shard_table",
+    "write_shard",
+    "shard_digest",
+    "options_hash",
+    "atomic_write_bytes",
+]
 
 MANIFEST = "manifest.json"
 ERRORS = "errors.jsonl"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
+MAX_SKIPPED_LISTED = 1000
+"""Skipped directory entries listed by path in the manifest (all are counted by reason)."""
 
 
 def shard_paths(out_dir: Path, index: int) -> tuple[Path, Path]:
@@ -71,33 +86,151 @@ class ShardResult:
     first_id: str | None
     last_id: str | None
     seconds: float
+    digest: str | None = None
 
 
-def write_shard(out_dir: Path, index: int, table: pa.Table, errors: Sequence[dict]) -> None:
-    """Atomically write shard ``index``: its errors file, then its Parquet file."""
+@dataclass(frozen=True)
+class ShardTask:
+    """One shard's work: its records, the options, where to write, and errors already known.
+
+    ``digests`` are the records' content hashes (:func:`~structpos.pipeline.records.record_digest`),
+    kept in the shard's index file for ``--resume``; ``preset`` maps a record's position to an
+    error entry used instead of encoding it (a record that killed a worker, or one in the errors
+    of the run being resumed).
+    """
+
+    index: int
+    records: Sequence[Record]
+    options: EncodeOptions
+    out_dir: str
+    digests: Sequence[str] = ()
+    preset: dict[int, dict] = field(default_factory=dict)
+    retries: int = 0
+
+
+def shard_digest(ids: Sequence[str], digests: Sequence[str]) -> str:
+    """One hash of a shard's record ids and content hashes (what ``--resume`` compares).
+
+    Examples
+    --------
+    >>> shard_digest(["a", "b"], ["01", "02"]) == shard_digest(["a", "b"], ["01", "03"])
+    False
+    """
+    h = hashlib.blake2b(digest_size=16)
+    for rid, d in zip(ids, digests):
+        h.update(rid.encode("utf-8", "surrogatepass") + b"\0" + d.encode() + b"\n")
+    return h.hexdigest()
+
+
+def index_path(out_dir: Path, index: int) -> Path:
+    """The shard's index file: its record ids and content hashes."""
+    return out_dir / "index" / f"part-{index:05d}.json"
+
+
+def write_shard(
+    out_dir: Path,
+    index: int,
+    table: pa.Table,
+    errors: Sequence[dict],
+    ids: Sequence[str] = (),
+    digests: Sequence[str] = (),
+) -> None:
+    """Atomically write shard ``index``: its index file, its errors file, then its Parquet file."""
     parquet, errfile = shard_paths(out_dir, index)
-    lines = "".join(json.dumps({"id": e["id"], "shard": index, **{k: v for k, v in e.items() if k != "id"}}) + "\n" for e in errors)
+    digest_of = dict(zip(ids, digests))
+    lines = "".join(
+        json.dumps(
+            {
+                "id": e["id"],
+                "shard": index,
+                **{k: v for k, v in e.items() if k not in ("id", "digest")},
+                "digest": digest_of.get(e["id"]),
+            }
+        )
+        + "\n"
+        for e in errors
+    )
+    atomic_write_bytes(index_path(out_dir, index), json.dumps({"ids": list(ids), "digests": list(digests)}).encode())
     atomic_write_bytes(errfile, lines.encode("utf-8"))
     _atomic_write_table(parquet, table)
 
 
-def encode_shard_table(index: int, records: Sequence[Record], options: EncodeOptions) -> tuple[pa.Table, list[dict], ShardResult]:
+def _rows_table(per_record: list[tuple[list[dict], dict | None]], records: Sequence[Record]) -> pa.Table:
+    """The shard's table; a record whose rows cannot be stored (text Arrow refuses) becomes an error instead."""
+    rows = [r for ok, _ in per_record for r in ok]
+    try:
+        return rows_to_table(rows)
+    except Exception:  # find the record(s) at fault, one by one
+        for k, (ok, err) in enumerate(per_record):
+            if ok:
+                try:
+                    rows_to_table(ok)
+                except Exception as e:
+                    per_record[k] = (
+                        [],
+                        error_entry(records[k], type(e).__name__, f"cannot store the rows: {e}", "write"),
+                    )
+        return rows_to_table([r for ok, _ in per_record for r in ok])
+
+
+def encode_shard_table(
+    index: int,
+    records: Sequence[Record],
+    options: EncodeOptions,
+    *,
+    preset: Mapping[int, dict] | None = None,
+    on_record: Callable[[int], None] | None = None,
+) -> tuple[pa.Table, list[dict], ShardResult]:
     """Encode one shard's records (no I/O): ``(table, errors, result)``."""
     t0 = time.perf_counter()
-    rows, errors, n = encode_records(records, options)
-    table = conform(rows_to_table(rows), output_schema(options))
-    encoded = n - len(errors)
-    res = ShardResult(index, n, encoded, len(errors), table.num_rows,
-                      records[0].id if records else None, records[-1].id if records else None,
-                      time.perf_counter() - t0)
+    per_record = list(encode_each(records, options, preset=preset, on_record=on_record))
+    table = _rows_table(per_record, records)
+    try:
+        table = conform(table, output_schema(options))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pass  # a coordinate of another type than the sample's: keep it as it is (readers unify schemas)
+    errors = [err for _, err in per_record if err is not None]
+    n = len(records)
+    res = ShardResult(
+        index,
+        n,
+        n - len(errors),
+        len(errors),
+        table.num_rows,
+        records[0].id if records else None,
+        records[-1].id if records else None,
+        time.perf_counter() - t0,
+    )
     return table, errors, res
 
 
-def encode_shard(index: int, records: Sequence[Record], options: EncodeOptions, out_dir: str | Path) -> ShardResult:
-    """Encode shard ``index`` and write it atomically (the worker-side unit of the local engines)."""
-    table, errors, res = encode_shard_table(index, records, options)
-    write_shard(Path(out_dir), index, table, errors)
+def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = None) -> ShardResult:
+    """Encode a shard and write it atomically (the worker-side unit of the local engines).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.encode import EncodeOptions
+    >>> recs = [Record("a", "[1, 2]", "a"), Record("b", "[", "b")]
+    >>> res = encode_shard(ShardTask(0, recs, EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d1", "d2"]))
+    >>> res.records, res.encoded, res.errors
+    (2, 1, 1)
+    """
+    table, errors, res = encode_shard_table(
+        task.index, task.records, task.options, preset=task.preset, on_record=on_record
+    )
+    ids = [r.id for r in task.records]
+    write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
+    res.digest = shard_digest(ids, task.digests)
     return res
+
+
+def _skipped_summary(skipped: Sequence[dict]) -> dict:
+    by_reason: dict[str, int] = {}
+    for e in skipped:
+        key = e["reason"].split(" (")[0].split(":")[0]
+        by_reason[key] = by_reason.get(key, 0) + 1
+    return {"count": len(skipped), "by_reason": by_reason, "entries": list(skipped[:MAX_SKIPPED_LISTED])}
 
 
 def options_hash(options: dict[str, Any]) -> str:
@@ -114,6 +247,7 @@ class Manifest:
         self.hash = options_hash({**options, "shard_size": shard_size})
         self.shard_size = shard_size
         self.shards: dict[int, dict] = {}
+        self.skipped: list[dict] = []
         self.complete = False
         self._saved_at = 0.0
 
@@ -134,36 +268,74 @@ class Manifest:
         except json.JSONDecodeError as e:  # cannot happen with atomic writes, but say so if it does
             raise ResumeError(f"{m.path}: unreadable manifest ({e})") from None
         if data.get("options_hash") != m.hash:
+            before = {**(data.get("options") or {}), "shard_size": data.get("shard_size")}
+            now = {**options, "shard_size": shard_size}
+            changed = ", ".join(
+                f"{k}: {before.get(k)!r} -> {now.get(k)!r}"
+                for k in sorted(set(before) | set(now))
+                if before.get(k) != now.get(k)
+            )
             raise ResumeError(
-                f"{out_dir} was written with different options; refusing to resume.\n"
-                f"  before: {json.dumps(data.get('options'), sort_keys=True)} shard_size={data.get('shard_size')}\n"
-                f"  now:    {json.dumps(options, sort_keys=True)} shard_size={shard_size}"
+                f"written with different options ({changed or 'unknown'}); refusing to resume "
+                "(run with the same options, or pass --overwrite)",
+                name=str(out_dir),
             )
         m.shards = {int(k): v for k, v in data.get("shards", {}).items()}
         return m
 
-    def is_done(self, index: int, records: Sequence[Record]) -> bool:
-        """Shard ``index`` is finished: entry and files exist, and it holds these records."""
+    def is_done(
+        self, index: int, records: Sequence[Record], digests: Sequence[str], *, retry_errors: bool = False
+    ) -> bool:
+        """Shard ``index`` is finished and still right: entry, intact files, the same records
+        with the same content, and (with ``retry_errors``) no errors to retry."""
         e = self.shards.get(index)
         if e is None:
             return False
-        parquet, errfile = shard_paths(self.out_dir, index)
-        if not (parquet.exists() and errfile.exists()):
-            del self.shards[index]
+        if e.get("digest") != shard_digest([r.id for r in records], digests) or not self._intact(index, e):
             return False
-        if e["records"] != len(records) or e["first_id"] != records[0].id or e["last_id"] != records[-1].id:
-            raise ResumeError(
-                f"shard {index} of {self.out_dir} was made from other input records "
-                f"({e['records']} records {e['first_id']!r}..{e['last_id']!r}, now {len(records)} records "
-                f"{records[0].id!r}..{records[-1].id!r}); refusing to resume"
-            )
-        return True
+        return not (retry_errors and e["errors"])
+
+    def _intact(self, index: int, entry: dict) -> bool:
+        """The shard's files exist and agree with its entry (a corrupted or truncated shard is redone)."""
+        parquet, errfile = shard_paths(self.out_dir, index)
+        try:
+            rows = pq.read_metadata(parquet).num_rows
+            n_errors = sum(1 for line in errfile.read_bytes().splitlines() if line.strip())
+            index_path(self.out_dir, index).stat()
+        except Exception:  # missing, truncated, not Parquet
+            return False
+        return rows == entry["rows"] and n_errors == entry["errors"]
+
+    def known_errors(self, index: int, records: Sequence[Record], digests: Sequence[str]) -> dict[int, dict]:
+        """Errors of the previous run that still hold: ``{position: entry}`` for records of shard
+        ``index`` that are unchanged (same id, same content) and were in its errors."""
+        if index not in self.shards:
+            return {}
+        try:
+            lines = shard_paths(self.out_dir, index)[1].read_text().splitlines()
+            errors = {e["id"]: e for e in (json.loads(x) for x in lines if x.strip())}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+        known = {}
+        for k, (rec, d) in enumerate(zip(records, digests)):
+            e = errors.get(rec.id)
+            if e is not None and e.get("digest") == d:  # the error of this very content
+                known[k] = {key: v for key, v in e.items() if key not in ("shard", "digest")}
+        return known
+
+    def drop(self, index: int) -> None:
+        """Forget shard ``index`` and delete its files."""
+        self.shards.pop(index, None)
+        for p in (*shard_paths(self.out_dir, index), index_path(self.out_dir, index)):
+            p.unlink(missing_ok=True)
 
     def add(self, res: ShardResult) -> None:
+        """Record a finished shard (its files are already in place)."""
         parquet, errfile = shard_paths(self.out_dir, res.index)
         self.shards[res.index] = {
             "file": parquet.name,
             "errors_file": f"errors/{errfile.name}",
+            "index_file": f"index/{index_path(self.out_dir, res.index).name}",
             **{k: v for k, v in asdict(res).items() if k not in ("index", "seconds")},
         }
 
@@ -183,6 +355,7 @@ class Manifest:
             "shard_size": self.shard_size,
             "complete": self.complete,
             "totals": self.totals(),
+            "skipped": _skipped_summary(self.skipped),
             "shards": {f"{k:05d}": self.shards[k] for k in sorted(self.shards)},
         }
         atomic_write_bytes(self.path, (json.dumps(data, indent=1) + "\n").encode())

@@ -1,0 +1,328 @@
+"""Worker processes that survive their records: per-record timeout, memory limit, death and replacement.
+
+The local engine runs shards in worker processes (``spawn``), one shard at a time per worker.
+Before each record a worker writes the record's position in its shard and the start time
+into a small shared array, so that its driver always knows which record it is on. Then:
+
+* an exception raised by a record becomes that record's error entry (in the worker);
+* a record running past ``record_timeout`` is interrupted by ``SIGALRM`` in the worker; if
+  it is stuck in C code the driver kills the worker ``grace`` seconds later;
+* a record allocating past ``max_memory_bytes`` (``RLIMIT_AS`` in the worker) raises
+  ``MemoryError`` there, and becomes an error entry;
+* a worker that dies (the OOM killer, a segfault, ``kill -9``, the driver's timeout kill)
+  is replaced by a fresh one, the record it was on gets an error entry (stage ``worker`` or
+  ``timeout``), and its shard is started again with that entry preset, so the other records
+  of the shard are still encoded.
+
+A worker that dies outside any record (while writing its shard) has its shard retried, at
+most twice; a shard that cannot be written (disk full) ends the run with an ``OSError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import wait as wait_ready
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .encode import EncodeOptions, error_entry
+from .shards import ShardResult, ShardTask, encode_shard
+
+__all__ = ["WorkerPool", "run_isolated", "limit_memory"]
+
+MAX_SHARD_RETRIES = 2
+"""Deaths outside any record after which a shard is given up (the run then fails)."""
+
+
+def limit_memory(max_bytes: int | None) -> None:
+    """Cap this process's address space at ``max_bytes`` (``RLIMIT_AS``; a no-op when ``None`` or unsupported).
+
+    The cap never goes below what the process already maps plus 256 MiB, so that a worker
+    can still start.
+
+    Examples
+    --------
+    >>> limit_memory(None)  # no limit: nothing changes
+    """
+    if max_bytes is None:
+        return
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    mapped = _mapped_bytes()
+    soft = max(int(max_bytes), mapped + (256 << 20))
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _mapped_bytes() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
+"""Set in each worker unless the user set them: one BLAS thread per worker (the workers are the
+parallelism), and few malloc arenas, so that the address-space limit measures memory, not the
+64 MiB reserved per thread arena."""
+
+
+@contextlib.contextmanager
+def _worker_environment():
+    added = {k: v for k, v in WORKER_ENV.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
+def _watch_parent(parent_pid: int, interval: float = 0.5) -> None:
+    """End this worker when the driver dies (even by ``kill -9``): no orphan keeps burning CPU."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="structpos-parent-watch").start()
+
+
+def _worker_main(conn, state, parent_pid: int, max_memory: int | None) -> None:  # pragma: no cover - runs in a child
+    """A worker's life: receive shard tasks, encode and write them, report results."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    _watch_parent(parent_pid)
+    limit_memory(max_memory)
+
+    def on_record(k: int) -> None:
+        state[1] = time.monotonic()
+        state[0] = k
+
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        try:
+            conn.send(("done", encode_shard(task, on_record=on_record)))
+        except OSError as e:
+            conn.send(("oserror", e.errno, e.strerror or str(e), e.filename))
+        except BaseException as e:  # noqa: BLE001 - reported to the driver, which decides
+            conn.send(("fail", type(e).__name__, str(e)))
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Any
+    state: Any
+    task: ShardTask | None = None
+    started: float = 0.0
+
+    def record(self) -> tuple[int, float]:
+        """``(position of the record being encoded or -1, its start time)``."""
+        return int(self.state[0]), float(self.state[1])
+
+
+@dataclass
+class WorkerPool:
+    """``workers`` processes encoding :class:`ShardTask` s with per-record isolation (see the module docstring)."""
+
+    workers: int
+    options: EncodeOptions
+    grace: float | None = None
+    """Seconds past ``record_timeout`` before a worker stuck in C code is killed
+    (default: the timeout itself, between 0.5 and 5 s)."""
+    _idle: list[_Worker] = field(default_factory=list)
+    _busy: list[_Worker] = field(default_factory=list)
+    _ctx: Any = None
+    deaths: int = 0
+
+    def __post_init__(self) -> None:
+        self._ctx = mp.get_context("spawn")
+        self.options = replace(self.options, timeout_in_process=True)
+
+    def _start(self) -> _Worker:
+        parent, child = self._ctx.Pipe()
+        state = self._ctx.Array("d", [-1.0, 0.0], lock=False)
+        proc = self._ctx.Process(
+            target=_worker_main,
+            args=(child, state, os.getpid(), self.options.limits.max_memory_bytes),
+            daemon=True,
+            name="structpos-encode-worker",
+        )
+        with _worker_environment():
+            proc.start()
+        child.close()
+        return _Worker(proc, parent, state)
+
+    def _submit(self, task: ShardTask) -> None:
+        """Hand ``task`` to an idle worker (one that died while idle is replaced) or a new one."""
+        message = replace(task, options=self.options)
+        while True:
+            w = self._idle.pop() if self._idle else self._start()
+            w.state[0] = -1.0
+            w.task, w.started = task, time.monotonic()
+            try:
+                w.conn.send(message)
+                break
+            except OSError:  # it died while idle (e.g. the OOM killer): a new one takes the task
+                w.process.kill()
+                w.process.join(1)
+                w.conn.close()
+        self._busy.append(w)
+
+    def run(self, tasks: Iterable[ShardTask]) -> Iterator[ShardResult]:
+        """Encode ``tasks``, one shard per worker at a time (so at most ``workers`` shards are in memory,
+        however large the input), yielding results as shards finish."""
+        it = iter(tasks)
+        queue: list[ShardTask] = []  # shards to start again after a worker death
+        exhausted = False
+        try:
+            while True:
+                while len(self._busy) < self.workers and (queue or not exhausted):
+                    if queue:
+                        self._submit(queue.pop(0))
+                        continue
+                    try:
+                        self._submit(next(it))
+                    except StopIteration:
+                        exhausted = True
+                if not self._busy:
+                    return
+                yield from self._collect(queue)
+        finally:
+            self.close()
+
+    def _timeout(self) -> float | None:
+        limit = self.options.limits.record_timeout
+        if limit is None:
+            return None
+        return limit + (self.grace if self.grace is not None else max(0.5, min(5.0, limit)))
+
+    def _collect(self, queue: list[ShardTask]) -> Iterator[ShardResult]:
+        """Wait for a result, a death or a timeout; handle each."""
+        limit = self._timeout()
+        wait_for = 1.0 if limit is None else min(1.0, max(0.05, limit / 4))
+        ready = wait_ready([w.conn for w in self._busy] + [w.process.sentinel for w in self._busy], timeout=wait_for)
+        now = time.monotonic()
+        for w in list(self._busy):
+            if w.conn in ready:
+                try:
+                    msg = w.conn.recv()
+                except (EOFError, OSError):
+                    msg = None
+                if msg is not None:
+                    self._busy.remove(w)
+                    w.task = None
+                    self._idle.append(w)
+                    yield self._result(msg)
+                    continue
+            k, t0 = w.record()
+            if w.process.sentinel in ready or not w.process.is_alive():
+                self._replace(w, queue, k, stage="worker", why=_death_reason(w.process))
+            elif limit is not None and k >= 0 and now - t0 > limit:
+                w.process.kill()
+                w.process.join(5)
+                self._replace(
+                    w,
+                    queue,
+                    k,
+                    stage="timeout",
+                    why=f"took more than {self.options.limits.record_timeout:g} s (record_timeout; "
+                    "raise the limit to allow it); its worker was killed",
+                )
+
+    @staticmethod
+    def _result(msg: tuple) -> ShardResult:
+        if msg[0] == "done":
+            return msg[1]
+        if msg[0] == "oserror":
+            _, errno, strerror, filename = msg
+            raise OSError(errno, f"writing a shard: {strerror}", filename)
+        raise RuntimeError(f"an encode worker failed: {msg[1]}: {msg[2]}")
+
+    def _replace(self, w: _Worker, queue: list[ShardTask], k: int, *, stage: str, why: str) -> None:
+        """Record the death of ``w`` against record ``k`` of its shard and queue the shard again."""
+        self._busy.remove(w)
+        self.deaths += 1
+        task = w.task
+        w.conn.close()
+        w.process.join(1)
+        assert task is not None
+        if 0 <= k < len(task.records):
+            rec = task.records[k]
+            err = error_entry(rec, "WorkerDied" if stage == "worker" else "LimitError", why, stage)
+            queue.insert(0, replace(task, preset={**task.preset, k: err}))
+            return
+        if task.retries >= MAX_SHARD_RETRIES:
+            raise RuntimeError(
+                f"shard {task.index}: the encode worker died {task.retries + 1} times outside any record "
+                f"({why.replace(' while encoding this record', '')}); if it dies as it starts, does the "
+                "calling script lack an `if __name__ == '__main__':` guard (workers re-import it), or is "
+                "--limit max_memory_bytes too small?"
+            )
+        queue.insert(0, replace(task, retries=task.retries + 1))
+
+    def close(self) -> None:
+        """Stop every worker (idle ones politely, busy ones at once)."""
+        for w in self._idle:
+            try:
+                w.conn.send(None)
+            except OSError:
+                pass
+        for w in self._busy:
+            w.process.kill()
+        for w in self._idle + self._busy:
+            w.process.join(2)
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join(1)
+            w.conn.close()
+        self._idle.clear()
+        self._busy.clear()
+
+
+def _death_reason(proc) -> str:
+    proc.join(1)
+    code = proc.exitcode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        return f"the encode worker died of {name}{hint} while encoding this record"
+    return f"the encode worker exited with status {code} while encoding this record"
+
+
+def run_isolated(shards: Iterable[ShardTask], options: EncodeOptions, workers: int) -> Iterator[ShardResult]:
+    """Run ``shards`` on a :class:`WorkerPool` of ``workers`` processes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.records import Record
+    >>> recs = [Record("a", "[1]", "a"), Record("b", "[", "b")]
+    >>> task = ShardTask(0, recs, EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d1", "d2"])
+    >>> [(r.encoded, r.errors) for r in run_isolated([task], task.options, workers=1)]
+    [(1, 1)]
+    """
+    yield from WorkerPool(max(1, workers), options).run(shards)

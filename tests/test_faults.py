@@ -1,0 +1,501 @@
+"""Fault injection for ``structpos encode``: every run ends with records in = rows out + error rows, no duplicates.
+
+The faults: a record that kills its worker (``SIGKILL``), hangs in Python, hangs with
+``SIGALRM`` blocked (as C code would), allocates past the memory limit, raises; ``kill -9``
+and ``SIGINT`` of the driver; a full disk (``RLIMIT_FSIZE``); a damaged shard found on
+resume; hostile directory entries; a second run on the same output; changed records.
+Parsers that misbehave on purpose are registered with ``extra_parsers`` and imported by
+name in the worker processes (this module is on their ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from structpos import parse
+from structpos.cli import main
+from structpos.limits import Limits
+from structpos.pipeline import encode_to_parquet, read_errors, read_output
+from structpos.pipeline.lock import lock_output
+
+REPO = Path(__file__).resolve().parents[1]
+FAULTS = {"faulty": f"{Path(__file__).stem}:faulty_parser"}
+CALLS_ENV = "STRUCTPOS_TEST_CALLS"
+
+
+def faulty_parser(text, name=None, **_):
+    """A JSON parser that misbehaves when the payload asks it to (runs in the encode workers)."""
+    calls = os.environ.get(CALLS_ENV)
+    if calls:
+        with open(calls, "a") as fh:
+            fh.write(f"{text}\n")
+    if text == "die":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if text == "spin":  # pure Python: the worker's own SIGALRM interrupts it
+        while True:
+            pass
+    if text == "stuck":  # SIGALRM blocked, as in C code that never returns: the driver must kill the worker
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+        time.sleep(60)
+    if text == "hog":
+        return np.ones(2**31, dtype=np.uint8)  # 2 GiB under a 1 GiB address-space limit
+    if text == "raise":
+        raise IndexError("list index out of range")
+    return parse(text, "json", name=name)
+
+
+def _json_size(obj) -> int:
+    """Nodes of a JSON value counted independently of the parser: one per value, one per object member."""
+    if isinstance(obj, dict):
+        return 1 + sum(1 + _json_size(v) for v in obj.values())
+    if isinstance(obj, list):
+        return 1 + sum(_json_size(v) for v in obj)
+    return 1
+
+
+def _check(out: Path, ids: list[str]) -> tuple[dict, dict]:
+    """in = out + errors, no duplicates, per shard and in total; returns (rows by id, errors by id)."""
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["complete"]
+    rows = read_output(out).to_pylist() if m["shards"] else []
+    errors = read_errors(out)
+    row_ids = [r["id"] for r in rows]
+    err_ids = [e["id"] for e in errors]
+    assert len(set(row_ids)) == len(row_ids) and len(set(err_ids)) == len(err_ids), "duplicates"
+    assert not set(row_ids) & set(err_ids)
+    assert sorted(row_ids + err_ids) == sorted(ids)
+    t = m["totals"]
+    assert t["records"] == t["encoded"] + t["errors"] == len(ids) and t["errors"] == len(errors)
+    for e in m["shards"].values():
+        assert pq.read_metadata(out / e["file"]).num_rows == e["rows"]
+    assert not list(out.rglob(".*.tmp-*"))
+    return {r["id"]: r for r in rows}, {e["id"]: e for e in errors}
+
+
+def _jsonl(path: Path, payloads: list[str]) -> list[str]:
+    path.write_text("".join(json.dumps({"id": f"r{i}", "text": p}) + "\n" for i, p in enumerate(payloads)))
+    return [f"r{i}" for i in range(len(payloads))]
+
+
+def _good(i: int) -> str:
+    return json.dumps({"k": i, "v": list(range(i % 5)), "o": {"x": [None] * (i % 3)}})
+
+
+def test_worker_death_timeouts_memory_and_exceptions_are_rows_of_errors(tmp_path, monkeypatch):
+    calls = tmp_path / "calls.txt"
+    monkeypatch.setenv(CALLS_ENV, str(calls))
+    payloads = [_good(0), "die", _good(2), "spin", _good(4), "stuck", "hog", _good(7), "raise", "[1,", _good(10)]
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, payloads)
+    limits = Limits(record_timeout=1.0, max_memory_bytes=2**30)
+    out = tmp_path / "enc"
+    s = encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        limits=limits,
+        id_field="id",
+        shard_size=4,
+        workers=2,
+        progress=False,
+    )
+    rows, errors = _check(out, ids)
+    assert (s.records, s.errors) == (len(ids), 6)
+    assert errors["r1"]["stage"] == "worker" and "SIGKILL" in errors["r1"]["message"]
+    assert errors["r3"]["stage"] == "timeout" and errors["r3"]["error_type"] == "LimitError"
+    assert errors["r5"]["stage"] == "timeout" and "killed" in errors["r5"]["message"]
+    assert errors["r6"]["stage"] == "memory"
+    assert errors["r8"]["stage"] == "parse" and errors["r8"]["error_type"] == "IndexError"
+    assert errors["r9"]["stage"] == "parse" and "in.jsonl line 10" in errors["r9"]["message"]
+    for e in errors.values():
+        assert e["input"] == "in.jsonl" and e["position"] == f"line {int(e['id'][1:]) + 1}"
+    for rid, row in rows.items():  # the records around the faults, in the same shards, were encoded
+        assert row["num_nodes"] == _json_size(json.loads(payloads[int(rid[1:])]))
+    # --resume keeps every error (not one faulty record runs again) unless --retry-errors
+    before = calls.read_text().splitlines().count("die")
+    s2 = encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        limits=limits,
+        id_field="id",
+        shard_size=4,
+        workers=2,
+        progress=False,
+        resume=True,
+    )
+    assert s2.shards_skipped == 3 and calls.read_text().splitlines().count("die") == before
+    payloads[0] = _good(100)  # a changed record: its shard is encoded again, the killer in it is not run again
+    _jsonl(src, payloads)
+    s3 = encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        limits=limits,
+        id_field="id",
+        shard_size=4,
+        workers=1,
+        progress=False,
+        resume=True,
+    )
+    rows, errors = _check(out, ids)
+    assert s3.shards_skipped == 2 and calls.read_text().splitlines().count("die") == before
+    assert rows["r0"]["num_nodes"] == _json_size(json.loads(payloads[0])) and "r1" in errors
+    payloads[1] = _good(1)
+    _jsonl(src, payloads)  # the killer was fixed: --retry-errors encodes it (and retries the other errors)
+    encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        limits=limits,
+        id_field="id",
+        shard_size=4,
+        workers=2,
+        progress=False,
+        resume=True,
+        retry_errors=True,
+    )
+    rows, errors = _check(out, ids)
+    assert "r1" in rows and set(errors) == {"r3", "r5", "r6", "r8", "r9"}
+
+
+def test_bad_unicode_lines_are_errors_and_resume_passes_them(tmp_path):
+    src = tmp_path / "in.jsonl"
+    lines = [
+        json.dumps({"text": "[1]"}).encode(),
+        b'{"\\ud800": 1, "text": "[2]"}',
+        b'{"text": "[\xff]"}',
+        b'{"text": "[\\"\\ud83d\\ude00\\"]"}',
+        b'{"text": "[\\"\\udc00\\"]"}',
+    ]
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "enc"
+    for extra in ([], ["--resume"]):
+        assert (
+            main(
+                ["encode", str(src), "--kind", "json", "--out", str(out), "--shard-size", "2", "--no-progress", *extra]
+            )
+            == 0
+        )
+        rows, errors = _check(out, ["1", "2", "3", "4", "5"])
+        assert set(rows) == {"1", "4"} and errors["2"]["stage"] == errors["3"]["stage"] == "read"
+        assert "surrogate" in errors["2"]["message"] and "surrogate" in errors["5"]["message"]
+
+
+def _start(cmd: list[str], out: Path, first_shard_timeout: float = 60) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + first_shard_timeout
+    while not (out / "part-00000.parquet").exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    return proc
+
+
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM]
+)  # kill -9: test_encode_cli.py::test_resume_after_kill_9_...
+def test_driver_interrupted_then_resumed(shared_data, tmp_path, sig):
+    from structpos.pipeline.records import conllu_sentences
+
+    src = shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu"
+    out = tmp_path / "enc"
+    cmd = [
+        sys.executable,
+        "-m",
+        "structpos",
+        "encode",
+        str(src),
+        "--kind",
+        "conllu",
+        "--coords",
+        "tree",
+        "--out",
+        str(out),
+        "--shard-size",
+        "10",
+        "--workers",
+        "2",
+        "--max-records",
+        "800",
+        "--no-progress",
+    ]
+    proc = _start(cmd, out)
+    time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    if sig in (signal.SIGINT, signal.SIGTERM):
+        assert proc.returncode == 130 and "interrupted" in err and "--resume" in err and "Traceback" not in err
+    assert not json.loads((out / "manifest.json").read_text())["complete"]
+    rerun = subprocess.run(
+        cmd + ["--resume"], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    expected = [f"{src.name}#{s}" for s, _, _ in conllu_sentences(src.read_text(encoding="utf-8"))][:800]
+    _check(out, expected)
+    assert read_output(out).column("id").to_pylist() == expected  # in input order, nothing lost or twice
+
+
+def test_disk_full_fails_in_one_line_then_resume_completes(tmp_path):
+    payloads = [_good(i) for i in range(30)] + [json.dumps(list(range(4000)))] * 10  # the last shard is large
+    src = tmp_path / "in.jsonl"
+    ids = [str(i) for i in range(1, 41)]
+    src.write_text("".join(json.dumps({"text": p}) + "\n" for p in payloads))
+    out = tmp_path / "enc"
+    args = [
+        "encode",
+        str(src),
+        "--kind",
+        "json",
+        "--out",
+        str(out),
+        "--shard-size",
+        "10",
+        "--workers",
+        "2",
+        "--no-progress",
+    ]
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (48000, 48000)); "
+        "from structpos.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    full = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert full.returncode == 2 and full.stderr.count("\n") == 1, full.stderr
+    assert full.stderr.startswith("structpos: error: ") and "File too large" in full.stderr
+    assert not json.loads((out / "manifest.json").read_text())["complete"]
+    assert main(args + ["--resume"]) == 0
+    rows, errors = _check(out, ids)
+    assert not errors and [rows[i]["num_nodes"] for i in ids] == [_json_size(json.loads(p)) for p in payloads]
+
+
+def test_damaged_shards_are_encoded_again_on_resume(tmp_path):
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(12)] + ["[1,"])
+    out = tmp_path / "enc"
+    args = [
+        "encode",
+        str(src),
+        "--kind",
+        "json",
+        "--id-field",
+        "id",
+        "--out",
+        str(out),
+        "--shard-size",
+        "3",
+        "--workers",
+        "0",
+        "--no-progress",
+    ]
+    assert main(args) == 0
+    reference = read_output(out)
+    (out / "part-00001.parquet").write_bytes(b"PAR1 garbage")  # damaged
+    p2 = out / "part-00002.parquet"
+    p2.write_bytes(p2.read_bytes()[: p2.stat().st_size // 2])  # truncated
+    (out / "errors" / "part-00004.jsonl").write_text("")  # an error line lost
+    (out / "part-00003.parquet").unlink()  # missing
+    assert main(args + ["--resume"]) == 0
+    _check(out, ids)
+    assert read_output(out).equals(reference)
+    assert json.loads((out / "manifest.json").read_text())["totals"]["errors"] == 1
+
+
+def test_changed_record_is_encoded_again_and_changed_options_refused(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    payloads = [_good(i) for i in range(9)]
+    ids = _jsonl(src, payloads)
+    out = tmp_path / "enc"
+    args = [
+        "encode",
+        str(src),
+        "--kind",
+        "json",
+        "--id-field",
+        "id",
+        "--out",
+        str(out),
+        "--shard-size",
+        "3",
+        "--workers",
+        "0",
+        "--no-progress",
+    ]
+    assert main(args) == 0
+    payloads[4] = json.dumps({"now": [[1, 2], [3, {"deeper": True}]]})
+    _jsonl(src, payloads)
+    capsys.readouterr()
+    assert main(args + ["--resume"]) == 0
+    assert "(2 resumed)" in capsys.readouterr().out
+    rows, _ = _check(out, ids)
+    direct = parse(payloads[4], "json")
+    assert rows["r4"]["num_nodes"] == direct.num_nodes == _json_size(json.loads(payloads[4]))
+    assert rows["r4"]["parent"] == direct.parent.tolist()
+    assert main(args + ["--resume", "--coords", "tree:4x4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "different options" in err and "coords: 'tree' -> 'tree:4x4'" in err
+
+
+def test_a_second_run_on_the_same_output_is_refused_naming_the_holder(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    _jsonl(src, [_good(1)])
+    out = tmp_path / "enc"
+    with lock_output(out):
+        assert main(["encode", str(src), "--kind", "json", "--out", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"pid {os.getpid()}" in err and "another run" in err
+    assert main(["encode", str(src), "--kind", "json", "--out", str(out), "--workers", "0", "--no-progress"]) == 0
+
+
+def test_hostile_directory_entries_are_skipped_with_reasons_never_opened(tmp_path, monkeypatch):
+    d = tmp_path / "corpus"
+    (d / "sub").mkdir(parents=True)
+    (d / "a.json").write_text('{"a": 1}')
+    (d / "sub" / "b.json").write_text("[1, 2]")
+    (d / "dangling.json").symlink_to(d / "missing.json")
+    (d / "self.json").symlink_to(d / "self.json")  # a symlink loop
+    (d / "sub" / "up").symlink_to(d)  # a directory loop
+    (d / "zero.json").symlink_to("/dev/zero")
+    (d / "link.json").symlink_to(d / "a.json")
+    os.mkfifo(d / "pipe.json")
+    secret = d / "secret.json"
+    secret.write_text("[3]")
+    secret.chmod(0)
+    if os.geteuid() == 0:  # root reads anything: make the access check see what another user would
+        import structpos.pipeline.walk as walk
+
+        real = os.access
+        monkeypatch.setattr(walk.os, "access", lambda p, mode: False if Path(p) == secret else real(p, mode))
+    (d / "notes.bin").write_bytes(b"\x00\x01")
+    with open(os.path.join(os.fsencode(d), b"caf\xe9.json"), "w") as fh:  # a Latin-1 file name
+        fh.write("[4]")
+    latin = os.fsdecode(b"caf\xe9.json")
+    (d / "table.csv").write_text('a,b\n"<table>",2\n')
+
+    def skipped(out: Path) -> dict[str, str]:
+        m = json.loads((out / "manifest.json").read_text())
+        assert m["skipped"]["count"] == len(m["skipped"]["entries"]) == sum(m["skipped"]["by_reason"].values())
+        return {e["path"]: e["reason"] for e in m["skipped"]["entries"]}
+
+    out = tmp_path / "plain"
+    t0 = time.monotonic()
+    assert main(["encode", str(d), "--kind", "json", "--out", str(out), "--workers", "0", "--no-progress"]) == 0
+    rows, errors = _check(out, ["a.json", "sub/b.json", latin])
+    assert errors[latin]["stage"] == "read" and "not valid UTF-8" in errors[latin]["message"]
+    why = skipped(out)
+    for name in ("dangling.json", "self.json", "zero.json", "link.json", "sub/up"):
+        assert why[name].startswith("symlink"), (name, why[name])
+    assert why["pipe.json"] == "fifo" and why["secret.json"].startswith("unreadable")
+    assert "not --kind json" in why["table.csv"] and "unknown suffix" in why["notes.bin"]
+    out = d / "follow"  # inside the input: not read as input
+    for _ in range(2):  # the second time with the first run's manifest.json etc. in the input directory
+        assert (
+            main(
+                [
+                    "encode",
+                    str(d),
+                    "--kind",
+                    "json",
+                    "--out",
+                    str(out),
+                    "--follow-symlinks",
+                    "--workers",
+                    "0",
+                    "--no-progress",
+                    "--overwrite",
+                ]
+            )
+            == 0
+        )
+    rows, _errors = _check(out, ["a.json", "link.json", "sub/b.json", latin])
+    why = skipped(out)
+    assert why["dangling.json"] == "dangling symlink" and why["self.json"] == "symlink loop"
+    assert why["zero.json"] == "character device" and why["pipe.json"] == "fifo"
+    assert why["sub/up"].startswith("directory already visited") and why["follow"].startswith("the output directory")
+    assert rows["link.json"]["labels"] == rows["a.json"]["labels"]
+    assert time.monotonic() - t0 < 30  # nothing blocked on the FIFO or read /dev/zero
+
+
+def test_suffix_wins_over_sniffing_and_kind_code_reads_only_the_languages_asked(tmp_path):
+    pytest.importorskip("structpos.parsers.code")
+    d = tmp_path / "src"
+    d.mkdir()
+    (d / "a.py").write_text("def f(x):\n    return x\n")
+    (d / "b.c").write_text("int main(void) { return 0; }\n")
+    (d / "c.js").write_text("function f(x) { return x; }\n")
+    text = 'name,markup\nx,"<table><tr><td>1</td></tr></table>"\ny,2\n'
+    (d / "t.csv").write_text(text)
+    out = tmp_path / "py"
+    assert (
+        main(
+            [
+                "encode",
+                str(d),
+                "--kind",
+                "code",
+                "--language",
+                "python",
+                "--out",
+                str(out),
+                "--workers",
+                "0",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    rows, _ = _check(out, ["a.py"])
+    why = {e["path"]: e["reason"] for e in json.loads((out / "manifest.json").read_text())["skipped"]["entries"]}
+    assert "language c" in why["b.c"] and "language javascript" in why["c.js"] and "t.csv" in why
+    out = tmp_path / "all"
+    assert (
+        main(
+            [
+                "encode",
+                str(d),
+                "--coords",
+                "table",
+                "--glob",
+                "*.csv",
+                "--kind",
+                "table",
+                "--out",
+                str(out),
+                "--workers",
+                "0",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    rows, _errors = _check(out, ["t.csv"])
+    import csv
+    import io
+
+    reference = list(csv.reader(io.StringIO(text)))  # the csv module's reading of the file (HTML sniffing finds 1 cell)
+    labels = rows["t.csv"]["labels"]
+    assert labels.count("row") == len(reference) == 3
+    assert labels.count("header") + labels.count("cell") == sum(len(r) for r in reference) == 6
