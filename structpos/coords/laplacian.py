@@ -218,7 +218,7 @@ def laplacian_pe_batch(
     >>> path = np.array([[0, 1, 1, 2], [1, 0, 2, 1]])
     >>> out = laplacian_pe_batch([(path, 3), (path, 4)], k=2)
     >>> out.pe.shape, out.mask.tolist()
-    ((7, 2), [[True, True], [True, False]])
+    ((7, 2), [[True, True], [True, True]])
     """
     k = _check_k(k)
     gs = as_graphs(graphs)
