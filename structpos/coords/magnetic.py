@@ -24,17 +24,26 @@ Conventions
   largest-modulus entry is real positive (ties within a relative 1e-6: lowest node index).
 * Isolated nodes are left out of the decomposition: their PE rows are zero and they take no
   mode. Fewer than ``k`` modes → zero columns, eigenvalue 0, ``mask`` False.
+* ``ambiguous`` flags kept modes whose eigenvalue equals the first one not kept (the cut at
+  ``k`` splits a degenerate eigenspace), as for :mod:`.laplacian`.
+
+Solvers: as :mod:`.laplacian` — many small graphs by one stacked complex ``eigh`` per size
+group (sentinel-padded, groups on a thread pool); a large graph per connected component, small
+components densely and large ones through the checked sparse layer
+(:func:`._sparse_eigen.smallest_eigenpairs`, complex Hermitian, no null space: shift-invert uses
+``L − σI`` with ``σ`` just below 0).
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import EigenConvergenceError
 from ..structure import Structure
-from ._eigen import batched_eigh, choose_method, smallest_eigenpairs
+from ._eigen import batched_eigh, choose_method
 from ._graph_utils import (
     SENTINEL,
     Graph,
@@ -49,7 +58,10 @@ from ._graph_utils import (
     scatter_rows,
     to_output,
 )
-from .laplacian import LapBatch, _check_k
+from ._schedule import run_size_groups
+from ._sparse_eigen import RESIDUAL_MAX, SparseMethod, smallest_eigenpairs
+from ._spectrum import SolveReport, SpectralPE, ambiguous_modes, merge_modes
+from .laplacian import LapBatch, _check_k, _components
 
 __all__ = ["magnetic_laplacian_pe", "magnetic_laplacian_pe_batch", "maglap_coords", "DENSE_MAX"]
 
@@ -64,27 +76,61 @@ def magnetic_laplacian_pe(
     edge_weight: Any = None,
     *,
     q_relative: bool = False,
-    method: str = "auto",
+    method: Literal["auto", "dense"] | SparseMethod = "auto",
     dense_max: int = DENSE_MAX,
-    tol: float = 1e-8,
+    tol: float = 1e-10,
     maxiter: int | None = None,
-):
-    """Magnetic LapPE of one directed graph: ``(pe (N, k) complex, eigvals (k,), mask (k,))``.
+    progress: Callable[[str], None] | None = None,
+) -> SpectralPE:
+    """Magnetic LapPE of one directed graph: the ``k`` lowest eigenpairs of ``L^(q)``.
 
-    ``method``: ``"auto"`` (dense when ``N <= dense_max``), ``"dense"``, ``"shift-invert"`` or
-    ``"lobpcg"`` (sparse, never densified). Torch input gives torch output.
+    Parameters
+    ----------
+    edge_index, num_nodes, edge_weight
+        The directed graph (as :func:`.laplacian.laplacian_pe`).
+    k : int
+        Modes per node.
+    q : float
+        Potential (absolute; ``q_relative=True`` divides it by the number of one-way pairs).
+    method : {"auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"}
+        As :func:`.laplacian.laplacian_pe` (sparse methods never densify).
+    dense_max, tol, maxiter, progress
+        As :func:`.laplacian.laplacian_pe`.
+
+    Returns
+    -------
+    SpectralPE
+        ``pe (N, k)`` complex, ``eigvals (k,)``, ``mask (k,)``; ``.ambiguous``, ``.report``.
+
+    Raises
+    ------
+    EigenConvergenceError
+        A large component's eigenpairs did not converge.
+
+    Examples
+    --------
+    A directed 4-cycle with ``q = 1/8``: eigenvalues ``1 − cos(2π(j/4 + q))``, a degenerate
+    pair at the bottom (``j = 0, −1``).
+
+    >>> import numpy as np
+    >>> ei = np.array([[0, 1, 2, 3], [1, 2, 3, 0]])
+    >>> pe, ev, mask = magnetic_laplacian_pe(ei, 4, k=2, q=0.125)
+    >>> bool(np.allclose(ev, 1 - np.cos(2 * np.pi * (np.array([0, -1]) / 4 + 0.125))))
+    True
     """
     g = as_graph(edge_index, num_nodes, edge_weight)
     k = _check_k(k)
     _check_q(q)
     method = choose_method(method, g.num_nodes, dense_max)
     if method == "dense":
-        out = magnetic_laplacian_pe_batch([g], k, q, q_relative=q_relative, as_torch=False)
-        pe, ev, mask = out.pe, out.eigvals[0], out.mask[0]
+        out, res = _dense_batch([g], k, q, q_relative)
+        pe, ev, mask, amb = out.pe, out.eigvals[0], out.mask[0], out.ambiguous[0]
+        report = SolveReport(("dense",), res, 0.0)
     else:
-        pe, ev, mask = _sparse_graph(g, k, q, q_relative, method=method, tol=tol, maxiter=maxiter)
+        pe, ev, mask, amb, report = _sparse_graph(g, k, q, q_relative, method=method, dense_max=dense_max,
+                                                  tol=tol, maxiter=maxiter, progress=progress)
     like = output_like(edge_index)
-    return to_output(pe, like), to_output(ev, like), to_output(mask, like)
+    return SpectralPE(to_output(pe, like), to_output(ev, like), to_output(mask, like), to_output(amb, like), report)
 
 
 def magnetic_laplacian_pe_batch(
@@ -97,47 +143,51 @@ def magnetic_laplacian_pe_batch(
     bucket: int = 1,
     dense_max: int = DENSE_MAX,
     as_torch: bool | None = None,
+    workers: int | None = None,
 ) -> LapBatch:
     """Magnetic LapPE of many directed graphs (one stacked complex ``eigh`` per size group,
-    sentinel-padded); graphs over ``dense_max`` nodes use the sparse path. ``pe`` is complex."""
+    sentinel-padded, groups on a thread pool); graphs over ``dense_max`` nodes use the sparse path.
+
+    Parameters are those of :func:`.laplacian.laplacian_pe_batch` plus ``q`` and ``q_relative``.
+
+    Returns
+    -------
+    LapBatch
+        ``pe`` complex ``(ΣN, k)``, ``eigvals``, ``mask``, ``ptr``, ``ambiguous``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = magnetic_laplacian_pe_batch([(np.array([[0, 1], [1, 2]]), 3)], k=2)
+    >>> out.pe.dtype, out.mask.tolist()
+    (dtype('complex128'), [[True, True]])
+    """
     k = _check_k(k)
     _check_q(q)
     gs = as_graphs(graphs, directed=True)
-    B = len(gs)
-    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=B)
-    ptr = np.concatenate([[0], np.cumsum(sizes)])
-    cdtype = np.complex64 if np.dtype(dtype) == np.float32 else np.complex128
-    pe = np.zeros((int(ptr[-1]), k), dtype=cdtype)
-    eigvals = np.zeros((B, k))
-    mask = np.zeros((B, k), dtype=bool)
+    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
     small = np.flatnonzero(sizes <= dense_max)
-    for S, local in group_by_size(sizes[small], bucket).items():
-        idx = small[local]
-        if S == 0:
-            continue
-        group = [gs[i] for i in idx]
-        n = sizes[idx]
-        L, iso = _dense_magnetic(group, S, q, q_relative)
-        n_iso = (iso & (np.arange(S) < n[:, None])).sum(-1)
-        w, U = batched_eigh(L, dtype)
-        kk = min(k, S)
-        valid = np.arange(kk) < (n - n_iso)[:, None]
-        V = canonical_phase(U[:, :, :kk]) * valid[:, None, :]
-        full = np.zeros((len(idx), S, k), dtype=cdtype)
-        full[:, :, :kk] = V
-        eigvals[idx, :kk] = np.where(valid, np.maximum(w[:, :kk], 0.0), 0.0)  # PSD: clip -1e-16
-        mask[idx, :kk] = valid
-        scatter_rows(pe, ptr, idx, n, full)
+    out, _ = _dense_batch(gs, k, q, q_relative, dtype=dtype, bucket=bucket, only=small, workers=workers)
     for i in np.flatnonzero(sizes > dense_max):
-        p, ev, m = _sparse_graph(gs[i], k, q, q_relative)
-        pe[ptr[i]: ptr[i + 1]], eigvals[i], mask[i] = p, ev, m
-    return LapBatch(*batch_output((pe, eigvals, mask, ptr), graphs, as_torch))
+        p, ev, m, amb, _ = _sparse_graph(gs[i], k, q, q_relative, dense_max=dense_max)
+        out.pe[out.ptr[i]: out.ptr[i + 1]], out.eigvals[i], out.mask[i], out.ambiguous[i] = p, ev, m, amb
+    return LapBatch(*batch_output(out, graphs, as_torch))
 
 
 def maglap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
-    """Coordinate family ``maglap[:k[:q]]`` (defaults 8, 0.25): ``maglap_re``, ``maglap_im``
-    ``(N, k)``, ``maglap_eigvals`` and ``maglap_mask`` (repeated per node). Edge directions are
-    used for directed graphs and trees (parent → child); other graphs are symmetrised first."""
+    """Coordinate family ``maglap[:k[:q]]`` (defaults 8, 0.25).
+
+    Returns ``maglap_re``, ``maglap_im`` ``(N, k)``, ``maglap_eigvals``, ``maglap_mask`` and
+    ``maglap_ambiguous`` (repeated per node). Edge directions are used for directed graphs and
+    trees (parent → child); other graphs are symmetrised first.
+
+    Examples
+    --------
+    >>> from structpos import Structure
+    >>> s = Structure(kind="tree", labels=list("abc"), parent=np.array([-1, 0, 1]))
+    >>> maglap_coords(s, "2")["maglap_re"].shape
+    (3, 2)
+    """
     parts = (arg or "").split(":")
     k = int(parts[0]) if parts[0] else 8
     q = float(parts[1]) if len(parts) > 1 and parts[1] else 0.25
@@ -145,13 +195,14 @@ def maglap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.
     if not (structure.directed or structure.is_tree):
         A = adjacency(g).tocoo()
         g = Graph(np.stack([A.row, A.col]).astype(np.int64), g.num_nodes, A.data, False, g.name)
-    pe, ev, mask = magnetic_laplacian_pe(g, k=k, q=q)
+    r = magnetic_laplacian_pe(g, k=k, q=q)
     n = structure.num_nodes
     return {
-        "maglap_re": pe.real.copy(),
-        "maglap_im": pe.imag.copy(),
-        "maglap_eigvals": np.tile(ev, (n, 1)),
-        "maglap_mask": np.tile(mask, (n, 1)),
+        "maglap_re": r.pe.real.copy(),
+        "maglap_im": r.pe.imag.copy(),
+        "maglap_eigvals": np.tile(r.eigvals, (n, 1)),
+        "maglap_mask": np.tile(r.mask, (n, 1)),
+        "maglap_ambiguous": np.tile(r.ambiguous, (n, 1)),
     }
 
 
@@ -182,35 +233,95 @@ def _dense_magnetic(group: Sequence[Graph], S: int, q: float, q_relative: bool):
     return L, iso
 
 
-def _sparse_graph(g: Graph, k: int, q: float, q_relative: bool, *, method: str = "shift-invert",
-                  tol: float = 1e-8, maxiter: int | None = None):
+def _dense_batch(gs: Sequence[Graph], k: int, q: float, q_relative: bool, *, dtype=np.float64, bucket: int = 1,
+                 only=None, workers: int | None = 1) -> tuple[LapBatch, float]:
+    """Dense magnetic PE of the graphs ``only`` (default all) and the largest residual."""
+    B = len(gs)
+    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=B)
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    cdtype = np.complex64 if np.dtype(dtype) == np.float32 else np.complex128
+    pe = np.zeros((int(ptr[-1]), k), dtype=cdtype)
+    eigvals = np.zeros((B, k))
+    mask = np.zeros((B, k), dtype=bool)
+    amb = np.zeros((B, k), dtype=bool)
+    residual = [0.0]
+    idx_all = np.arange(B) if only is None else np.asarray(only, dtype=np.int64)
+    groups = [(S, idx_all[local]) for S, local in group_by_size(sizes[idx_all], bucket).items() if S > 0]
+
+    def run(task):
+        S, idx = task
+        n = sizes[idx]
+        L, iso = _dense_magnetic([gs[i] for i in idx], S, q, q_relative)
+        real_modes = n - (iso & (np.arange(S) < n[:, None])).sum(-1)
+        w, U = batched_eigh(L, dtype)
+        kk = min(k, S)
+        valid = np.arange(kk) < real_modes[:, None]
+        ev = np.where(valid, np.maximum(w[:, :kk], 0.0), 0.0)  # PSD: clip -1e-16
+        V = canonical_phase(U[:, :, :kk]) * valid[:, None, :]
+        R = L @ V - V * ev[:, None, :]
+        residual.append(float(np.sqrt(np.max((np.abs(R) ** 2).sum(axis=1)))) if R.size else 0.0)
+        nxt = w[:, min(k, S - 1)]
+        ambiguous = ambiguous_modes(ev, valid, nxt, (k < real_modes) & (k < S))
+        full = np.zeros((len(idx), S, k), dtype=cdtype)
+        full[:, :, :kk] = V
+        eigvals[idx, :kk], mask[idx, :kk], amb[idx, :kk] = ev, valid, ambiguous
+        scatter_rows(pe, ptr, idx, n, full)  # disjoint rows: safe from threads
+
+    run_size_groups(groups, run, size_of=lambda t: t[0], cost_of=lambda t: len(t[1]) * t[0] ** 3,
+                    workers=workers, num_graphs=len(idx_all))
+    res = max(residual)
+    if res > RESIDUAL_MAX * (1e3 if np.dtype(dtype) == np.float32 else 1):
+        raise EigenConvergenceError(f"dense eigh returned a residual of {res:.2e}", residuals=[res])
+    return LapBatch(pe, eigvals, mask, ptr, amb), res
+
+
+def _magnetic_matrix(g: Graph, q: float, q_relative: bool):
+    """Sparse ``L^(q)`` (complex) of the whole graph, the symmetrised adjacency and the absolute q."""
     n = g.num_nodes
     A = adjacency(g, symmetrize=False)
     Bind = (A > 0).astype(np.float64).tocsr()
     As = A.maximum(A.T).tocsr()
-    deg = np.asarray(As.sum(axis=1)).ravel()
-    keep = np.flatnonzero(deg > 0)
     if q_relative:
-        one_way = int((Bind - Bind.multiply(Bind.T)).sum())
-        q = q / max(1, one_way)
-    pe = np.zeros((n, k), dtype=np.complex128)
-    ev = np.zeros(k)
-    mask = np.zeros(k, dtype=bool)
-    m = min(k, len(keep))
-    if m == 0:
-        return pe, ev, mask
-    Th = (Bind - Bind.T).tocsr()[keep][:, keep]
-    Ak = As[keep][:, keep].tocoo()
-    dinv = 1.0 / np.sqrt(deg[keep])
-    phase = np.exp(2j * np.pi * q * np.asarray(Th[Ak.row, Ak.col]).ravel())
-    H = sp.csr_matrix((dinv[Ak.row] * Ak.data * dinv[Ak.col] * phase, (Ak.row, Ak.col)), shape=(len(keep),) * 2)
-    L = (sp.identity(len(keep), dtype=np.complex128, format="csr") - H).tocsr()
-    if m >= len(keep) - 1:
-        w, U = np.linalg.eigh(L.toarray())
-        w, U = w[:m], U[:, :m]
-    else:
-        w, U = smallest_eigenpairs(L, m, tol=tol, maxiter=maxiter, method=method, name=g.name)
-    pe[keep, :m] = canonical_phase(U)
-    ev[:m] = np.maximum(w, 0.0)
-    mask[:m] = True
-    return pe, ev, mask
+        q = q / max(1, int((Bind - Bind.multiply(Bind.T)).sum()))
+    deg = np.asarray(As.sum(axis=1)).ravel()
+    dinv = np.divide(1.0, np.sqrt(deg), out=np.zeros_like(deg), where=deg > 0)
+    C = As.tocoo()
+    theta = np.asarray((Bind - Bind.T)[C.row, C.col]).ravel()
+    H = sp.csr_matrix((dinv[C.row] * C.data * dinv[C.col] * np.exp(2j * np.pi * q * theta), (C.row, C.col)),
+                      shape=(n, n))
+    L = (sp.diags((deg > 0).astype(np.complex128)) - H).tocsr()
+    return L, As, q
+
+
+def _sparse_graph(g: Graph, k: int, q: float, q_relative: bool, *, method: str = "auto",
+                  dense_max: int = DENSE_MAX, tol: float = 1e-10, maxiter: int | None = None, progress=None):
+    """Per-component decomposition of a large directed graph; the k lowest modes overall."""
+    n = g.num_nodes
+    L, As, q_abs = _magnetic_matrix(g, q, q_relative)
+    comps = [nodes for nodes in _components(As) if len(nodes) >= 2]
+    small = [nodes for nodes in comps if len(nodes) <= dense_max]
+    cands, methods, notes, resid, ortho, mem = [], [], [], 0.0, 0.0, 0
+    if small:
+        A = adjacency(g, symmetrize=False)
+        sub = [_directed_subgraph(A, nodes, g.name) for nodes in small]
+        res, resid = _dense_batch(sub, min(k + 1, max(len(nodes) for nodes in small)), q_abs, False)
+        for j, nodes in enumerate(small):
+            m = res.mask[j]
+            cands.append((nodes, res.eigvals[j][m], res.pe[res.ptr[j]: res.ptr[j + 1]][:, m]))
+        methods.append("dense")
+    for nodes in (nodes for nodes in comps if len(nodes) > dense_max):
+        Lc = L if len(nodes) == n else L[nodes][:, nodes].tocsr()
+        r = smallest_eigenpairs(Lc, min(k + 1, len(nodes)), method=method, tol=tol, maxiter=maxiter,
+                                dense_max=dense_max, name=g.name, progress=progress)
+        cands.append((nodes, np.maximum(r.eigvals, 0.0), canonical_phase(r.vectors)))
+        methods.append(r.method)
+        notes.extend(r.notes)
+        resid, ortho, mem = max(resid, r.max_residual), max(ortho, r.orthogonality), max(mem, r.memory_estimate)
+    pe, ev, mask, amb = merge_modes(n, k, cands, dtype=np.complex128)
+    return pe, ev, mask, amb, SolveReport(tuple(methods), resid, ortho, tuple(notes), mem)
+
+
+def _directed_subgraph(A, nodes: np.ndarray, name: str) -> Graph:
+    """The directed edges of adjacency ``A`` inside ``nodes`` (renumbered)."""
+    sub = A[nodes][:, nodes].tocoo()
+    return Graph(np.stack([sub.row, sub.col]).astype(np.int64), len(nodes), sub.data, True, name)

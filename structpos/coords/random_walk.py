@@ -24,20 +24,17 @@ sparse products, never densified.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..structure import Structure
-from ._eigen import SMALL, single_blas_thread
 from ._graph_utils import (
     Graph,
     adjacency,
     as_graph,
     as_graphs,
-    auto_workers,
     batch_output,
     bucket_edges,
     group_by_size,
@@ -46,6 +43,7 @@ from ._graph_utils import (
     scatter_rows,
     to_output,
 )
+from ._schedule import run_size_groups
 
 __all__ = ["random_walk_pe", "random_walk_pe_batch", "rw_coords", "DENSE_MAX"]
 
@@ -118,20 +116,8 @@ def random_walk_pe_batch(
         diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
         scatter_rows(pe, ptr, idx, sizes[idx], diag)  # disjoint rows: safe from threads
 
-    tasks = sorted(zip(groups.items(), edges), key=lambda t: -len(t[0][1]) * t[0][0] ** 3)
-    light = [t for t in tasks if t[0][0] <= SMALL]
-    nw = min(auto_workers(workers, len(sub), len(light)), max(len(light), 1))
-    with single_blas_thread():  # OpenBLAS's limit is process-wide: set once, around the pool
-        if nw <= 1:
-            for t in light:
-                run(t)
-        else:
-            with ThreadPoolExecutor(nw) as ex:  # BLAS matmul and einsum release the GIL
-                for _ in ex.map(run, light):
-                    pass
-    for t in tasks:
-        if t[0][0] > SMALL:
-            run(t)
+    run_size_groups(list(zip(groups.items(), edges)), run, size_of=lambda t: t[0][0],
+                    cost_of=lambda t: len(t[0][1]) * t[0][0] ** 3, workers=workers, num_graphs=len(sub))
     for i in np.flatnonzero(sizes > dense_max):
         pe[ptr[i]: ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize)
     return batch_output((pe, ptr), graphs, as_torch)
