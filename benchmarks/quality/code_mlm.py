@@ -139,7 +139,7 @@ class CodeMLM(Task):
 
     def build(self, size: str = "full", seed: int = 0) -> None:
         rng = np.random.default_rng(2000 + seed)
-        limit = {"smoke": 6, "quick": 80, "full": 160}[size]
+        limit = {"smoke": 10, "quick": 80, "full": 160}[size]
         files = [(p, lang) for p, lang in source_files(limit)]
         parsed = [(file_tokens(p, lang), lang) for p, lang in files]
         parsed = [(f, lang) for f, lang in parsed if f is not None]
@@ -154,13 +154,13 @@ class CodeMLM(Task):
             vocab[t] = len(vocab)
         self.vocab_size = self.out_dim = len(vocab)
 
-        def windows(pool, count, width):
-            pool = [f for f in pool if len(f["texts"]) >= width]
+        def windows(files, count, width):
+            pool = [i for i, f in enumerate(files) if len(f["texts"]) >= width]
             out = []
-            for _ in range(count):
-                f = pool[rng.integers(len(pool))]
-                lo = int(rng.integers(0, len(f["texts"]) - width + 1))
-                out.append(encode_window(f, lo, lo + width, vocab, rng))
+            for _ in range(count if pool else 0):
+                i = pool[rng.integers(len(pool))]
+                lo = int(rng.integers(0, len(files[i]["texts"]) - width + 1))
+                out.append(encode_window(files[i], lo, lo + width, vocab, rng) | {"file": np.int64(i)})
             return out
 
         n_train, n_test = {"smoke": (48, 16), "quick": (1500, 200), "full": (3000, 300)}[size]

@@ -135,6 +135,8 @@ class DocRetrieval(Task):
             while len(out) < count and tries < 30 * count:
                 tries += 1
                 k = int(rng.integers(pmin, pmax + 1))
+                if len(ps) < k:
+                    break
                 s0 = int(rng.integers(0, len(ps) - k + 1))
                 text = "\n\n".join(ps[s0 : s0 + k])
                 if not lo <= len(text.split()) * 1.15 <= hi * 1.3:

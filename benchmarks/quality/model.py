@@ -70,10 +70,12 @@ class Encoding(nn.Module):
         o = dict(spec.opts)
         self.rope = self.embed = self.lin = self.lappe = self.spd = None
         if spec.kind == "rope":
-            self.rope = StructuralRoPE(hd, spec.dim, allocation=o.get("allocation", "sectioned"), base=o.get("base", 1000.0),
+            # interleaved: every axis gets high and low frequencies (sectioned would leave the last axis of a
+            # 16-dim head only the slowest pairs, near-constant over short inputs)
+            self.rope = StructuralRoPE(hd, spec.dim, allocation=o.get("allocation", "interleaved"), base=o.get("base", 1000.0),
                                        num_heads=heads if o.get("allocation") == "per_head" else None)
         elif spec.kind == "hier":
-            self.rope = HierarchicalRoPE(hd, o["levels"], base=o.get("base", 1000.0))
+            self.rope = HierarchicalRoPE(hd, o["levels"], allocation=o.get("allocation", "interleaved"), base=o.get("base", 1000.0))
         elif spec.kind == "wire":
             self.rope = WIRE(hd, spec.dim, base=o.get("base", 1000.0), scale=o.get("scale", 16.0), learnable=True)
         elif spec.kind == "awrope":
