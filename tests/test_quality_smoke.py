@@ -73,17 +73,18 @@ def test_table_coordinates_match_a_fresh_parse():
     ex = task.train[0]
     b = task.batch(task.train[:4], "table_rope")
     n = len(ex["tok"])
-    rc = b["rc"][0, 3:n].numpy() - 1  # cells after [key] [header] [SEP]
+    rc = b["rc"][0, :n].numpy() - 1
     assert np.array_equal(rc, ex["table_rc"])
     # independent: cells are row-major over an R x C grid
     cols = int(rc[:, 1].max()) + 1
     k = np.arange(len(rc))
     assert np.array_equal(rc[:, 0], k // cols) and np.array_equal(rc[:, 1], k % cols)
-    # the answer cell is in the key's row and the header's column (content equality)
-    grid = ex["tok"][3:].reshape(-1, cols)
-    r, c = divmod(int(ex["ptr"]) - 3, cols)
-    assert grid[r, 0] == ex["tok"][0] and grid[0, c] == ex["tok"][1]
-    assert list(grid[1:, 0]).count(ex["tok"][0]) == 1
+    # the answer cell is in the marked key's row and the marked header's column
+    r, c = divmod(int(ex["ptr"]), cols)
+    key, head = np.flatnonzero(ex["seg"] == 1)[0], np.flatnonzero(ex["seg"] == 2)[0]
+    assert key == r * cols and head == c and r >= 1 and c >= 1
+    grid = ex["tok"].reshape(-1, cols)
+    assert list(grid[1:, 0]).count(grid[r, 0]) == 1  # the key string is unique in its column
 
 
 def test_ud_tree_coordinates_and_distances_match_networkx():

@@ -42,6 +42,7 @@ def parse_args(argv=None):
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
     ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md / results.json / results.png go")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--report", action="store_true", help="only re-render RESULTS.md / results.png from results.json")
     return ap.parse_args(argv)
 
 
@@ -55,6 +56,12 @@ def seed_list(spec: str, size: str) -> list[int]:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.report:
+        out = json.loads((args.out / "results.json").read_text())
+        write_results_md(out, args.out / "RESULTS.md")
+        write_plot(out, args.out / "results.png")
+        print((args.out / "RESULTS.md").read_text())
+        return 0
     size = "full" if args.full else "quick"
     torch.set_num_threads(args.threads)
     names = [t.strip() for t in args.tasks.split(",") if t.strip()] or list(TASKS)
@@ -83,16 +90,20 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     bar = tqdm(total=total_steps, unit="step", disable=args.no_progress or tqdm is None, dynamic_ncols=True) if tqdm else None
     t_all = time.perf_counter()
-    for name in names:
+    todo = {}
+    for name in names:  # build every task first: runs then go seed by seed, so a cut run has every task
         task = tasks[name]
         encs = [e for e in task.encodings if not wanted or e in wanted]
         if not encs:
             continue
         t0 = time.perf_counter()
         task.build(size)
+        todo[name] = encs
         out["tasks"][name] = task.describe() | {"build_s": round(time.perf_counter() - t0, 1),
                                                   "encodings": {e: task.encodings[e].about for e in encs}}
-        for seed in seeds:
+    for seed in seeds:
+        for name, encs in todo.items():
+            task = tasks[name]
             for enc in encs:
                 if bar is not None:
                     bar.set_description(f"{name}/{enc}/s{seed}")
@@ -101,7 +112,11 @@ def main(argv=None) -> int:
                 out["runs"].append(run)
                 out["elapsed_s"] = round(time.perf_counter() - t_all, 1)
                 (args.out / "results.json").write_text(json.dumps(out, indent=1))
-        write_results_md(out, args.out / "RESULTS.md")
+                write_results_md(out, args.out / "RESULTS.md")
+        try:
+            write_plot(out, args.out / "results.png")
+        except ImportError:  # pragma: no cover - matplotlib is in the viz extra
+            pass
     if bar is not None:
         bar.close()
     out["elapsed_s"] = round(time.perf_counter() - t_all, 1)

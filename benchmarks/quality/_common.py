@@ -136,7 +136,7 @@ class Task:
         rng = np.random.default_rng(seed)  # data order: the same for every encoding
         order = rng.permutation(len(self.train))
         pos, losses = 0, []
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(steps):
             if pos + self.batch_size > len(order):
                 order, pos = rng.permutation(len(self.train)), 0
@@ -160,6 +160,7 @@ class Task:
             for k, v in m.items():
                 out[f"{split}_{k}"] = v
         out["eval_s"] = round(time.perf_counter() - t0 - train_s, 2)
+        out["cpu_s"] = round(time.process_time() - c0, 2)
         return out
 
     def describe(self) -> dict[str, Any]:

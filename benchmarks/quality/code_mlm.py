@@ -123,7 +123,8 @@ class CodeMLM(Task):
     claimed = ["tree_rope", "tree_path", "hirope", "tdist_bias"]
     baselines = ["rope1d", "nope"]
     main_split = "test"
-    steps = {"quick": 80, "full": 200, "smoke": 30}
+    batch_size = 16
+    steps = {"quick": 100, "full": 250, "smoke": 30}
 
     def __init__(self):
         super().__init__()

@@ -78,7 +78,7 @@ class DAGReachability(Task):
     claimed = ["maglap", "awrope_dir"]
     baselines = ["lappe", "spd_bias", "rope1d", "nope"]
     main_split = "extrap"
-    steps = {"quick": 160, "full": 400, "smoke": 30}
+    steps = {"quick": 200, "full": 400, "smoke": 30}
     vocab_size = 4
     out_dim = 2
 

@@ -98,7 +98,7 @@ class DocRetrieval(Task):
     baselines = ["rope1d", "nope"]
     mode = "pointer"
     main_split = "extrap"
-    steps = {"quick": 100, "full": 250, "smoke": 30}
+    steps = {"quick": 150, "full": 300, "smoke": 30}
 
     def __init__(self):
         super().__init__()

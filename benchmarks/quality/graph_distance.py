@@ -114,7 +114,7 @@ class GraphDistance(Task):
     claimed = ["wire", "lappe", "rwse", "spd_bias", "awrope"]
     baselines = ["rope1d", "nope"]
     main_split = "extrap"
-    steps = {"quick": 160, "full": 400, "smoke": 30}
+    steps = {"quick": 200, "full": 400, "smoke": 30}
     vocab_size = 4
     out_dim = MAX_D
 

@@ -84,12 +84,14 @@ class Encoding(nn.Module):
         elif spec.kind == "ids":
             self.max_id = int(o.get("max_id", 64))
             self.embed = nn.ModuleList(nn.Embedding(self.max_id + 2, d) for _ in range(spec.dim))
-            for e in self.embed:
-                nn.init.normal_(e.weight, std=0.02)
+            for e in self.embed:  # the sum of the axes' embeddings has the token embeddings' scale, N(0, 1)
+                nn.init.normal_(e.weight, std=spec.dim**-0.5)
         elif spec.kind == "linear":
             self.lin = nn.Linear(spec.dim, d)
         elif spec.kind == "lappe":
             self.lappe = LapPEEmbedding(spec.dim, d, use_eigvals=True, sign_flip=True)
+        if spec.kind in ("linear", "lappe"):  # projected features at unit RMS, like the token embeddings
+            self.feat_norm = nn.LayerNorm(d)
         elif spec.kind == "bias":
             self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
         elif spec.kind != "none":
@@ -101,9 +103,9 @@ class Encoding(nn.Module):
             ids = batch[k].long().clamp(-1, self.max_id) + 1  # -1 (no id) -> row 0
             return sum(e(ids[..., a]) for a, e in enumerate(self.embed))
         if self.lin is not None:
-            return self.lin(batch[k].float())
+            return self.feat_norm(self.lin(batch[k].float()))
         if self.lappe is not None:
-            return self.lappe(batch[k].float(), batch[k + "_eigvals"].float())
+            return self.feat_norm(self.lappe(batch[k].float(), batch[k + "_eigvals"].float()))
         return None
 
     def rotate(self, q, k, batch):

@@ -16,6 +16,9 @@ from typing import Any
 import numpy as np
 
 
+NOTES: dict[str, str] = {}  # task → a hand-written reading of the measured numbers (filled after a run)
+
+
 def summarise(runs: list[dict[str, Any]], task: str, split: str, metric: str = "acc") -> dict[str, tuple[float, float, int]]:
     """``encoding → (mean, std, number of seeds)`` of ``{split}_{metric}``."""
     vals: dict[str, list[float]] = {}
@@ -92,7 +95,7 @@ def write_results_md(out: dict[str, Any], path: Path) -> None:
         per_task.append((name, desc, splits, main, stats))
     lines.append("")
     for name, desc, splits, main, stats in per_task:
-        lines += [f"## {name}", "", sentence(stats, desc), ""]
+        lines += [f"## {name}", "", sentence(stats, desc) + (f" {NOTES[name]}" if name in NOTES else ""), ""]
         cols = [(s, "acc") for s in splits] + [(s, "loss") for s in splits if name == "code_mlm"]
         head = " | ".join(f"{s} {m}{' ★' if s == main and m == 'acc' else ''}" for s, m in cols)
         lines += [f"| encoding | {head} | seeds | what |", "|---|" + "---|" * (len(cols) + 2)]

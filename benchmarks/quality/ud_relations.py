@@ -72,7 +72,7 @@ class UDRelations(Task):
     claimed = ["tree_rope", "tree_path", "tdist_bias"]
     baselines = ["rope1d", "nope"]
     main_split = "test"
-    steps = {"quick": 120, "full": 300, "smoke": 30}
+    steps = {"quick": 150, "full": 300, "smoke": 30}
 
     def __init__(self):
         super().__init__()
