@@ -16,10 +16,9 @@ import torch
 
 pytest.importorskip("tree_sitter")
 
-from benchmarks.quality import _common  # noqa: E402
-from benchmarks.quality.tasks import TASKS  # noqa: E402
-
-import structpos  # noqa: E402
+import structpos
+from benchmarks.quality import _common
+from benchmarks.quality.tasks import TASKS
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .report import write_plot, write_results_md
+from .report import readme_table, write_plot, write_results_md
 from .tasks import TASKS
 
 HERE = Path(__file__).resolve().parent
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
         out = json.loads((args.out / "results.json").read_text())
         write_results_md(out, args.out / "RESULTS.md")
         write_plot(out, args.out / "results.png")
-        print((args.out / "RESULTS.md").read_text())
+        print(readme_table(out))
         return 0
     size = "full" if args.full else "quick"
     torch.set_num_threads(args.threads)
@@ -88,7 +88,9 @@ def main(argv=None) -> int:
         "runs": [],
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    bar = tqdm(total=total_steps, unit="step", disable=args.no_progress or tqdm is None, dynamic_ncols=True) if tqdm else None
+    bar = None
+    if tqdm is not None:
+        bar = tqdm(total=total_steps, unit="step", disable=args.no_progress, dynamic_ncols=True)
     t_all = time.perf_counter()
     todo = {}
     for name in names:  # build every task first: runs then go seed by seed, so a cut run has every task

@@ -14,7 +14,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ def data_dir() -> Path:
 
 def ud_file() -> Path:
     d = data_dir() / "ud_en_ewt"
-    return sorted(d.glob("*.conllu"))[0]
+    return min(d.glob("*.conllu"))
 
 
 def shuffled_rows(arr: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -54,13 +54,13 @@ class Task:
     name = ""
     data = "generated"  # or "real: ..."
     claim = ""  # the SEEDS.md claim tested
-    claimed: list[str] = []  # encodings the claim says should win
-    baselines: list[str] = ["rope1d", "nope"]
+    claimed: ClassVar[list[str]] = []  # encodings the claim says should win
+    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     mode = "tag"  # "tag" (per-token classes) or "pointer" (pick one token)
     causal = False
     metric = "acc"
     main_split = "test"
-    steps = {"quick": 150, "full": 400}
+    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 400}
     batch_size = 32
     lr = 3e-3
     vocab_size = 0
@@ -91,7 +91,8 @@ class Task:
         return collate(examples, self.keys(enc))
 
     def model(self, enc: str, seed: int):
-        return build_model(self.encodings[enc], self.vocab_size, self.out_dim, seed, causal=self.causal, layers=self.layers)
+        spec = self.encodings[enc]
+        return build_model(spec, self.vocab_size, self.out_dim, seed, causal=self.causal, layers=self.layers)
 
     def loss_counts(self, model, batch) -> tuple[torch.Tensor, float, int]:
         """``(mean loss, number correct, number scored)`` of one batch."""
@@ -127,7 +128,8 @@ class Task:
         model.train()
         return {"acc": correct / max(count, 1), "loss": tot_loss / max(count, 1)}
 
-    def train_eval(self, enc: str, seed: int, size: str = "full", steps: int | None = None, progress=None) -> dict[str, Any]:
+    def train_eval(self, enc: str, seed: int, size: str = "full", steps: int | None = None,
+                   progress=None) -> dict[str, Any]:
         """Train one encoding from ``seed``; returns losses, per-split metrics and timings."""
         steps = steps or self.steps[size]
         model = self.model(enc, seed)
@@ -152,7 +154,8 @@ class Task:
             if progress is not None:
                 progress.update(1)
         train_s = time.perf_counter() - t0
-        out: dict[str, Any] = {"task": self.name, "encoding": enc, "seed": seed, "steps": steps, "train_s": round(train_s, 2)}
+        out: dict[str, Any] = {"task": self.name, "encoding": enc, "seed": seed, "steps": steps,
+                               "train_s": round(train_s, 2)}
         out["first_loss"] = float(np.mean(losses[:10]))
         out["last_loss"] = float(np.mean(losses[-10:]))
         for split, data in self.splits.items():

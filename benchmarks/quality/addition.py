@@ -24,6 +24,8 @@ Claim (SEEDS.md, position coupling): coupling generalises far beyond the trained
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 
@@ -68,11 +70,11 @@ class Addition(Task):
     name = "addition"
     data = "generated: integer sums"
     claim = "position coupling: trained on short sums, generalises far beyond the trained length"
-    claimed = ["coupled"]
-    baselines = ["rope1d", "nope"]
+    claimed: ClassVar[list[str]] = ["coupled"]
+    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     causal = True
     main_split = "extrap"
-    steps = {"quick": 300, "full": 600, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 300, "full": 600, "smoke": 30}
     batch_size = 64
     vocab_size = VOCAB
     out_dim = VOCAB

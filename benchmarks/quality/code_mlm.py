@@ -26,6 +26,7 @@ from __future__ import annotations
 import sysconfig
 from collections import Counter
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -120,11 +121,11 @@ class CodeMLM(Task):
     name = "code_mlm"
     data = "real: CPython stdlib (Python) + torch/include/c10/util (C++)"
     claim = "tree-enhanced code models / HiRoPE: tree positions lower the MLM loss vs 1-D positions"
-    claimed = ["tree_rope", "tree_path", "hirope", "tdist_bias"]
-    baselines = ["rope1d", "nope"]
+    claimed: ClassVar[list[str]] = ["tree_rope", "tree_path", "hirope", "tdist_bias"]
+    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     main_split = "test"
     batch_size = 16
-    steps = {"quick": 100, "full": 250, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 100, "full": 250, "smoke": 30}
 
     def __init__(self):
         super().__init__()

@@ -20,6 +20,8 @@ Claim (SEEDS.md, magnetic Laplacian / AW-RoPE): direction-aware PE matters on di
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import networkx as nx
 import numpy as np
 
@@ -75,10 +77,10 @@ class DAGReachability(Task):
     name = "dag_reachability"
     data = "generated: random DAGs"
     claim = "magnetic Laplacian / AW-RoPE: direction-aware PE matters on directed graphs (> symmetric LapPE)"
-    claimed = ["maglap", "awrope_dir"]
-    baselines = ["lappe", "spd_bias", "rope1d", "nope"]
+    claimed: ClassVar[list[str]] = ["maglap", "awrope_dir"]
+    baselines: ClassVar[list[str]] = ["lappe", "spd_bias", "rope1d", "nope"]
     main_split = "extrap"
-    steps = {"quick": 200, "full": 400, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 400, "smoke": 30}
     vocab_size = 4
     out_dim = 2
 

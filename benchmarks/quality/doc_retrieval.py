@@ -1,9 +1,10 @@
 """Task 7 — retrieval by document structure on real text: hRoPE / hierarchy ids vs 1-D.
 
 Documents are real text: windows of consecutive paragraphs of UD English EWT (its ``# newpar``
-marks; a window may cross a ``# newdoc`` boundary), the sentences' ``# text`` joined with spaces, paragraphs with blank lines. Each
-document is parsed with ``structpos.parse(text, "document")`` (the library's own paragraph /
-sentence / token segmentation) and every token's ``(paragraph, sentence, token)`` ids come
+marks; a window may cross a ``# newdoc`` boundary), the sentences' ``# text`` joined with
+spaces, paragraphs with blank lines. Each document is parsed with
+``structpos.parse(text, "document")`` (the library's own paragraph / sentence / token
+segmentation) and every token's ``(paragraph, sentence, token)`` ids come
 from ``structpos.align.token_coords(doc, token_spans, "hier")``.
 
 Input: ``[Q] w [SEP]`` + the document's tokens, where ``w`` is a word that occurs exactly
@@ -23,6 +24,7 @@ Claim (SEEDS.md, hRoPE / BiPE): paragraph / sentence / token channels carry stru
 from __future__ import annotations
 
 from collections import Counter
+from typing import ClassVar
 
 import numpy as np
 
@@ -94,11 +96,11 @@ class DocRetrieval(Task):
     name = "doc_retrieval"
     data = "real: UD English EWT paragraphs (raw text re-parsed by structpos)"
     claim = "hRoPE / BiPE: paragraph-sentence-token channels carry structure; shuffled labels do worse"
-    claimed = ["hrope", "hier_ids"]
-    baselines = ["rope1d", "nope"]
+    claimed: ClassVar[list[str]] = ["hrope", "hier_ids"]
+    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     mode = "pointer"
     main_split = "extrap"
-    steps = {"quick": 150, "full": 300, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 300, "smoke": 30}
 
     def __init__(self):
         super().__init__()
@@ -106,7 +108,8 @@ class DocRetrieval(Task):
             "nope": Enc("none"),
             "rope1d": Enc("rope", "pos", 1),
             "rope1d_shuf": Enc("rope", "pos_shuf", 1, about="control: 1-D RoPE on a shuffled token order"),
-            "hrope": Enc("hier", "hier", 3, {"levels": "document"}, about="HierarchicalRoPE (paragraph, sentence, token)"),
+            "hrope": Enc("hier", "hier", 3, {"levels": "document"},
+                         about="HierarchicalRoPE (paragraph, sentence, token)"),
             "hier_ids": Enc("ids", "hier", 3, {"max_id": 64}, about="learned paragraph/sentence/token id embeddings"),
             "hrope_ctrl": Enc("hier", "hier_ctrl", 3, {"levels": "document"}, about="control: hRoPE, labels shuffled"),
         }

@@ -23,6 +23,8 @@ structure into attention (WIRE: rotations from spectral coordinates).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import networkx as nx
 import numpy as np
 
@@ -111,10 +113,10 @@ class GraphDistance(Task):
     name = "graph_distance"
     data = "generated: ER / tree / grid / WS / BA graphs"
     claim = "WIRE / LapPE / RWSE / SPD: spectral and distance encodings inject graph structure"
-    claimed = ["wire", "lappe", "rwse", "spd_bias", "awrope"]
-    baselines = ["rope1d", "nope"]
+    claimed: ClassVar[list[str]] = ["wire", "lappe", "rwse", "spd_bias", "awrope"]
+    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     main_split = "extrap"
-    steps = {"quick": 200, "full": 400, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 400, "smoke": 30}
     vocab_size = 4
     out_dim = MAX_D
 

@@ -26,8 +26,9 @@ token) and whatever keys the encodings read: per-token arrays ``(B, L, A)``, pai
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -72,10 +73,12 @@ class Encoding(nn.Module):
         if spec.kind == "rope":
             # interleaved: every axis gets high and low frequencies (sectioned would leave the last axis of a
             # 16-dim head only the slowest pairs, near-constant over short inputs)
-            self.rope = StructuralRoPE(hd, spec.dim, allocation=o.get("allocation", "interleaved"), base=o.get("base", 1000.0),
-                                       num_heads=heads if o.get("allocation") == "per_head" else None)
+            alloc = o.get("allocation", "interleaved")
+            self.rope = StructuralRoPE(hd, spec.dim, allocation=alloc, base=o.get("base", 1000.0),
+                                       num_heads=heads if alloc == "per_head" else None)
         elif spec.kind == "hier":
-            self.rope = HierarchicalRoPE(hd, o["levels"], allocation=o.get("allocation", "interleaved"), base=o.get("base", 1000.0))
+            self.rope = HierarchicalRoPE(hd, o["levels"], allocation=o.get("allocation", "interleaved"),
+                                         base=o.get("base", 1000.0))
         elif spec.kind == "wire":
             self.rope = WIRE(hd, spec.dim, base=o.get("base", 1000.0), scale=o.get("scale", 16.0), learnable=True)
         elif spec.kind == "awrope":
@@ -90,12 +93,12 @@ class Encoding(nn.Module):
             self.lin = nn.Linear(spec.dim, d)
         elif spec.kind == "lappe":
             self.lappe = LapPEEmbedding(spec.dim, d, use_eigvals=True, sign_flip=True)
-        if spec.kind in ("linear", "lappe"):  # projected features at unit RMS, like the token embeddings
-            self.feat_norm = nn.LayerNorm(d)
         elif spec.kind == "bias":
             self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
         elif spec.kind != "none":
             raise ValueError(f"unknown encoding kind {spec.kind!r}")
+        if spec.kind in ("linear", "lappe"):  # projected features at unit RMS, like the token embeddings
+            self.feat_norm = nn.LayerNorm(d)
 
     def features(self, batch) -> torch.Tensor | None:
         k = self.spec.key
@@ -201,7 +204,7 @@ def collate(examples: list[dict[str, np.ndarray]], keys: list[str]) -> dict[str,
         tok[b, :n] = e["tok"]
         mask[b, :n] = True
     out["tok"], out["mask"] = torch.from_numpy(tok), torch.from_numpy(mask)
-    for key in set(keys) | ({"seg"} if "seg" in examples[0] else set()) | ({"tgt"} if "tgt" in examples[0] else set()) | ({"ptr"} if "ptr" in examples[0] else set()):
+    for key in set(keys) | {k for k in ("seg", "tgt", "ptr") if k in examples[0]}:
         if key == "edges":
             ei = [e["edges"] + b * L for b, e in enumerate(examples)]
             out["edges"] = torch.from_numpy(np.concatenate(ei, axis=1).astype(np.int64))

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-
 
 NOTES: dict[str, str] = {}  # task → a hand-written reading of the measured numbers (filled after a run)
 
 
-def summarise(runs: list[dict[str, Any]], task: str, split: str, metric: str = "acc") -> dict[str, tuple[float, float, int]]:
+def summarise(runs: list[dict[str, Any]], task: str, split: str,
+              metric: str = "acc") -> dict[str, tuple[float, float, int]]:
     """``encoding → (mean, std, number of seeds)`` of ``{split}_{metric}``."""
     vals: dict[str, list[float]] = {}
     for r in runs:
@@ -56,14 +56,15 @@ def fmt(m: float, s: float) -> str:
 
 def sentence(stats, desc) -> str:
     """One factual sentence: best favoured vs best baseline (and the best control) on the main split."""
-    claimed = [c for c in desc["claimed"] if c in stats]
+    claimed: ClassVar[list[str]] = [c for c in desc["claimed"] if c in stats]
     base = [b for b in desc["baselines"] if b in stats]
     if not claimed or not base:
         return "Not enough encodings were run to compare."
     c = max(claimed, key=lambda e: stats[e][0])
     b = max(base, key=lambda e: stats[e][0])
-    text = f"On `{desc['main_split']}`, the best favoured encoding `{c}` scores {fmt(*stats[c][:2])} vs the best baseline `{b}` {fmt(*stats[b][:2])}"
-    ctrl = [e for e in stats if e.endswith("_ctrl") or e.endswith("_shuf")]
+    text = (f"On `{desc['main_split']}`, the best favoured encoding `{c}` scores {fmt(*stats[c][:2])} "
+            f"vs the best baseline `{b}` {fmt(*stats[b][:2])}")
+    ctrl = [e for e in stats if e.endswith(("_ctrl", "_shuf"))]
     if ctrl:
         k = max(ctrl, key=lambda e: stats[e][0])
         text += f"; control `{k}` {fmt(*stats[k][:2])}"
@@ -75,10 +76,11 @@ def write_results_md(out: dict[str, Any], path: Path) -> None:
     lines += [
         "# Quality benchmarks: measured results",
         "",
-        f"Size `{out['size']}`, seeds {out['seeds']}, started {out['started']}, {out.get('elapsed_s', 0):.0f} s so far; "
-        f"{out['machine']}. Produced by `python -m benchmarks.quality --{out['size']}`; every run is in `results.json`.",
-        "Numbers are test-set accuracy (pointer / per-token / exact match, see each task), mean ± std over seeds; "
-        "the column marked ★ is the split the verdict uses. Verdict rule: `benchmarks/quality/report.py`.",
+        (f"Size `{out['size']}`, seeds {out['seeds']}, started {out['started']}, "
+         f"{out.get('elapsed_s', 0):.0f} s so far; {out['machine']}. "
+         f"Produced by `python -m benchmarks.quality --{out['size']}`; every run is in `results.json`."),
+        ("Numbers are test-set accuracy (pointer / per-token / exact match, see each task), mean ± std over seeds; "
+         "the column marked ★ is the split the verdict uses. Verdict rule: `benchmarks/quality/report.py`."),
         "",
         "| task | data | claim (SEEDS.md) | reproduced | why |",
         "|---|---|---|---|---|",
@@ -124,7 +126,8 @@ def write_plot(out: dict[str, Any], path: Path) -> None:
     for ax, (name, desc) in zip(axes.flat, tasks):
         stats = summarise(out["runs"], name, desc["main_split"])
         encs = list(stats)
-        colors = ["tab:green" if e in desc["claimed"] else "tab:gray" if e in desc["baselines"] else "tab:orange" for e in encs]
+        colors = ["tab:green" if e in desc["claimed"] else "tab:gray" if e in desc["baselines"] else "tab:orange"
+                  for e in encs]
         ax.bar(range(len(encs)), [stats[e][0] for e in encs], yerr=[stats[e][1] for e in encs], color=colors, capsize=3)
         ax.set_xticks(range(len(encs)), encs, rotation=60, ha="right", fontsize=7)
         ax.set_ylim(0, 1)
@@ -137,3 +140,18 @@ def write_plot(out: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def readme_table(out: dict[str, Any]) -> str:
+    """The compact task × encoding table of the README: main split, mean ± std, best first."""
+    lines = ["| task (split ★) | encodings, mean ± std over seeds (best first) | claim reproduced? |",
+             "|---|---|---|"]
+    for name, desc in out["tasks"].items():
+        stats = summarise(out["runs"], name, desc["main_split"])
+        if not stats:
+            continue
+        word, _ = verdict(stats, desc["claimed"], desc["baselines"])
+        order = sorted(stats, key=lambda e: -stats[e][0])
+        cells = ", ".join(f"`{e}` {stats[e][0]:.2f}±{stats[e][1]:.2f}" for e in order)
+        lines.append(f"| {name} ({desc['main_split']}) | {cells} | **{word}** |")
+    return "\n".join(lines)

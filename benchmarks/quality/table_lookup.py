@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import ClassVar
 
 import numpy as np
 
@@ -104,11 +105,11 @@ class TableLookup(Task):
     name = "table_lookup"
     data = "real: WikiTableQuestions CSV tables"
     claim = "2D-TPE / TAPAS: flattening a table loses its 2-D structure (row/column positions > 1-D)"
-    claimed = ["table_rope", "tapas"]
-    baselines = ["rope1d", "nope"]
+    claimed: ClassVar[list[str]] = ["table_rope", "tapas"]
+    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     mode = "pointer"
     main_split = "extrap"
-    steps = {"quick": 150, "full": 300, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 300, "smoke": 30}
     vocab_size = V
 
     def __init__(self):

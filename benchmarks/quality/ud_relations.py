@@ -24,6 +24,7 @@ a shuffled word order.
 from __future__ import annotations
 
 from collections import Counter
+from typing import ClassVar
 
 import numpy as np
 
@@ -69,10 +70,10 @@ class UDRelations(Task):
     name = "ud_relations"
     data = "real: UD English EWT dev sentences"
     claim = "tree PE from dependency parses improves sequence labelling (tree positions > 1-D)"
-    claimed = ["tree_rope", "tree_path", "tdist_bias"]
-    baselines = ["rope1d", "nope"]
+    claimed: ClassVar[list[str]] = ["tree_rope", "tree_path", "tdist_bias"]
+    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     main_split = "test"
-    steps = {"quick": 150, "full": 300, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 300, "smoke": 30}
 
     def __init__(self):
         super().__init__()
