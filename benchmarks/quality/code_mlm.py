@@ -125,7 +125,7 @@ class CodeMLM(Task):
     baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     main_split = "test"
     batch_size = 16
-    steps: ClassVar[dict[str, int]] = {"quick": 100, "full": 250, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 100, "full": 300, "smoke": 30}
 
     def __init__(self):
         super().__init__()

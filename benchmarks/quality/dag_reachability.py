@@ -80,7 +80,7 @@ class DAGReachability(Task):
     claimed: ClassVar[list[str]] = ["maglap", "awrope_dir"]
     baselines: ClassVar[list[str]] = ["lappe", "spd_bias", "rope1d", "nope"]
     main_split = "extrap"
-    steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 400, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 500, "smoke": 30}
     vocab_size = 4
     out_dim = 2
 

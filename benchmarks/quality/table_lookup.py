@@ -109,7 +109,7 @@ class TableLookup(Task):
     baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     mode = "pointer"
     main_split = "extrap"
-    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 300, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 400, "smoke": 30}
     vocab_size = V
 
     def __init__(self):
