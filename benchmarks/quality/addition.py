@@ -74,7 +74,7 @@ class Addition(Task):
     baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     causal = True
     main_split = "extrap"
-    steps: ClassVar[dict[str, int]] = {"quick": 300, "full": 1200, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 300, "full": 900, "smoke": 30}
     batch_size = 64
     vocab_size = VOCAB
     out_dim = VOCAB

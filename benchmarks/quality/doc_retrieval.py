@@ -100,7 +100,7 @@ class DocRetrieval(Task):
     baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     mode = "pointer"
     main_split = "extrap"
-    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 450, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 400, "smoke": 30}
 
     def __init__(self):
         super().__init__()

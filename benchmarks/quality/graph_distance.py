@@ -116,7 +116,7 @@ class GraphDistance(Task):
     claimed: ClassVar[list[str]] = ["wire", "lappe", "rwse", "spd_bias", "awrope"]
     baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     main_split = "extrap"
-    steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 600, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 500, "smoke": 30}
     vocab_size = 4
     out_dim = MAX_D
 

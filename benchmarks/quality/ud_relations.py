@@ -73,7 +73,7 @@ class UDRelations(Task):
     claimed: ClassVar[list[str]] = ["tree_rope", "tree_path", "tdist_bias"]
     baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     main_split = "test"
-    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 450, "smoke": 30}
+    steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 400, "smoke": 30}
 
     def __init__(self):
         super().__init__()
