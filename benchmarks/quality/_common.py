@@ -27,9 +27,11 @@ FALLBACK_DATA = ROOT / "tests" / "data" / "quality"
 
 
 def data_dir() -> Path:
-    """``$STRUCTPOS_DATA``, else ``../shared/data`` beside the repository, else the bundled samples."""
+    """``$STRUCTPOS_DATA``, else ``$STRUCTPOS_SHARED/data`` or ``../shared/data`` beside the repository, else the
+    bundled samples in ``tests/data/quality``."""
     env = os.environ.get("STRUCTPOS_DATA")
-    for cand in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "data"]:
+    shared = Path(os.environ.get("STRUCTPOS_SHARED", ROOT.parent / "shared"))
+    for cand in ([Path(env)] if env else []) + [shared / "data"]:
         if (cand / "wtq").is_dir() and (cand / "ud_en_ewt").is_dir():
             return cand
     return FALLBACK_DATA
