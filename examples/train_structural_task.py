@@ -1,4 +1,11 @@
-"""Tiny transformer, trained on CPU, on a structural task from real code: AST depth.
+"""SANITY CHECK, not a benchmark: a tiny transformer trained on CPU to predict AST depth in real code.
+
+**Read this as a wiring check only.** The label (a node's depth) is read almost directly off
+tree RoPE's own coordinates, so ``tree`` winning here says that rotations carry the
+coordinates into attention, not that structural positions help a model. The fair comparison
+— labels that need token content or a computation over the structure, held-out and
+extrapolation splits, ≥ 3 seeds, the papers' claims checked — is the quality suite:
+``python -m benchmarks.quality --quick`` (results in ``benchmarks/quality/RESULTS.md``).
 
 Task. Every ``function_definition`` in CPython's own standard library (parsed with structpos /
 tree-sitter) with ``MIN_NODES..MAX_NODES`` AST nodes becomes one sequence: the node labels in
@@ -40,7 +47,7 @@ functions, 37,283 test nodes; ``--threads 1`` on a shared 2-core machine: 339 s 
     rope1d   0.715   (35 s)           awrope   0.767   (130 s)
     tree     0.999   (35 s)
 
-Reading it: tree RoPE's coordinates contain depth *differences* and the function node (depth 0)
+Reading it (a sanity check, see the top): tree RoPE's coordinates contain depth *differences* and the function node (depth 0)
 is always present, so it only has to read the structure out — a sanity check that rotations
 carry it, not a contest. WIRE sees the same tree only through 8 Laplacian eigenvectors and does
 worse than 1-D order here. AW-RoPE's phases come from the same (depth, order) coordinates but

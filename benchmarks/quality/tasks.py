@@ -1,0 +1,21 @@
+"""Registry of the quality tasks, in the order the issue lists them."""
+
+from __future__ import annotations
+
+from .addition import Addition
+from .code_mlm import CodeMLM
+from .dag_reachability import DAGReachability
+from .doc_retrieval import DocRetrieval
+from .graph_distance import GraphDistance
+from .table_lookup import TableLookup
+from .ud_relations import UDRelations
+
+TASKS = {
+    "table_lookup": TableLookup,
+    "code_mlm": CodeMLM,
+    "ud_relations": UDRelations,
+    "graph_distance": GraphDistance,
+    "dag_reachability": DAGReachability,
+    "addition": Addition,
+    "doc_retrieval": DocRetrieval,
+}
