@@ -3,7 +3,8 @@
 References: Python's :mod:`csv` module for CSV; pandas' lxml-based HTML table reader (its own
 DOM parser and rowspan/colspan expansion) for HTML; lxml for the visible text inside each
 cell span; tables with merged cells generated from random rectangle partitions (ground truth
-by construction). Real data: the WikiTableQuestions sample in ``shared/data/wtq/200-csv``.
+by construction). Real data: the WikiTableQuestions sample in ``shared/data/wtq/200-csv`` (or its
+committed subset in ``tests/data/sample``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import at_least
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +40,7 @@ needs_lxml = pytest.mark.skipif(lxml_html is None, reason="lxml (the independent
 def wtq_stems(shared_data):
     d = shared_data / "wtq" / "200-csv"
     stems = sorted({p.stem for p in d.glob("*.csv")}, key=int)
-    assert len(stems) >= 30
+    assert len(stems) >= at_least(30, 12)
     return d, stems
 
 
@@ -128,7 +130,7 @@ def test_wtq_html_matches_pandas_and_spans_hold_cell_text(shared_data):
         rows = np.flatnonzero(s.labels == "row")
         assert all(s.source.startswith("<tr", int(a)) for a in s.start[rows])
         assert s.node_text(0).startswith("<table") and s.node_text(0).endswith("</table>")
-    assert n_merged > 50  # the sample really exercises rowspan/colspan
+    assert n_merged > at_least(50, 20)  # the sample really exercises rowspan/colspan
 
 
 def test_wtq_csv_and_html_grids_agree(shared_data):
@@ -155,7 +157,7 @@ def test_wtq_csv_and_html_grids_agree(shared_data):
         pairs = [(x, y) for rc, rh in zip(c.meta["grid"], h.meta["grid"]) for x, y in zip(rc, rh)]
         same = sum(norm(x) == norm(y) for x, y in pairs)
         assert same >= 0.95 * len(pairs), (stem, same, len(pairs))
-    assert n_plain >= 10
+    assert n_plain >= at_least(10, 3)
 
 
 @needs_lxml
