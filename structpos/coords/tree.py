@@ -375,18 +375,11 @@ def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:
 
 # ------------------------------------------------------------- family "tree"
 def _parse_arg(arg: str | None) -> tuple[int, int]:
-    """``"32x64"`` -> (32, 64); ``"16"`` -> (16, default width); ``None`` -> defaults."""
-    if not arg:
-        return DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH
-    dpart, _, wpart = arg.lower().partition("x")
-    try:
-        max_depth = int(dpart) if dpart else DEFAULT_MAX_DEPTH
-        max_width = int(wpart) if wpart else DEFAULT_MAX_WIDTH
-    except ValueError:
-        raise ValueError(f"tree coordinates: bad argument {arg!r}, expected e.g. 'tree:32x64'") from None
-    if max_depth < 1 or max_width < 1:
-        raise ValueError(f"tree coordinates: bad argument {arg!r}, depth and width must be >= 1")
-    return max_depth, max_width
+    """``"32x64"`` -> (32, 64); ``"16"`` -> (16, default width); ``None`` -> defaults (SpecError if bad)."""
+    from . import _tree_arg
+
+    params = _tree_arg(arg)
+    return params["D"], params["W"]
 
 
 def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
