@@ -136,3 +136,54 @@ def test_register_replaces_and_docs_list_every_family():
         assert fam.summary and all(f"`{c.name}`" in table for c in fam.columns)
     col = Column("x", "float64", ("k", "N", 3))
     assert col.concrete_shape({"k": 2}, num_nodes=7) == (2, 7, 3)
+
+
+# ------------------------------------------------------------------------------ encoders
+MINIMAL = {
+    "rope": {"head_dim": 16, "num_axes": 3},
+    "hier_rope": {"head_dim": 16},
+    "wire": {"head_dim": 16, "k": 4},
+    "aw_rope": {"head_dim": 16},
+    "lap_pe": {"k": 4, "dim": 8},
+    "spd_bias": {"num_heads": 2},
+}
+
+
+def test_every_encoder_builds_from_minimal_options():
+    from structpos.encoders.registry import ENCODERS, build
+
+    assert set(MINIMAL) == set(ENCODERS.names())
+    for name, opts in MINIMAL.items():
+        enc = build(name, **opts)
+        assert isinstance(enc, ENCODERS[name].load())
+
+
+def test_encoder_choices_are_what_the_constructors_accept():
+    """Every declared choice builds; a value outside the choices is refused by the validator and by
+    the constructor itself (so the declared choices are neither too wide nor too narrow)."""
+    from structpos.encoders.registry import ENCODERS, _literal_choices, build, validate_options
+
+    for name, opts in MINIMAL.items():
+        entry = ENCODERS[name]
+        choices = {**_literal_choices(entry.load()), **entry.choices}
+        for option, allowed in choices.items():
+            for value in allowed:
+                extra = {"num_heads": 4} if (option, value) == ("allocation", "per_head") else {}
+                extra |= {"feature_dim": 3} if (option, value) == ("phase", "learned") else {}
+                build(name, **opts, **extra, **{option: value})
+            with pytest.raises(SpecError, match=option):
+                validate_options(name, **opts, **{option: "no-such-choice"})
+            with pytest.raises(ValueError):
+                entry.load()(**opts, **{option: "no-such-choice"})
+
+
+def test_encoder_option_errors_name_the_option():
+    from structpos.encoders.registry import encoders_markdown, validate_options
+
+    with pytest.raises(SpecError, match="missing required option 'num_axes'"):
+        validate_options("rope", head_dim=8)
+    with pytest.raises(SpecError, match="unknown option 'dims'"):
+        validate_options("wire", head_dim=8, k=2, dims=3)
+    with pytest.raises(SpecError, match="unknown encoder 'alibi'"):
+        validate_options("alibi")
+    assert "`StructuralRoPE`" in encoders_markdown()
