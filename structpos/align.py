@@ -142,7 +142,7 @@ def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -
     spanned = np.flatnonzero(start >= 0)
     if spanned.size == 0:
         raise StructureError("structure has no node spans to align tokens to", name=structure.name)
-    if not structure.meta.get("nested_spans", True):
+    if not structure.nested_spans:
         return _align_flat(structure, s, e, special, flags)
     sp_start = start[spanned]
     if (np.diff(sp_start) < 0).any():

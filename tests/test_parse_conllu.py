@@ -119,7 +119,7 @@ def test_multiword_and_empty_nodes():
     assert s.attrs["token_index"].tolist() == [3, 1, 2, 4]
     # no "# text": synthesized from surface forms and SpaceAfter=No
     (s,) = parse_conllu(_sentence(rows))
-    assert s.source == "Don't go!" and s.meta["text_synthesized"]
+    assert s.source == "Don't go!" and s.sentence.text_synthesized
     # forms that do not concatenate to the surface token: each word gets the whole span
     rows2 = [["1-2", "du", "_", "_", "_", "_", "_", "_", "_", "_"], _row(1, "de", 2, "case"), _row(2, "le", 0, "root")]
     (s,) = parse_conllu(_sentence(rows2, "du"))

@@ -11,7 +11,7 @@ For a table Structure (see :mod:`structpos.parsers.table`), per node:
   numbered from 1 (``row − header_rows + 1``);
 * ``tapas_col`` — TAPAS column id: ``col + 1`` for cells, 0 for non-cell nodes.
 
-``header_rows`` comes from ``meta["header_rows"]`` when the parser recorded it, else it is the
+``header_rows`` comes from ``structure.table.header_rows`` when the parser recorded it, else it is the
 number of leading grid rows whose cells are all header cells.
 """
 
@@ -43,9 +43,9 @@ def _cell_arrays(s: Structure) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 
 
 def header_row_count(s: Structure) -> int:
-    """Number of leading header rows (``meta["header_rows"]``, else inferred from ``header``)."""
-    if "header_rows" in s.meta:
-        return int(s.meta["header_rows"])
+    """Number of leading header rows (``s.table.header_rows``, else inferred from ``header``)."""
+    if s.table is not None and s.table.header_rows is not None:
+        return int(s.table.header_rows)
     is_cell, row, _, rs, _, hd = _cell_arrays(s)
     if not is_cell.any():
         return 0

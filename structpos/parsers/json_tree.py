@@ -50,19 +50,19 @@ def parse_json(text_or_obj: Any, name: str | None = None) -> Structure:
     if isinstance(text_or_obj, str):
         text = text_or_obj
         name = name or "<json>"
-        meta = {"format": "json"}
+        fmt = "json"
     else:
         name = name or "<json object>"
         text = dumps_iterative(text_or_obj, name=name)
-        meta = {"format": "json", "from_object": True}
-    return _scan(text, name, meta)
+        fmt = "json-object"
+    return _scan(text, name, fmt)
 
 
 def _fail(text: str, name: str, pos: int, msg: str):
     raise StructureError(msg, name=name, position=f"line:col {line_col(text, pos)}")
 
 
-def _scan(text: str, name: str, meta: dict) -> Structure:
+def _scan(text: str, name: str, fmt: str) -> Structure:
     """One left-to-right pass with an explicit container stack (hot loop: plain lists, inlined)."""
     labels: list[str] = []
     starts: list[int] = []
@@ -135,7 +135,7 @@ def _scan(text: str, name: str, meta: dict) -> Structure:
             if not stack:
                 if pos != n:
                     _fail(text, name, pos, "extra data after the JSON value")
-                return _build(text, name, meta, labels, starts, ends, parents, keys, indices)
+                return _build(text, name, fmt, labels, starts, ends, parents, keys, indices)
             frame = stack[-1]
             c = text[pos] if pos < n else ""
             if frame[1]:  # the open member ends where its value (the next node) ends
@@ -181,7 +181,7 @@ def _member(text, name, pos, frame, labels, starts, ends, parents, keys) -> tupl
     return member, _WS.match(text, colon + 1).end()
 
 
-def _build(text, name, meta, labels, starts, ends, parents, keys, indices) -> Structure:
+def _build(text, name, fmt, labels, starts, ends, parents, keys, indices) -> Structure:
     n = len(labels)
     key_arr = np.empty(n, dtype=object)
     index_arr = np.full(n, -1, dtype=np.int64)
@@ -193,7 +193,7 @@ def _build(text, name, meta, labels, starts, ends, parents, keys, indices) -> St
         index_arr[np.fromiter(indices.keys(), dtype=np.int64, count=len(indices))] = np.fromiter(
             indices.values(), dtype=np.int64, count=len(indices))
     return Structure(kind="tree", labels=labels, start=starts, end=ends, parent=parents, source=text, name=name,
-                     attrs={"key": key_arr, "index": index_arr}, meta=meta)
+                     attrs={"key": key_arr, "index": index_arr}, format=fmt)
 
 
 def json_path(structure: Structure, i: int) -> list[str | int]:

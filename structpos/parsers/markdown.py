@@ -139,7 +139,7 @@ def parse_markdown(text: str, name: str | None = None) -> Structure:
             para.extend([ls + len(line) - len(line.lstrip()), le])
         k += 1
     flush()
-    s = finish(b, "document", text, name, {"format": "markdown"})
+    s = finish(b, "document", text, name, "markdown")
     lv = np.zeros(len(s), dtype=np.int64)
     for node, l in level.items():
         lv[node] = l

@@ -231,7 +231,7 @@ def parse_html_tables(
             table_span=(t.start, t.end),
             header_rows=_header_rows(t, header),
             fmt="html",
-            extra_meta={"table_index": k},
+            table_index=k,
         )
         out.append(s)
     return out

@@ -105,4 +105,4 @@ def parse_xml(text: str | bytes, name: str | None = None) -> Structure:
             # a closing tag starts with "</"; an empty element <a/> has none
             closing = text.startswith("</", off)
             b.close(node, _tag_end(text, off if closing else b.start[node]))
-    return b.build("tree", text, name, {"format": "xml"})
+    return b.build("tree", text, name, format="xml")

@@ -117,7 +117,8 @@ def encode_payload(
     for k, s in enumerate(structures):
         rid = record_id
         if len(structures) > 1:
-            rid = f"{record_id}#{s.meta.get('sent_id', k) if isinstance(getattr(s, 'meta', None), dict) else k}"
+            sent_id = s.sentence.sent_id if getattr(s, "sentence", None) is not None else None
+            rid = f"{record_id}#{sent_id if sent_id is not None else k}"
         c = compute(s, coords) if coords else {}
         coord_cols: dict[str, np.ndarray] = {}
         for name, arr in c.items():

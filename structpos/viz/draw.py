@@ -12,6 +12,7 @@ GUI backend or display is touched.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -47,19 +48,20 @@ def truncate(s: Structure, max_nodes: int) -> Structure:
         keep = (s.edge_index < m).all(axis=0)
         edge_index = s.edge_index[:, keep]
         edge_weight = None if s.edge_weight is None else s.edge_weight[keep]
-    return Structure(
-        kind=s.kind,
+    return dataclasses.replace(
+        s,
         labels=s.labels[:m],
         start=s.start[:m],
         end=s.end[:m],
         parent=None if s.parent is None else s.parent[:m],
         edge_index=edge_index,
         edge_weight=edge_weight,
-        directed=s.directed,
-        source=s.source,
-        name=s.name,
         attrs={k: v[:m] for k, v in s.attrs.items()},
-        meta={**s.meta, "truncated_from": n},
+        node_texts=None if s.node_texts is None else s.node_texts[:m],
+        node_ids=None if s.node_ids is None else s.node_ids[:m],
+        edge_attr=None if s.edge_attr is None or edge_index is None else s.edge_attr[keep],
+        truncated_from=n,
+        meta=None,
     )
 
 
@@ -221,8 +223,8 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
         for i in np.flatnonzero(cell):
             ax.add_patch(Rectangle((col[i] - 0.5, -row[i] - max(rs[i], 1) + 0.5), max(cs[i], 1), max(rs[i], 1), facecolor=rgba[i], edgecolor="white", linewidth=1.0))
             if show_text or cell.sum() <= 150:
-                # tables keep the decoded/visible cell text in meta["text"]; spans may hold markup
-                texts = s.meta.get("text")
+                # tables keep the decoded/visible cell text in node_texts; spans may hold markup
+                texts = s.node_texts
                 txt = texts[i] if texts is not None and texts[i] is not None else s.node_text(i)
                 txt = str(s.labels[i]) if txt is None else txt
                 lum = 0.299 * rgba[i][0] + 0.587 * rgba[i][1] + 0.114 * rgba[i][2]
@@ -270,7 +272,7 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
     else:
         handles = [Patch(facecolor=c, label=_short(lab, 22)) for lab, c in obj]
         ax.legend(handles=handles, title=color_label or None, fontsize=6.5, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    total = s.meta.get("truncated_from")
+    total = s.truncated_from
     count = f"first {n} of {total} nodes" if total else f"{n} nodes"
     ax.set_title(title if title is not None else f"{_short(Path(s.name).name, 80)} ({s.kind}, {count})", fontsize=10)
     return ax
