@@ -4,6 +4,7 @@ parsers -> :class:`Structure` -> coordinates -> token alignment -> encoders.
 """
 
 from . import exceptions
+from .coords import compute as compute_coords
 from .exceptions import (
     EigenConvergenceError,
     InputError,
@@ -16,9 +17,8 @@ from .exceptions import (
     StructposError,
     StructureError,
 )
-from .structure import Structure
 from .parsers import parse
-from .coords import compute as compute_coords
+from .structure import Structure
 
 __version__ = "0.1.0"
 __all__ = [

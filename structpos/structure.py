@@ -151,7 +151,10 @@ _LEGACY_KEYS: dict[str, tuple[str, str | None]] = {
     "text_synthesized": ("sentence", "text_synthesized"),
     "metadata": ("sentence", "comments"),
 }
-_RECORDS = {"table": TableInfo, "code": CodeInfo, "sentence": SentenceInfo}
+ArrayLike = Any
+"""Anything :func:`numpy.asarray` takes; every array field is a numpy array after ``__post_init__``."""
+
+_RECORDS: dict[str, type] = {"table": TableInfo, "code": CodeInfo, "sentence": SentenceInfo}
 
 
 def _as_int_array(x, n: int, fill: int) -> np.ndarray:
@@ -216,13 +219,13 @@ class Structure:
 
     kind: str
     """``"tree"``, ``"table"``, ``"document"`` or ``"graph"`` (what the node set *is*)."""
-    labels: np.ndarray
+    labels: ArrayLike
     """``(N,)`` object array of node labels/kinds (strings)."""
-    start: np.ndarray | None = None
-    end: np.ndarray | None = None
-    parent: np.ndarray | None = None
-    edge_index: np.ndarray | None = None
-    edge_weight: np.ndarray | None = None
+    start: ArrayLike = None
+    end: ArrayLike = None
+    parent: ArrayLike | None = None
+    edge_index: ArrayLike | None = None
+    edge_weight: ArrayLike | None = None
     directed: bool = False
     source: str | None = None
     name: str = "<input>"
@@ -376,8 +379,8 @@ class Structure:
         return f"Structure(kind={self.kind!r}, name={self.name!r}, nodes={self.num_nodes}, {' '.join(extra)})"
 
 
-Structure.meta = property(  # type: ignore[assignment,method-assign]
+# ``meta`` is an init-only argument of the dataclass; once the class exists it becomes this view
+Structure.meta = property(  # type: ignore[attr-defined]
     Structure._meta_view,
-    doc="Read-only dict of the typed fields under their old ``meta`` key names (for old code; "
-    "prefer the fields).",
+    doc="Read-only dict of the typed fields under their old ``meta`` key names (for old code; prefer the fields).",
 )

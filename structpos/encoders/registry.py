@@ -55,7 +55,7 @@ class EncoderEntry(Entry):
 def _literal_choices(cls: type) -> dict[str, tuple[Any, ...]]:
     """``Literal[...]`` options of ``cls.__init__`` (also inside ``Optional``)."""
     try:
-        hints = typing.get_type_hints(cls.__init__)
+        hints = typing.get_type_hints(cls.__init__)  # type: ignore[misc]
     except Exception:  # unresolvable annotations: no choices from hints
         return {}
     out: dict[str, tuple[Any, ...]] = {}
@@ -68,8 +68,7 @@ def _literal_choices(cls: type) -> dict[str, tuple[Any, ...]]:
 
 
 def _signature_options(cls: type) -> tuple[dict[str, inspect.Parameter], bool]:
-    params = dict(inspect.signature(cls.__init__).parameters)
-    params.pop("self", None)
+    params = dict(inspect.signature(cls).parameters)
     var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
     named = {k: p for k, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
     return named, var_kw

@@ -7,9 +7,13 @@
   (``B = -½ J D² J``, coordinates = top-2 eigenvectors of ``B`` scaled by ``√λ``), which is
   deterministic (up to a fixed sign convention) and places nodes so that Euclidean distance
   approximates shortest-path distance. Disconnected components are laid out side by side.
+  (networkx has no classical MDS: its force-directed and Kamada-Kawai layouts are iterative
+  and only approximate the distances; MDS reproduces a path's distances exactly.)
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -67,16 +71,39 @@ def grid_layout(s: Structure) -> np.ndarray:
 
 
 def hop_distance(s: Structure) -> np.ndarray:
-    """``(N, N)`` unweighted shortest-path (hop) distance over undirected edges; ``inf`` if unreachable."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import shortest_path
+    """Unweighted shortest-path (hop) distances over undirected edges.
 
-    n = s.num_nodes
-    ei, _ = s.edges()
-    if ei.size and (ei.min() < 0 or ei.max() >= n):
-        raise StructureError("edge_index refers to a node that does not exist", name=s.name)
-    a = csr_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n, n))
-    return shortest_path(a, method="D", directed=False, unweighted=True)
+    The ``spd`` coordinate family (:mod:`structpos.coords.distance`) on ``s`` read as undirected;
+    tree edges are parent → child.
+
+    Parameters
+    ----------
+    s : Structure
+        A tree or graph (a structure without edges gives ``inf`` off the diagonal).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, N)`` float distances, ``inf`` where unreachable.
+
+    Raises
+    ------
+    StructureError
+        If an edge refers to a node that does not exist.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Structure("graph", list("abcd"), edge_index=np.array([[0, 1], [1, 2]]), directed=True)
+    >>> hop_distance(s)[0].tolist()
+    [0.0, 1.0, 2.0, inf]
+    """
+    from ..coords import compute
+
+    undirected = dataclasses.replace(s, directed=False, meta=None) if s.directed else s
+    d = compute(undirected, "spd")["spd"].astype(float)
+    d[d < 0] = np.inf
+    return d
 
 
 def _mds(d: np.ndarray) -> np.ndarray:
@@ -98,8 +125,8 @@ def _mds(d: np.ndarray) -> np.ndarray:
 
 def graph_layout(s: Structure, distance: np.ndarray | None = None) -> np.ndarray:
     """``(N, 2)`` classical-MDS positions from hop distances, components side by side."""
-    from scipy.sparse.csgraph import connected_components
     from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
 
     n = s.num_nodes
     if n == 0:
