@@ -316,14 +316,42 @@ class Structure:
         return self.parent is not None
 
     def node_text(self, i: int) -> str | None:
-        """The source text of node ``i`` (``None`` when it has no span or no source)."""
+        """The source text of node ``i`` (``None`` when it has no span or no source).
+
+        Parameters
+        ----------
+        i : int
+            Node index.
+
+        Returns
+        -------
+        str or None
+
+        Examples
+        --------
+        >>> Structure("tree", ["a", "b"], start=[0, 1], end=[2, 2], parent=[-1, 0], source="xy").node_text(1)
+        'y'
+        """
         s, e = int(self.start[i]), int(self.end[i])
         if self.source is None or s < 0:
             return None
         return self.source[s:e]
 
     def edges(self) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(edge_index, edge_weight)``: the graph edges, or parent→child edges of a tree."""
+        """``(edge_index, edge_weight)``: the graph edges, or parent→child edges of a tree.
+
+        Returns
+        -------
+        edge_index : numpy.ndarray
+            ``(2, E)`` int64.
+        edge_weight : numpy.ndarray or None
+            ``(E,)`` float64, ``None`` when unweighted.
+
+        Examples
+        --------
+        >>> Structure("tree", ["a", "b", "c"], parent=[-1, 0, 0]).edges()[0].tolist()
+        [[0, 0], [1, 2]]
+        """
         if self.edge_index is not None:
             return self.edge_index, self.edge_weight
         if self.parent is not None:
@@ -332,13 +360,51 @@ class Structure:
         return np.zeros((2, 0), dtype=np.int64), None
 
     def children(self, i: int) -> np.ndarray:
-        """Children of node ``i`` in sibling order (trees only)."""
+        """Children of node ``i`` in sibling order (trees only).
+
+        Parameters
+        ----------
+        i : int
+            Node index.
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Raises
+        ------
+        ValueError
+            If the structure is not a tree.
+
+        Examples
+        --------
+        >>> Structure("tree", ["a", "b", "c"], parent=[-1, 0, 1]).children(0).tolist()
+        [1]
+        """
         if self.parent is None:
             raise ValueError(f"{self.name}: not a tree")
         return np.flatnonzero(self.parent == i)
 
     def validate(self) -> "Structure":
-        """Check the invariants (preorder parents, nested spans, edge bounds); return self."""
+        """Check the invariants (preorder parents, nested spans, edge bounds); return self.
+
+        Returns
+        -------
+        Structure
+            ``self``.
+
+        Raises
+        ------
+        StructureError
+            On a broken invariant, naming the node.
+
+        Examples
+        --------
+        >>> Structure("tree", ["a", "b"], start=[0, 0], end=[1, 2], parent=[-1, 0], source="xy").validate()
+        Traceback (most recent call last):
+        ...
+        structpos.exceptions.ParseError: <input> at node 1: span of node 1 is not inside its parent's span
+        """
         n = self.num_nodes
         if self.parent is not None and n:
             idx = np.arange(n)
