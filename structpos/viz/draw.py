@@ -36,7 +36,33 @@ LABEL_LIMIT = 60  #: draw text labels only up to this many nodes
 
 # ------------------------------------------------------------------ data preparation
 def truncate(s: Structure, max_nodes: int) -> Structure:
-    """The first ``max_nodes`` nodes of ``s`` (a connected top of a preorder tree; the induced subgraph of a graph)."""
+    """The first ``max_nodes`` nodes of ``s`` (a connected top of a preorder tree; the induced subgraph of a graph).
+
+    Parameters
+    ----------
+    s : Structure
+        A tree (preorder) or graph.
+    max_nodes : int
+        How many nodes to keep (> 0).
+
+    Returns
+    -------
+    Structure
+        ``s`` itself when small enough, else the cut copy with ``truncated_from`` set.
+
+    Raises
+    ------
+    ValueError
+        If ``max_nodes <= 0``.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> t = truncate(s, 3)
+    >>> t.num_nodes, t.truncated_from, t.parent.tolist()
+    (3, 5, [-1, 0, 0])
+    """
     n = s.num_nodes
     if max_nodes <= 0:
         raise ValueError(f"max_nodes must be positive, got {max_nodes}")
@@ -84,6 +110,34 @@ def node_values(s: Structure, color_by: str, coords: dict[str, np.ndarray] | Non
     ``color_by`` is a coordinate name (``"depth"``, ``"lap:2"`` / ``"lap[2]"`` for column 2 of a
     multi-column one), a node attribute (``"row"``), ``"label"`` (categorical), or one of the
     built-ins ``"depth"`` (trees), ``"degree"``, ``"index"``.
+
+    Parameters
+    ----------
+    s : Structure
+        The structure.
+    color_by : str
+        What to colour by (see above).
+    coords : dict of str to numpy.ndarray, optional
+        Computed coordinates to choose from.
+
+    Returns
+    -------
+    values : numpy.ndarray
+        ``(N,)``.
+    categorical : bool
+        Whether the values are categories.
+
+    Raises
+    ------
+    ValueError
+        If ``color_by`` names nothing available (the message lists what is).
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> node_values(s, "depth")[0].tolist(), node_values(s, "label")[1]
+    ([0, 1, 1, 2, 2], True)
     """
     coords = coords or {}
     name, col = color_by, None
@@ -113,7 +167,35 @@ def node_values(s: Structure, color_by: str, coords: dict[str, np.ndarray] | Non
 
 
 def coordinate_matrix(coords: dict[str, np.ndarray], names: list[str] | None = None, n: int | None = None) -> tuple[np.ndarray, list[str]]:
-    """Stack the chosen numeric coordinate arrays into ``(N, A)``; return it and the axis names."""
+    """Stack the chosen numeric coordinate arrays into ``(N, A)``; return it and the axis names.
+
+    Parameters
+    ----------
+    coords : dict of str to numpy.ndarray
+        Per-node coordinates.
+    names : list of str, optional
+        Which ones (default: all); non-numeric arrays are skipped.
+    n : int, optional
+        Expected node count.
+
+    Returns
+    -------
+    matrix : numpy.ndarray
+        ``(N, A)`` float64.
+    axis_names : list of str
+
+    Raises
+    ------
+    ValueError
+        On an unknown name, no numeric coordinate, or a wrong row count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m, names = coordinate_matrix({"depth": np.array([0, 1]), "lap": np.zeros((2, 2))})
+    >>> m.shape, names
+    ((2, 3), ['depth', 'lap[0]', 'lap[1]'])
+    """
     names = list(coords) if names is None else names
     cols, axis_names = [], []
     for name in names:
@@ -135,7 +217,25 @@ def coordinate_matrix(coords: dict[str, np.ndarray], names: list[str] | None = N
 
 def structural_distance(s: Structure) -> np.ndarray:
     """``(N, N)`` hop distance along edges (tree edges, graph edges); for an edgeless table the
-    grid distance ``|Δrow| + |Δcol|``."""
+    grid distance ``|Δrow| + |Δcol|``.
+
+    Parameters
+    ----------
+    s : Structure
+        A tree, graph or table.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, N)`` float, ``inf`` where unreachable.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> structural_distance(s)[3].tolist()
+    [2.0, 3.0, 1.0, 0.0, 2.0]
+    """
     ei, _ = s.edges()
     if ei.shape[1] == 0 and "row" in s.attrs and "col" in s.attrs:
         r = np.asarray(s.attrs["row"], dtype=float)
@@ -344,6 +444,43 @@ def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np
     """Three panels on ``axes`` (three Axes): distance matrix, rotary score matrix, score-vs-distance scatter.
 
     Returns ``(distance, scores)``.
+
+    Parameters
+    ----------
+    s : Structure
+        The structure (for the distances).
+    coords : numpy.ndarray
+        ``(N, A)`` coordinates fed to the rotary map.
+    axes : sequence of three Axes, optional
+        Where to draw (default: a new headless figure).
+    distance : numpy.ndarray, optional
+        ``(N, N)`` distances (default :func:`structural_distance`).
+    encoder : callable, optional
+        A rotary encoder ``encoder(q, k, coords)`` (default: exact sectioned RoPE in float64).
+    head_dim, vectors, seed
+        The probe ``q``, ``k`` (see :func:`structpos.viz.similarity.probe_vectors`).
+    coord_names : list of str, optional
+        Axis names for the title.
+    distance_label : str
+        Unit of the distance axis.
+
+    Returns
+    -------
+    distance, scores : numpy.ndarray
+        The two ``(N, N)`` matrices drawn.
+
+    Raises
+    ------
+    ValueError
+        If ``coords`` does not have one row per node.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> d, sc = draw_similarity(s, [[0], [1], [1], [2], [2]])
+    >>> d.shape, bool(sc[0, 0] > sc[0, 3])
+    ((5, 5), True)
     """
     from matplotlib.figure import Figure
 
@@ -408,6 +545,42 @@ def show_figure(s: Structure, *, color_by: str = "depth", coords: dict[str, np.n
 
     ``rope_coords=None`` uses every numeric array in ``coords``; when ``coords`` is empty too,
     built-in positions: tree (depth, preorder index), table (row, col), graph (node index).
+
+    Parameters
+    ----------
+    s : Structure
+        What to draw.
+    color_by : str
+        See :func:`node_values`.
+    coords : dict of str to numpy.ndarray, optional
+        Computed coordinates.
+    rope_coords : list of str, optional
+        Which coordinates feed the rotary map.
+    similarity : bool
+        Add the three similarity panels.
+    encoder : callable, optional
+        Rotary encoder for the scores.
+    size : (int, int)
+        Figure size in pixels (at least 200 × 150).
+    dpi, head_dim, vectors, seed
+        Rendering and probe settings.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        On a too small size or an unknown ``color_by``.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> fig = show_figure(s, size=(600, 400))
+    >>> len(fig.axes) >= 4
+    True
     """
     from matplotlib.figure import Figure
 
