@@ -5,40 +5,12 @@ parsers -> :class:`Structure` -> coordinates -> token alignment -> encoders.
 
 from . import exceptions
 from .coords import compute as compute_coords
-from .exceptions import (
-    EigenConvergenceError,
-    InputError,
-    LimitError,
-    ParseError,
-    ResumeError,
-    ShapeError,
-    SolverError,
-    SpecError,
-    StructposError,
-    StructureError,
-)
+from .exceptions import *  # noqa: F403  (the error hierarchy, re-exported at top level)
 from .parsers import parse
 from .structure import Structure
 
 __version__ = "0.1.0"
-__all__ = [
-    "Structure",
-    "parse",
-    "compute_coords",
-    "align",
-    "exceptions",
-    "StructposError",
-    "InputError",
-    "ParseError",
-    "StructureError",
-    "LimitError",
-    "SpecError",
-    "ShapeError",
-    "SolverError",
-    "EigenConvergenceError",
-    "ResumeError",
-    "__version__",
-]
+__all__ = ["Structure", "parse", "compute_coords", "align", "exceptions", "__version__", *exceptions.__all__]
 
 
 def __getattr__(name):
