@@ -42,6 +42,7 @@ __all__ = [
     "CoordFn",
     "compute",
     "families_markdown",
+    "spec_syntax",
     "get",
     "parse_spec",
     "register",
@@ -451,3 +452,18 @@ def families_markdown() -> str:
             for c in fam.columns)
         rows.append(f"| `{fam.syntax}` | {fam.default_arg or '—'} | {cols} | {fam.summary} | {fam.reference} |")
     return "\n".join(rows)
+
+
+def spec_syntax() -> str:
+    """Every family's spec syntax, comma separated (for ``--coords`` help texts).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> spec_syntax().split(", ")[:2]
+    ['tree[:DxW]', 'table']
+    """
+    return ", ".join(fam.syntax for fam in COORDS.entries.values())
