@@ -4,10 +4,10 @@ parsers -> :class:`Structure` -> coordinates -> token alignment -> encoders.
 """
 
 from . import exceptions
-from .exceptions import *  # noqa: F403  (the error hierarchy, re-exported at top level)
-from .structure import Structure
-from .parsers import parse
 from .coords import compute as compute_coords
+from .exceptions import *  # noqa: F403  (the error hierarchy, re-exported at top level)
+from .parsers import parse
+from .structure import Structure
 
 __version__ = "0.1.0"
 __all__ = ["Structure", "parse", "compute_coords", "align", "exceptions", "__version__", *exceptions.__all__]

@@ -42,7 +42,22 @@ WHITESPACE = 8  #: the token is only whitespace
 
 @dataclass
 class Alignment:
-    """Per-token result of :func:`align`."""
+    """Per-token result of :func:`align`.
+
+    Parameters
+    ----------
+    node : numpy.ndarray
+        ``(T,)`` node index per token.
+    flags : numpy.ndarray
+        ``(T,)`` bit flags.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = Alignment(np.array([-1, 0, 2]), np.array([SPECIAL, 0, 0]))
+    >>> a.valid.tolist(), len(a)
+    ([False, True, True], 3)
+    """
 
     node: np.ndarray
     """``(T,)`` node index per token, ``-1`` for special/outside tokens."""
@@ -58,7 +73,27 @@ class Alignment:
         return self.node >= 0
 
     def take(self, coords: dict[str, np.ndarray], fill: float = -1) -> dict[str, np.ndarray]:
-        """Gather node coordinates per token; tokens without a node get ``fill``."""
+        """Gather node coordinates per token; tokens without a node get ``fill``.
+
+        Parameters
+        ----------
+        coords : dict of str to numpy.ndarray
+            Per-node arrays (leading dimension ``N``).
+        fill : float
+            Value for tokens without a node (booleans become int64 to hold it).
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Per-token arrays (leading dimension ``T``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> a = Alignment(np.array([-1, 0, 2]), np.array([SPECIAL, 0, 0]))
+        >>> a.take({"depth": np.array([0, 1, 2])})["depth"].tolist()
+        [-1, 0, 2]
+        """
         out = {}
         idx = np.where(self.node >= 0, self.node, 0)
         for name, arr in coords.items():
@@ -114,6 +149,33 @@ def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -
 
     ``base`` is added to every offset (when the tokenizer saw ``source[base:]``).
     See the module docstring for the rules. Returns an :class:`Alignment`.
+
+    Parameters
+    ----------
+    structure : Structure
+        A tree with character spans (or a dependency tree with ``nested_spans=False``).
+    offsets : array_like
+        ``(T, 2)`` token character spans, e.g. a HF tokenizer's ``offset_mapping``.
+    base : int
+        Added to every offset.
+    strip : bool
+        Ignore whitespace at the ends of a token for the lookup.
+
+    Returns
+    -------
+    Alignment
+
+    Raises
+    ------
+    StructureError
+        If the structure has no spans or its spans are not in preorder.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[10, 20]", "json")
+    >>> align(s, [(0, 0), (1, 3), (3, 4), (5, 7)]).node.tolist()
+    [-1, 1, 0, 2]
     """
     off = _as_offsets(offsets)
     s = off[:, 0] + base
@@ -142,7 +204,7 @@ def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -
     spanned = np.flatnonzero(start >= 0)
     if spanned.size == 0:
         raise StructureError("structure has no node spans to align tokens to", name=structure.name)
-    if not structure.meta.get("nested_spans", True):
+    if not structure.nested_spans:
         return _align_flat(structure, s, e, special, flags)
     sp_start = start[spanned]
     if (np.diff(sp_start) < 0).any():
@@ -205,6 +267,38 @@ def token_coords(structure: Structure, offsets, spec: str, *, fill: float = -1, 
     """Compute coordinate families ``spec`` on ``structure`` and gather them per token.
 
     Adds ``"node"`` (the token's node, -1 if none) and ``"align_flags"``.
+
+    Parameters
+    ----------
+    structure : Structure
+        The parsed input.
+    offsets : array_like
+        ``(T, 2)`` token character spans.
+    spec : str
+        Coordinate spec (see :func:`structpos.coords.parse_spec`).
+    fill : float
+        Value for tokens without a node.
+    **kw
+        Passed to :func:`align`.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Per-token coordinates plus ``node`` and ``align_flags``.
+
+    Raises
+    ------
+    SpecError
+        On a bad spec.
+    StructureError
+        As :func:`align`.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[10, [20]]", "json")
+    >>> token_coords(s, [(1, 3), (6, 8)], "tree")["depth"].tolist()
+    [1, 2]
     """
     from .coords import compute
 

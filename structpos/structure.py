@@ -17,18 +17,144 @@ cheaply and every coordinate computation can be vectorized:
   ``token``; ``is_error`` for code with syntax errors, ...).
 * ``source`` — the text the spans index into; ``name`` — where it came from (a file path,
   a record id), used in every error message.
+* typed, documented facts about the input instead of a free dict: ``nested_spans`` (False for
+  dependency trees, whose word spans do not nest), ``format``, ``node_texts`` (decoded text per
+  node when it differs from the source slice: table cells), ``node_ids`` and ``edge_attr``
+  (graphs), and one record per kind: :class:`TableInfo` (``table``), :class:`CodeInfo`
+  (``code``), :class:`SentenceInfo` (``sentence``). ``meta`` is a read-only view of them under
+  the old key names, and ``Structure(meta={...})`` still accepts those keys (and no others).
+
+Examples
+--------
+>>> import numpy as np
+>>> s = Structure("tree", ["root", "a", "b"], start=[0, 0, 2], end=[3, 1, 3], parent=[-1, 0, 0], source="a+b")
+>>> s.num_nodes, [s.node_text(i) for i in range(3)]
+(3, ['a+b', 'a', 'b'])
+>>> s.children(0).tolist()
+[1, 2]
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .exceptions import StructureError
 
-__all__ = ["Structure", "StructureError"]
+__all__ = ["Structure", "StructureError", "TableInfo", "CodeInfo", "SentenceInfo"]
+
+
+@dataclass
+class TableInfo:
+    """What a table parser knows about the whole table (``Structure.table``).
+
+    Parameters
+    ----------
+    grid : list of list
+        The expanded ``n_rows × n_cols`` grid of cell texts; a merged cell's text repeats over
+        every slot it covers; ``None`` in the holes of ragged rows.
+    header_rows : int or None
+        Number of leading header rows (``None``: unknown, inferred from the ``header`` flags).
+    n_rows, n_cols : int
+        Grid size.
+    table_index : int or None
+        Which table of a multi-table HTML page (0-based).
+
+    Examples
+    --------
+    >>> TableInfo(grid=[["a", "b"]], header_rows=1, n_rows=1, n_cols=2).n_cols
+    2
+    """
+
+    grid: list[list[str | None]] = field(default_factory=list)
+    header_rows: int | None = None
+    n_rows: int = 0
+    n_cols: int = 0
+    table_index: int | None = None
+
+
+@dataclass
+class CodeInfo:
+    """What the code parser reports (``Structure.code``).
+
+    Parameters
+    ----------
+    language : str
+        Grammar name (``"python"``, ``"rust"``, ...).
+    has_error : bool
+        Whether the parse contains ERROR or MISSING nodes (see the ``is_error`` attribute).
+    named_only : bool
+        Whether anonymous nodes were dropped.
+    parser : str
+        The parser used.
+
+    Examples
+    --------
+    >>> CodeInfo("python", has_error=False).parser
+    'tree-sitter'
+    """
+
+    language: str = ""
+    has_error: bool = False
+    named_only: bool = False
+    parser: str = "tree-sitter"
+
+
+@dataclass
+class SentenceInfo:
+    """A dependency-tree sentence's identity (``Structure.sentence``).
+
+    Parameters
+    ----------
+    sent_id : str or None
+        The CoNLL-U ``# sent_id`` (``None`` when absent).
+    index : int
+        0-based position of the sentence in its file or document.
+    text_synthesized : bool
+        True when there was no ``# text`` line and the source was rebuilt from the word forms.
+    comments : dict of str to str
+        Every CoNLL-U comment (``# key = value``) of the sentence.
+
+    Examples
+    --------
+    >>> SentenceInfo("s-1", 0).text_synthesized
+    False
+    """
+
+    sent_id: str | None = None
+    index: int = 0
+    text_synthesized: bool = False
+    comments: dict[str, Any] = field(default_factory=dict)
+
+
+# old ``meta`` key -> (field, attribute of the per-kind record or None)
+_LEGACY_KEYS: dict[str, tuple[str, str | None]] = {
+    "nested_spans": ("nested_spans", None),
+    "format": ("format", None),
+    "text": ("node_texts", None),
+    "node_ids": ("node_ids", None),
+    "edge_attr": ("edge_attr", None),
+    "truncated_from": ("truncated_from", None),
+    "grid": ("table", "grid"),
+    "header_rows": ("table", "header_rows"),
+    "n_rows": ("table", "n_rows"),
+    "n_cols": ("table", "n_cols"),
+    "table_index": ("table", "table_index"),
+    "language": ("code", "language"),
+    "has_error": ("code", "has_error"),
+    "named_only": ("code", "named_only"),
+    "parser": ("code", "parser"),
+    "sent_id": ("sentence", "sent_id"),
+    "sentence_index": ("sentence", "index"),
+    "text_synthesized": ("sentence", "text_synthesized"),
+    "metadata": ("sentence", "comments"),
+}
+ArrayLike = Any
+"""Anything :func:`numpy.asarray` takes; every array field is a numpy array after ``__post_init__``."""
+
+_RECORDS: dict[str, type] = {"table": TableInfo, "code": CodeInfo, "sentence": SentenceInfo}
 
 
 def _as_int_array(x, n: int, fill: int) -> np.ndarray:
@@ -39,24 +165,85 @@ def _as_int_array(x, n: int, fill: int) -> np.ndarray:
 
 @dataclass(eq=False)
 class Structure:
-    """Array-based IR of a tree, table, document or graph (see the module docstring)."""
+    """Array-based IR of a tree, table, document or graph (see the module docstring).
+
+    Parameters
+    ----------
+    kind : str
+        ``"tree"``, ``"table"``, ``"document"`` or ``"graph"``.
+    labels : sequence of str
+        One label per node (its length is the node count ``N``).
+    start, end : array_like of int, optional
+        Half-open character spans into ``source``; ``-1`` for nodes without text.
+    parent : array_like of int, optional
+        Parent of each node (``-1`` for roots), in preorder (``parent[i] < i``); trees only.
+    edge_index : array_like, optional
+        ``(2, E)`` graph edges; ``edge_weight`` ``(E,)`` their weights; ``directed`` how to read them.
+    source : str, optional
+        The text the spans index into.
+    name : str
+        Where the input came from (file path, record id), used in error messages.
+    attrs : dict of str to array
+        Extra per-node arrays with leading dimension ``N``.
+    nested_spans : bool
+        Whether each node's span lies inside its parent's (False for dependency trees).
+    format : str
+        Input format (``"json"``, ``"csv"``, ``"conllu"``, ...); empty when not recorded.
+    node_texts : list, optional
+        Per-node decoded text where it differs from the source slice (table cells), else ``None``.
+    node_ids : list, optional
+        Original node keys of a networkx graph (node ``i`` is ``node_ids[i]``).
+    edge_attr : numpy.ndarray, optional
+        ``(E, F)`` multi-dimensional edge features of a PyG graph.
+    table, code, sentence : TableInfo, CodeInfo, SentenceInfo, optional
+        Per-kind facts recorded by the table, code and CoNLL-U / spaCy parsers.
+    truncated_from : int, optional
+        Node count before :func:`structpos.viz.truncate` cut the structure.
+    meta : dict, optional
+        Old-style keys (see ``_LEGACY_KEYS``) mapped onto the fields above; others raise ValueError.
+
+    Raises
+    ------
+    ValueError
+        If an array's length differs from the node count, or ``meta`` has an unknown key.
+
+    Examples
+    --------
+    >>> g = Structure("graph", ["a", "b"], edge_index=[[0, 1], [1, 0]])
+    >>> g.is_tree, g.edges()[0].tolist()
+    (False, [[0, 1], [1, 0]])
+    >>> t = Structure("table", ["table"], meta={"header_rows": 1})
+    >>> t.table.header_rows, t.meta["header_rows"]
+    (1, 1)
+    """
 
     kind: str
     """``"tree"``, ``"table"``, ``"document"`` or ``"graph"`` (what the node set *is*)."""
-    labels: np.ndarray
+    labels: ArrayLike
     """``(N,)`` object array of node labels/kinds (strings)."""
-    start: np.ndarray | None = None
-    end: np.ndarray | None = None
-    parent: np.ndarray | None = None
-    edge_index: np.ndarray | None = None
-    edge_weight: np.ndarray | None = None
+    start: ArrayLike = None
+    end: ArrayLike = None
+    parent: ArrayLike | None = None
+    edge_index: ArrayLike | None = None
+    edge_weight: ArrayLike | None = None
     directed: bool = False
     source: str | None = None
     name: str = "<input>"
     attrs: dict[str, np.ndarray] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
+    nested_spans: bool = True
+    format: str = ""
+    node_texts: list[Any] | None = None
+    node_ids: list[Any] | None = None
+    edge_attr: np.ndarray | None = None
+    table: TableInfo | None = None
+    code: CodeInfo | None = None
+    sentence: SentenceInfo | None = None
+    truncated_from: int | None = None
+    meta: InitVar[dict[str, Any] | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, meta: dict[str, Any] | None = None) -> None:
+        if meta:
+            self._apply_legacy(meta)
         labels = self.labels
         if not isinstance(labels, np.ndarray) or labels.dtype != object:
             arr = np.empty(len(labels), dtype=object)
@@ -83,9 +270,41 @@ class Structure:
         if self.parent is not None and self.parent.shape != (n,):
             raise ValueError("parent must have one entry per node")
 
+    def _apply_legacy(self, meta: dict[str, Any]) -> None:
+        for key, value in meta.items():
+            if key == "from_object":
+                self.format = "json-object" if value else self.format
+                continue
+            if key not in _LEGACY_KEYS:
+                raise ValueError(f"{self.name}: unknown meta key {key!r}; use the Structure fields "
+                                 f"({', '.join(sorted(_LEGACY_KEYS))})")
+            fld, attr = _LEGACY_KEYS[key]
+            if attr is None:
+                setattr(self, fld, value)
+                continue
+            record = getattr(self, fld)
+            if record is None:
+                record = _RECORDS[fld]()
+                setattr(self, fld, record)
+            setattr(record, attr, value)
+
+    def _meta_view(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, (fld, attr) in _LEGACY_KEYS.items():
+            value = getattr(self, fld)
+            if attr is not None:
+                value = None if value is None else getattr(value, attr)
+                if value is None:
+                    continue
+            elif value is None or (fld == "format" and not value) or (fld == "nested_spans" and value):
+                continue
+            out[key] = value
+        return out
+
     # ------------------------------------------------------------------ basics
     @property
     def num_nodes(self) -> int:
+        """Number of nodes ``N``."""
         return len(self.labels)
 
     def __len__(self) -> int:
@@ -93,17 +312,46 @@ class Structure:
 
     @property
     def is_tree(self) -> bool:
+        """Whether the structure has a parent array."""
         return self.parent is not None
 
     def node_text(self, i: int) -> str | None:
-        """The source text of node ``i`` (``None`` when it has no span or no source)."""
+        """The source text of node ``i`` (``None`` when it has no span or no source).
+
+        Parameters
+        ----------
+        i : int
+            Node index.
+
+        Returns
+        -------
+        str or None
+
+        Examples
+        --------
+        >>> Structure("tree", ["a", "b"], start=[0, 1], end=[2, 2], parent=[-1, 0], source="xy").node_text(1)
+        'y'
+        """
         s, e = int(self.start[i]), int(self.end[i])
         if self.source is None or s < 0:
             return None
         return self.source[s:e]
 
     def edges(self) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(edge_index, edge_weight)``: the graph edges, or parent→child edges of a tree."""
+        """``(edge_index, edge_weight)``: the graph edges, or parent→child edges of a tree.
+
+        Returns
+        -------
+        edge_index : numpy.ndarray
+            ``(2, E)`` int64.
+        edge_weight : numpy.ndarray or None
+            ``(E,)`` float64, ``None`` when unweighted.
+
+        Examples
+        --------
+        >>> Structure("tree", ["a", "b", "c"], parent=[-1, 0, 0]).edges()[0].tolist()
+        [[0, 0], [1, 2]]
+        """
         if self.edge_index is not None:
             return self.edge_index, self.edge_weight
         if self.parent is not None:
@@ -112,13 +360,51 @@ class Structure:
         return np.zeros((2, 0), dtype=np.int64), None
 
     def children(self, i: int) -> np.ndarray:
-        """Children of node ``i`` in sibling order (trees only)."""
+        """Children of node ``i`` in sibling order (trees only).
+
+        Parameters
+        ----------
+        i : int
+            Node index.
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Raises
+        ------
+        ValueError
+            If the structure is not a tree.
+
+        Examples
+        --------
+        >>> Structure("tree", ["a", "b", "c"], parent=[-1, 0, 1]).children(0).tolist()
+        [1]
+        """
         if self.parent is None:
             raise ValueError(f"{self.name}: not a tree")
         return np.flatnonzero(self.parent == i)
 
     def validate(self) -> "Structure":
-        """Check the invariants (preorder parents, nested spans, edge bounds); return self."""
+        """Check the invariants (preorder parents, nested spans, edge bounds); return self.
+
+        Returns
+        -------
+        Structure
+            ``self``.
+
+        Raises
+        ------
+        StructureError
+            On a broken invariant, naming the node.
+
+        Examples
+        --------
+        >>> Structure("tree", ["a", "b"], start=[0, 0], end=[1, 2], parent=[-1, 0], source="xy").validate()
+        Traceback (most recent call last):
+        ...
+        structpos.exceptions.ParseError: <input> at node 1: span of node 1 is not inside its parent's span
+        """
         n = self.num_nodes
         if self.parent is not None and n:
             idx = np.arange(n)
@@ -127,7 +413,7 @@ class Structure:
                 i = int(bad[0])
                 raise StructureError(f"parent[{i}]={self.parent[i]} breaks preorder (parent < child)", name=self.name, position=f"node {i}")
             # dependency trees (CoNLL-U, spaCy) span words, not subtrees: no nesting to check
-            has = (self.parent >= 0) & (self.start >= 0) & bool(self.meta.get("nested_spans", True))
+            has = (self.parent >= 0) & (self.start >= 0) & self.nested_spans
             p = self.parent[has]
             has_p = self.start[p] >= 0
             c = np.flatnonzero(has)[has_p]
@@ -157,3 +443,10 @@ class Structure:
         if self.attrs:
             extra.append("attrs=" + ",".join(self.attrs))
         return f"Structure(kind={self.kind!r}, name={self.name!r}, nodes={self.num_nodes}, {' '.join(extra)})"
+
+
+# ``meta`` is an init-only argument of the dataclass; once the class exists it becomes this view
+Structure.meta = property(  # type: ignore[attr-defined]
+    Structure._meta_view,
+    doc="Read-only dict of the typed fields under their old ``meta`` key names (for old code; prefer the fields).",
+)

@@ -121,7 +121,7 @@ def test_stdlib_every_file_parses_with_nested_spans(stdlib_sources):
     total = 0
     for path, data in blobs:
         s = parse_code(data, "python", name=str(path))
-        assert s.name == str(path) and s.meta["language"] == "python"
+        assert s.name == str(path) and s.code.language == "python"
         assert len(s) >= 1 and s.labels[0] == "module"
         assert_spans_nest(s)
         out = tree_coords(s)
@@ -190,7 +190,7 @@ BROKEN = {
 def test_each_language_parses_a_snippet(language):
     text, expected = SNIPPETS[language]
     s = parse_code(text, language)
-    assert not s.meta["has_error"] and not s.attrs["is_error"].any()
+    assert not s.code.has_error and not s.attrs["is_error"].any()
     assert expected in set(s.labels), sorted(set(s.labels))
     assert s.start[0] <= 1 and s.end[0] >= len(text.rstrip())
     assert_spans_nest(s)
@@ -206,7 +206,7 @@ def test_each_language_parses_a_snippet(language):
 def test_syntax_errors_are_flagged_not_raised(language, named_only):
     text = BROKEN[language]
     s = parse_code(text, language, named_only=named_only)
-    assert s.meta["has_error"]
+    assert s.code.has_error
     assert_spans_nest(s)
     flagged = set(s.labels[s.attrs["is_error"]])
     assert flagged, "no node flagged"
@@ -231,7 +231,7 @@ def test_path_input_guesses_language(tmp_path):
     src = tmp_path / "m.rs"
     src.write_text("fn main() {}\n", encoding="utf-8")
     s = parse_code(src)
-    assert s.name == str(src) and s.meta["language"] == "rust" and "function_item" in set(s.labels)
+    assert s.name == str(src) and s.code.language == "rust" and "function_item" in set(s.labels)
     assert language_for_path("a/b.HPP") == "cpp"
     with pytest.raises(StructureError, match="suffix"):
         parse_code(tmp_path / "notes.txt")

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import conllu
 import numpy as np
 import pytest
+from conftest import at_least, full_data
 
 from structpos import StructureError
 from structpos.parsers.conllu_tree import parse_conllu
@@ -39,7 +40,7 @@ def ref_depth(parent: np.ndarray) -> np.ndarray:
 
 def test_every_sentence_parses(parsed, ud_path):
     n_ids = sum(1 for line in ud_path.read_text(encoding="utf-8").splitlines() if line.startswith("# sent_id"))
-    assert len(parsed) == n_ids == 2001
+    assert len(parsed) == n_ids == (2001 if full_data() else 201)
     for s in parsed:
         assert np.all(s.parent < np.arange(len(s)))
         assert (s.parent == -1).sum() == 1 and s.parent[0] == -1
@@ -94,7 +95,7 @@ def test_spans_slice_to_forms(parsed, raw):
         # surface tokens tile the text up to whitespace
         starts = np.sort(s.start)
         assert np.all(np.diff(starts) >= 0)
-    assert mwt_words > 600 and whole_span < mwt_words // 10
+    assert mwt_words > at_least(600, 100) and whole_span < mwt_words // 10
 
 
 def _sentence(rows, text=None, sent_id="t1"):
@@ -118,7 +119,7 @@ def test_multiword_and_empty_nodes():
     assert s.attrs["token_index"].tolist() == [3, 1, 2, 4]
     # no "# text": synthesized from surface forms and SpaceAfter=No
     (s,) = parse_conllu(_sentence(rows))
-    assert s.source == "Don't go!" and s.meta["text_synthesized"]
+    assert s.source == "Don't go!" and s.sentence.text_synthesized
     # forms that do not concatenate to the surface token: each word gets the whole span
     rows2 = [["1-2", "du", "_", "_", "_", "_", "_", "_", "_", "_"], _row(1, "de", 2, "case"), _row(2, "le", 0, "root")]
     (s,) = parse_conllu(_sentence(rows2, "du"))

@@ -93,7 +93,7 @@ def test_labels_node_text_and_node_ids():
     G.add_node(("t", 1), text="é second")
     G.add_edge("x", ("t", 1))
     s = parse_graph(G, node_text="text", name="g1")
-    assert list(s.labels) == ["X", "('t', 1)"] and s.meta["node_ids"] == ["x", ("t", 1)]
+    assert list(s.labels) == ["X", "('t', 1)"] and s.node_ids == ["x", ("t", 1)]
     assert [s.node_text(i) for i in range(2)] == ["first node", "é second"]
     assert s.edge_weight is None and s.name == "g1"
     t = parse_graph(np.zeros((2, 0), dtype=np.int64), num_nodes=3, node_text=["a", "bb", ""])

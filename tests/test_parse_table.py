@@ -3,7 +3,8 @@
 References: Python's :mod:`csv` module for CSV; pandas' lxml-based HTML table reader (its own
 DOM parser and rowspan/colspan expansion) for HTML; lxml for the visible text inside each
 cell span; tables with merged cells generated from random rectangle partitions (ground truth
-by construction). Real data: the WikiTableQuestions sample in ``shared/data/wtq/200-csv``.
+by construction). Real data: the WikiTableQuestions sample in ``shared/data/wtq/200-csv`` (or its
+committed subset in ``tests/data/sample``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import at_least
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +40,7 @@ needs_lxml = pytest.mark.skipif(lxml_html is None, reason="lxml (the independent
 def wtq_stems(shared_data):
     d = shared_data / "wtq" / "200-csv"
     stems = sorted({p.stem for p in d.glob("*.csv")}, key=int)
-    assert len(stems) >= 30
+    assert len(stems) >= at_least(30, 12)
     return d, stems
 
 
@@ -94,15 +96,15 @@ def test_wtq_csv_matches_csv_module(shared_data, escapechar):
         ref = [r for r in csv.reader(io.StringIO(text, newline=""), escapechar=escapechar) if r]
         s = parse_table(path, escapechar=escapechar).validate()
         assert s.kind == "table" and s.name == str(path)
-        assert strip_holes(s.meta["grid"]) == ref, stem
-        assert s.meta["n_rows"] == len(ref) and s.meta["n_cols"] == max(map(len, ref))
+        assert strip_holes(s.table.grid) == ref, stem
+        assert s.table.n_rows == len(ref) and s.table.n_cols == max(map(len, ref))
         cells = cell_ids(s)
         # grid positions: a cell's column is its index in its CSV record
         for i in cells[:: max(1, len(cells) // 200)]:
             r, c = int(s.attrs["row"][i]), int(s.attrs["col"][i])
-            assert ref[r][c] == s.meta["text"][i]
+            assert ref[r][c] == s.node_texts[i]
             if escapechar is None:  # the slice decodes (independently) to the cell text
-                assert csv_field_value(s, i) == s.meta["text"][i]
+                assert csv_field_value(s, i) == s.node_texts[i]
         assert (s.attrs["header"][cells] == (s.attrs["row"][cells] == 0)).all()
 
 
@@ -116,19 +118,19 @@ def test_wtq_html_matches_pandas_and_spans_hold_cell_text(shared_data):
         text = path.read_text(encoding="utf-8")
         s = parse_table(path).validate()
         head, body, foot = pandas_html_grid(text)
-        assert strip_holes(s.meta["grid"]) == head + body + foot, stem
-        assert s.meta["header_rows"] == len(head)
+        assert strip_holes(s.table.grid) == head + body + foot, stem
+        assert s.table.header_rows == len(head)
         cells = cell_ids(s)
         n_merged += int(((s.attrs["rowspan"][cells] > 1) | (s.attrs["colspan"][cells] > 1)).sum())
         for i in cells:
             frag = s.source[s.start[i] : s.end[i]]
             assert frag == frag.strip()
-            assert lxml_visible_text(frag) == s.meta["text"][i], (stem, i)
+            assert lxml_visible_text(frag) == s.node_texts[i], (stem, i)
         # rows' spans are <tr> elements; the table's span is the <table> element
         rows = np.flatnonzero(s.labels == "row")
         assert all(s.source.startswith("<tr", int(a)) for a in s.start[rows])
         assert s.node_text(0).startswith("<table") and s.node_text(0).endswith("</table>")
-    assert n_merged > 50  # the sample really exercises rowspan/colspan
+    assert n_merged > at_least(50, 20)  # the sample really exercises rowspan/colspan
 
 
 def test_wtq_csv_and_html_grids_agree(shared_data):
@@ -144,18 +146,18 @@ def test_wtq_csv_and_html_grids_agree(shared_data):
         h = parse_table(d / f"{stem}.html")
         cells = cell_ids(h)
         merged = bool(((h.attrs["rowspan"][cells] > 1) | (h.attrs["colspan"][cells] > 1)).any())
-        ragged = any(None in row for row in h.meta["grid"])
-        data_rows_h = h.meta["n_rows"] - max(h.meta["header_rows"], 1)
-        assert c.meta["n_cols"] <= h.meta["n_cols"], stem
-        assert c.meta["n_rows"] - 1 <= data_rows_h, stem
-        if merged or ragged or h.meta["header_rows"] > 1:
+        ragged = any(None in row for row in h.table.grid)
+        data_rows_h = h.table.n_rows - max(h.table.header_rows, 1)
+        assert c.table.n_cols <= h.table.n_cols, stem
+        assert c.table.n_rows - 1 <= data_rows_h, stem
+        if merged or ragged or h.table.header_rows > 1:
             continue
         n_plain += 1
-        assert (c.meta["n_rows"], c.meta["n_cols"]) == (h.meta["n_rows"], h.meta["n_cols"]), stem
-        pairs = [(x, y) for rc, rh in zip(c.meta["grid"], h.meta["grid"]) for x, y in zip(rc, rh)]
+        assert (c.table.n_rows, c.table.n_cols) == (h.table.n_rows, h.table.n_cols), stem
+        pairs = [(x, y) for rc, rh in zip(c.table.grid, h.table.grid) for x, y in zip(rc, rh)]
         same = sum(norm(x) == norm(y) for x, y in pairs)
         assert same >= 0.95 * len(pairs), (stem, same, len(pairs))
-    assert n_plain >= 10
+    assert n_plain >= at_least(10, 3)
 
 
 @needs_lxml
@@ -176,15 +178,15 @@ def test_wtq_table_coords_tapas(shared_data):
     assert (co["tapas_row"][non] == 0).all() and (co["tapas_col"][non] == 0).all()
     # merged header cells cover their full rectangle in the expanded grid
     grid = cell_grid(s)
-    assert grid.shape == (s.meta["n_rows"], s.meta["n_cols"])
+    assert grid.shape == (s.table.n_rows, s.table.n_cols)
     for i in cells:
         r, c, h, w = (int(s.attrs[k][i]) for k in ("row", "col", "rowspan", "colspan"))
         assert (grid[r : r + h, c : c + w] == i).all()
     assert (grid >= 0).sum() == int((s.attrs["rowspan"][cells] * s.attrs["colspan"][cells]).sum())
-    texts = [[s.meta["text"][i] for i in row] for row in grid]
-    assert texts == s.meta["grid"] == head + body
-    # without meta, header rows are inferred from the header flags
-    s.meta.pop("header_rows")
+    texts = [[s.node_texts[i] for i in row] for row in grid]
+    assert texts == s.table.grid == head + body
+    # without a recorded count, header rows are inferred from the header flags
+    s.table.header_rows = None
     assert header_row_count(s) == len(head)
 
 
@@ -237,16 +239,16 @@ def test_html_spans_recover_random_rectangles(n_rows, n_cols, rng):
     s = parse_table(html, header=False).validate()
     cells = cell_ids(s)
     assert len(cells) == len(rects)
-    got = {s.meta["text"][i]: tuple(int(s.attrs[k][i]) for k in ("row", "col", "rowspan", "colspan")) for i in cells}
+    got = {s.node_texts[i]: tuple(int(s.attrs[k][i]) for k in ("row", "col", "rowspan", "colspan")) for i in cells}
     assert got == {f"c{k}": rect for k, rect in enumerate(rects)}
     grid = cell_grid(s)
-    assert [[s.meta["text"][i] for i in row] for row in grid] == [[f"c{k}" for k in row] for row in owner]
-    assert s.meta["grid"] == [[f"c{k}" for k in row] for row in owner]
+    assert [[s.node_texts[i] for i in row] for row in grid] == [[f"c{k}" for k in row] for row in owner]
+    assert s.table.grid == [[f"c{k}" for k in row] for row in owner]
     # an independent expansion (pandas) of the same HTML agrees
     head, body, foot = pandas_html_grid(html)
-    assert head + body + foot == s.meta["grid"]
+    assert head + body + foot == s.table.grid
     for i in cells:  # spans slice to the cell content
-        assert lxml_visible_text(s.node_text(i)) == s.meta["text"][i]
+        assert lxml_visible_text(s.node_text(i)) == s.node_texts[i]
 
 
 def test_html_row_groups_nested_tables_and_implicit_ends():
@@ -263,28 +265,28 @@ def test_html_row_groups_nested_tables_and_implicit_ends():
 </table>
 <table><tr><td>second</td></tr></table>"""
     s = parse_table(html).validate()
-    assert s.meta["header_rows"] == 1
+    assert s.table.header_rows == 1
     # the thead rowspan (4) is clipped to its row group; rowspan=0 runs to the end of tbody
-    assert s.meta["grid"] == [
+    assert s.table.grid == [
         ["A", "B", "C"],
         ["r0", "x & y", None],
         ["r0", "wide inner1inner2 tail", None],
         ["r0", "z", "w v"],
         ["foot", "foot", "foot"],
     ]
-    assert s.meta["n_rows"] == 5  # the nested table's row is not an outer row
-    assert "inner1" not in s.meta["text"]
+    assert s.table.n_rows == 5  # the nested table's row is not an outer row
+    assert "inner1" not in s.node_texts
     head = [i for i in cell_ids(s) if s.attrs["header"][i] == 1]
-    assert [s.meta["text"][i] for i in head] == ["A", "B", "C"]
+    assert [s.node_texts[i] for i in head] == ["A", "B", "C"]
     co = table_coords(s)
-    r0 = s.meta["text"].index("r0")
+    r0 = s.node_texts.index("r0")
     assert co["tapas_row"][r0] == 1 and co["rowspan"][r0] == 3
     second = parse_table(html, table=1)
-    assert second.meta["grid"] == [["second"]] and second.node_text(0) == "<table><tr><td>second</td></tr></table>"
-    assert len(parse(html, "table", format="html", header=True).meta["grid"]) == 5
+    assert second.table.grid == [["second"]] and second.node_text(0) == "<table><tr><td>second</td></tr></table>"
+    assert len(parse(html, "table", format="html", header=True).table.grid) == 5
     # CRLF line ends and astral characters shift every offset; spans must follow
     crlf = parse_table("🙂\r\n" + html.replace("\n", "\r\n")).validate()
-    assert crlf.meta["grid"] == s.meta["grid"]
+    assert crlf.table.grid == s.table.grid
     for i in cell_ids(s):
         assert crlf.node_text(i).replace("\r\n", "\n") == s.node_text(i)
 
@@ -316,7 +318,7 @@ def test_csv_quotes_newlines_crlf_and_spans():
     text = 'h1,"h,2"\r\n"multi\r\nline","say ""hi"""\r\n\r\nplain,é"x\r\n'
     s = parse_table(text)
     ref = [r for r in csv.reader(io.StringIO(text, newline="")) if r]
-    assert strip_holes(s.meta["grid"]) == ref
+    assert strip_holes(s.table.grid) == ref
     assert [csv_field_value(s, i) for i in cell_ids(s)] == [x for r in ref for x in r]
     rows = np.flatnonzero(s.labels == "row")
     assert [s.node_text(i) for i in rows] == ['h1,"h,2"', '"multi\r\nline","say ""hi"""', 'plain,é"x']
@@ -326,13 +328,13 @@ def test_tsv_is_unquoted_and_header_sniffing(shared_data, tmp_path):
     d, _ = wtq_stems(shared_data)
     s = parse_table(d / "17.tsv")  # fields start with '"' that TSV does not treat as quotes
     ref = [line.split("\t") for line in (d / "17.tsv").read_text(encoding="utf-8").splitlines()]
-    assert strip_holes(s.meta["grid"]) == ref
+    assert strip_holes(s.table.grid) == ref
     as_text = parse_table((d / "17.tsv").read_text(encoding="utf-8"), format="tsv")  # same rules for text
-    assert as_text.meta["grid"] == s.meta["grid"]
+    assert as_text.table.grid == s.table.grid
     assert sniff_header([["name", "age"], ["ann", "31"], ["bob", "4"]])
     assert not sniff_header([["1", "2"], ["3", "4"], ["5", "6"]])
-    assert parse_table("name,age\nann,31\nbob,4\n", header="auto").meta["header_rows"] == 1
-    assert parse_table("1,2\n3,4\n", header="auto").meta["header_rows"] == 0
+    assert parse_table("name,age\nann,31\nbob,4\n", header="auto").table.header_rows == 1
+    assert parse_table("1,2\n3,4\n", header="auto").table.header_rows == 0
     assert parse_table("1,2\n3,4\n", header=False).attrs["header"].max() == 0
 
 
@@ -346,13 +348,13 @@ def test_csv_writer_round_trip(rows):
     csv.writer(buf).writerows(rows)
     text = buf.getvalue()
     s = parse_table(text, format="csv", header=False).validate()
-    assert strip_holes(s.meta["grid"]) == rows
+    assert strip_holes(s.table.grid) == rows
     for i in cell_ids(s):
         r, c = int(s.attrs["row"][i]), int(s.attrs["col"][i])
-        assert s.meta["text"][i] == rows[r][c]
+        assert s.node_texts[i] == rows[r][c]
         assert csv_field_value(s, i) == rows[r][c]
     # the same rows given directly
-    assert strip_holes(parse_table(rows, header=False).meta["grid"]) == rows
+    assert strip_holes(parse_table(rows, header=False).table.grid) == rows
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -368,22 +370,22 @@ def test_dataframe_round_trip(columns_and_rows):
     columns, rows = columns_and_rows
     df = pd.DataFrame(rows, columns=columns, dtype=object)
     s = parse_table(df).validate()
-    assert s.meta["header_rows"] == 1
+    assert s.table.header_rows == 1
     expect = [columns] + rows
-    got = [[s.meta["text"][i] for i in row] for row in cell_grid(s)]
+    got = [[s.node_texts[i] for i in row] for row in cell_grid(s)]
     assert got == expect
     assert (s.attrs["header"][cell_ids(s)] == (s.attrs["row"][cell_ids(s)] == 0)).all()
     for i in cell_ids(s):
-        assert csv_field_value(s, i) == s.meta["text"][i]
+        assert csv_field_value(s, i) == s.node_texts[i]
 
 
 def test_dataframe_values_index_and_multiindex():
     df = pd.DataFrame({"x": [1.5, None], "y": ["a,b", 'q"q']}, index=["r1", "r2"])
     s = parse_table(df, index=True)
-    assert s.meta["grid"] == [["", "x", "y"], ["r1", "1.5", "a,b"], ["r2", "", 'q"q']]
+    assert s.table.grid == [["", "x", "y"], ["r1", "1.5", "a,b"], ["r2", "", 'q"q']]
     m = pd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples([("a", "b"), ("a", "c")]))
     s = parse_table(m)
-    assert s.meta["header_rows"] == 2 and s.meta["grid"] == [["a", "a"], ["b", "c"], ["1", "2"]]
+    assert s.table.header_rows == 2 and s.table.grid == [["a", "a"], ["b", "c"], ["1", "2"]]
     assert (table_coords(s)["tapas_row"][cell_ids(s)] == [0, 0, 0, 0, 1, 1]).all()
 
 

@@ -101,7 +101,7 @@ def test_truncate_keeps_prefix_and_induced_edges():
     ei = np.array([[0, 1, 2, 3, 0], [1, 2, 3, 4, 4]])
     s = Structure(kind="graph", labels=list("abcde"), edge_index=ei, attrs={"w": np.arange(5)})
     t = viz.truncate(s, 3)
-    assert t.num_nodes == 3 and t.meta["truncated_from"] == 5
+    assert t.num_nodes == 3 and t.truncated_from == 5
     assert t.edge_index.tolist() == [[0, 1], [1, 2]]
     assert t.attrs["w"].tolist() == [0, 1, 2]
     assert viz.truncate(s, 10) is s

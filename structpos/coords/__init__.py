@@ -1,53 +1,362 @@
-"""Coordinates: per-node arrays computed from a :class:`~structpos.Structure`.
+r"""Coordinates: per-node arrays computed from a :class:`~structpos.Structure`.
 
 Every coordinate family is a function ``fn(structure, arg) -> dict[str, np.ndarray]`` whose
-arrays have the node count as leading dimension. Families are registered by name so that a
-spec string such as ``"tree,lap:8,rw:16"`` selects them (``name[:arg]``, comma separated);
-:func:`compute` runs a spec.
+arrays have the node count as leading dimension. The families live in one registry,
+:data:`COORDS` (name → :class:`CoordFamily`: compute function, argument validator, output
+columns, documentation), so that a spec string such as ``"tree,lap:8,rw:16"`` selects them
+(``name[:arg]``, comma separated), a bad spec fails in :func:`parse_spec` before any work, and
+the CLI and the docs list the families from the same place. Adding a family means adding one
+:class:`CoordFamily` below (or calling :func:`register`).
+
+Examples
+--------
+>>> import structpos
+>>> s = structpos.parse("[1, [2, 3]]", "json")
+>>> sorted(compute(s, "tree:4x8"))[:3]
+['depth', 'num_children', 'parent']
+>>> parse_spec("tree:4x8, lap")
+[('tree', '4x8'), ('lap', None)]
+>>> parse_spec("lap:abc")
+Traceback (most recent call last):
+...
+structpos.exceptions.SpecError: lap:abc: k must be an integer >= 1 (got 'abc')
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Callable
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ..exceptions import SpecError
+from ..registry import Entry, Registry, no_argument
 from ..structure import Structure
+
+__all__ = [
+    "COORDS",
+    "Column",
+    "CoordFamily",
+    "CoordFn",
+    "compute",
+    "families_markdown",
+    "spec_syntax",
+    "get",
+    "parse_spec",
+    "register",
+    "validate_spec",
+]
 
 CoordFn = Callable[[Structure, "str | None"], dict[str, np.ndarray]]
 
-# name -> (module, function); modules import lazily so optional deps stay optional.
-COORDS: dict[str, tuple[str, str]] = {
-    "tree": ("tree", "tree_coords"),
-    "table": ("table", "table_coords"),
-    "hier": ("hierarchy", "hierarchy_coords"),
-    "lap": ("laplacian", "lap_coords"),
-    "rw": ("random_walk", "rw_coords"),
-    "maglap": ("magnetic", "maglap_coords"),
-    "spd": ("distance", "spd_coords"),
-    "resistance": ("distance", "resistance_coords"),
-}
+
+@dataclass(frozen=True)
+class Column:
+    """One output array of a coordinate family.
+
+    Parameters
+    ----------
+    name : str
+        Key in the returned dict (and Parquet column name).
+    dtype : str
+        NumPy dtype name.
+    shape : tuple
+        Per-node shape: ints, or names of the family's parameters (``"k"``), ``"N"`` for the
+        node count, or another upper-case letter for a size that depends on the data.
+    doc : str
+        What the values mean.
+    optional : bool
+        Present only for some structures (said in ``doc``).
+
+    Examples
+    --------
+    >>> Column("lap", "float64", ("k",)).concrete_shape({"k": 8}, num_nodes=5)
+    (8,)
+    >>> Column("spd", "int64", ("N",)).concrete_shape({}, num_nodes=5)
+    (5,)
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int | str, ...] = ()
+    doc: str = ""
+    optional: bool = False
+
+    def concrete_shape(self, params: Mapping[str, Any], num_nodes: int) -> tuple[int | None, ...]:
+        """The per-node shape for these parameters (``None`` where it depends on the data).
+
+        Parameters
+        ----------
+        params : mapping
+            The family's validated parameters.
+        num_nodes : int
+            The structure's node count (for ``"N"``).
+
+        Returns
+        -------
+        tuple of int or None
+        """
+        dims: list[int | None] = []
+        for d in self.shape:
+            if isinstance(d, int):
+                dims.append(d)
+            elif d == "N":
+                dims.append(num_nodes)
+            else:
+                dims.append(params.get(d))
+        return tuple(dims)
 
 
-def register(name: str, fn: CoordFn) -> None:
-    """Register a coordinate family under ``name`` (overrides a built-in one)."""
-    COORDS[name] = fn  # type: ignore[assignment]
+@dataclass(frozen=True)
+class CoordFamily(Entry):
+    """A registered coordinate family (an :class:`~structpos.registry.Entry` with output columns).
+
+    Parameters
+    ----------
+    columns : tuple of Column
+        The arrays the compute function returns (empty when unknown, e.g. a user function).
+    default_arg : str
+        What an omitted argument means (for the docs).
+
+    Examples
+    --------
+    >>> fam = COORDS["lap"]
+    >>> fam.validate("4"), [c.name for c in fam.columns]
+    ({'k': 4}, ['lap', 'lap_eigvals', 'lap_mask', 'lap_ambiguous'])
+    """
+
+    columns: tuple[Column, ...] = ()
+    default_arg: str = ""
+
+
+# ----------------------------------------------------------------------- argument validators
+def _int(spec: str, text: str, what: str, minimum: int, hint: str = "") -> int:
+    message = f"{spec}: {what} must be an integer >= {minimum} (got {text!r}){hint}"
+    try:
+        value = int(text)
+    except ValueError:
+        raise SpecError(message) from None
+    if value < minimum:
+        raise SpecError(message)
+    return value
+
+
+def _one_int(name: str, param: str, default: int | None, minimum: int) -> Callable[[str | None], dict[str, Any]]:
+    def validate(arg: str | None) -> dict[str, Any]:
+        if not arg:
+            return {param: default}
+        return {param: _int(f"{name}:{arg}", arg, param, minimum)}
+
+    return validate
+
+
+def _tree_arg(arg: str | None) -> dict[str, Any]:
+    from .tree import DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH
+
+    if not arg:
+        return {"D": DEFAULT_MAX_DEPTH, "W": DEFAULT_MAX_WIDTH}
+    dpart, _, wpart = arg.lower().partition("x")
+    spec = f"tree:{arg}"
+    hint = ", expected e.g. 'tree:32x64'"
+    depth = _int(spec, dpart, "depth", 1, hint) if dpart else DEFAULT_MAX_DEPTH
+    width = _int(spec, wpart, "width", 1, hint) if wpart else DEFAULT_MAX_WIDTH
+    return {"D": depth, "W": width}
+
+
+def _maglap_arg(arg: str | None) -> dict[str, Any]:
+    parts = (arg or "").split(":")
+    if len(parts) > 2:
+        raise SpecError(f"maglap:{arg}: expected maglap[:k[:q]]")
+    k = _int(f"maglap:{arg}", parts[0], "k", 1) if parts[0] else 8
+    q = 0.25
+    if len(parts) > 1 and parts[1]:
+        try:
+            q = float(parts[1])
+        except ValueError:
+            q = math.nan
+        if not (math.isfinite(q) and q >= 0):
+            raise SpecError(f"maglap:{arg}: q must be a finite number >= 0 (got {parts[1]!r})")
+    return {"k": k, "q": q}
+
+
+# ----------------------------------------------------------------------------- the registry
+_I64, _F64, _BOOL = "int64", "float64", "bool"
+
+COORDS: Registry[CoordFamily] = Registry("coordinate family")
+"""Every coordinate family by name (see :class:`CoordFamily`)."""
+
+COORDS.add(CoordFamily(
+    "tree", "structpos.coords.tree:tree_coords", _tree_arg, syntax="tree[:DxW]", default_arg="32x64",
+    summary="Depth, sibling index, parent, children, subtree size and the capped root path of each tree node.",
+    reference=r"$\mathrm{depth}(v)=\mathrm{depth}(\mathrm{parent}(v))+1$; root path = sibling indices "
+    r"from the root, first $D$ levels, each clipped to $W-1$ (Shiv & Quirk 2019).",
+    columns=(
+        Column("depth", _I64, (), "edges from the root"),
+        Column("sibling", _I64, (), "0-based index among the parent's children"),
+        Column("parent", _I64, (), "parent node, -1 for roots"),
+        Column("num_children", _I64, (), "number of children"),
+        Column("subtree_size", _I64, (), "nodes in the subtree, itself included"),
+        Column("root_path", "int16", ("D",), "sibling indices from the root, -1 padded"),
+        Column("root_path_overflow", _BOOL, (), "the stored path was cut or clipped"),
+    ),
+))
+COORDS.add(CoordFamily(
+    "table", "structpos.coords.table:table_coords", no_argument("table"),
+    summary="Row, column, spans and header flag of each cell, and TAPAS-style row/column ids.",
+    reference="Cells keep their top-left grid position; `tapas_row` = data-row ordinal (1-based, 0 in "
+    "headers), `tapas_col` = col + 1 (Herzig et al. 2020). Non-cell nodes get -1 (0 for TAPAS ids).",
+    columns=tuple(Column(c, _I64, (), d) for c, d in [
+        ("row", "top grid row"), ("col", "left grid column"), ("rowspan", "rows covered"),
+        ("colspan", "columns covered"), ("header", "1 in header rows"),
+        ("tapas_row", "data-row ordinal, 0 for headers"), ("tapas_col", "column + 1")]),
+))
+COORDS.add(CoordFamily(
+    "hier", "structpos.coords.hierarchy:hierarchy_coords", no_argument("hier"),
+    summary="Paragraph, sentence and token ordinals of document nodes (and markdown section ids).",
+    reference="Ordinals of the nearest block / sentence / token ancestor-or-self, as in hierarchical "
+    "RoPE (He et al. 2024); `-1` outside.",
+    columns=(
+        Column("paragraph", _I64, (), "document-wide block ordinal"),
+        Column("sentence", _I64, (), "sentence ordinal within its block"),
+        Column("token", _I64, (), "token ordinal within its sentence"),
+        Column("section", _I64, (), "innermost section ordinal (markdown only)", optional=True),
+        Column("section_depth", _I64, (), "sections containing the node (markdown only)", optional=True),
+        Column("section_path", _I64, ("S",), "sibling ordinals of the enclosing sections, S = deepest "
+               "nesting (markdown only)", optional=True),
+    ),
+))
+COORDS.add(CoordFamily(
+    "lap", "structpos.coords.laplacian:lap_coords", _one_int("lap", "k", 8, 1), syntax="lap[:k]", default_arg="8",
+    summary="Laplacian eigenvector positional encoding (undirected).",
+    reference=r"$L = I - D^{-1/2} A D^{-1/2}$; the $k$ eigenvectors after the zero mode of each component, "
+    "sign fixed (Dwivedi et al. 2020).",
+    columns=(
+        Column("lap", _F64, ("k",), "eigenvector entries of the node"),
+        Column("lap_eigvals", _F64, ("k",), "the graph's eigenvalues, repeated per node"),
+        Column("lap_mask", _BOOL, ("k",), "False for missing modes (fewer than k)"),
+        Column("lap_ambiguous", _BOOL, ("k",), "True for modes whose eigenspace crosses the k-th cut (basis not unique)"),
+    ),
+))
+COORDS.add(CoordFamily(
+    "rw", "structpos.coords.random_walk:rw_coords", _one_int("rw", "K", 16, 1), syntax="rw[:K]", default_arg="16",
+    summary="Random-walk structural encoding: return probabilities after 1..K steps.",
+    reference=r"$\mathrm{RWSE}_k(v) = (D^{-1}A)^k_{vv}$, $k = 1..K$ (Dwivedi et al. 2022).",
+    columns=(Column("rw", "float32", ("K",), "return probability after 1..K steps"),),
+))
+COORDS.add(CoordFamily(
+    "maglap", "structpos.coords.magnetic:maglap_coords", _maglap_arg, syntax="maglap[:k[:q]]", default_arg="8:0.25",
+    summary="Magnetic Laplacian eigenvectors for directed graphs (real and imaginary parts).",
+    reference=r"$L^{(q)} = I - (D_s^{-1/2} A_s D_s^{-1/2}) \odot \exp(i\,2\pi q (B - B^\top))$ "
+    "(Geisler et al. 2023).",
+    columns=(
+        Column("maglap_re", _F64, ("k",), "real part of the eigenvector entries"),
+        Column("maglap_im", _F64, ("k",), "imaginary part"),
+        Column("maglap_eigvals", _F64, ("k",), "eigenvalues, repeated per node"),
+        Column("maglap_mask", _BOOL, ("k",), "False for missing modes"),
+        Column("maglap_ambiguous", _BOOL, ("k",), "True for modes whose eigenspace crosses the k-th cut"),
+    ),
+))
+COORDS.add(CoordFamily(
+    "spd", "structpos.coords.distance:spd_coords", _one_int("spd", "max", None, 0), syntax="spd[:max]",
+    default_arg="no cap",
+    summary="Shortest-path (hop) distance to every node; -1 beyond `max` or unreachable.",
+    reference="Breadth-first hop counts (Graphormer, Ying et al. 2021).",
+    columns=(Column("spd", _I64, ("N",), "hops to each node"),),
+))
+COORDS.add(CoordFamily(
+    "resistance", "structpos.coords.distance:resistance_coords", no_argument("resistance"),
+    summary="Effective resistance to every node.",
+    reference=r"$R_{uv} = (e_u - e_v)^\top L^+ (e_u - e_v)$ with $L = D - A$.",
+    columns=(Column("resistance", _F64, ("N",), "effective resistance to each node"),),
+))
+
+
+# ------------------------------------------------------------------------------- public API
+def register(name: str, fn: CoordFn, *, validate: Callable[[str | None], dict[str, Any]] | None = None,
+             summary: str = "", columns: tuple[Column, ...] = ()) -> CoordFamily:
+    """Register a coordinate family under ``name`` (replacing a built-in one of that name).
+
+    Parameters
+    ----------
+    name : str
+        The spec name.
+    fn : callable
+        ``fn(structure, arg) -> dict[str, np.ndarray]`` with ``arg`` the spec text after ``:``.
+    validate : callable, optional
+        ``validate(arg) -> dict``, raising :class:`~structpos.exceptions.SpecError`; default accepts any.
+    summary : str, optional
+        One line of documentation (default: the first line of ``fn``'s docstring).
+    columns : tuple of Column, optional
+        The output arrays, for the docs and the schema.
+
+    Returns
+    -------
+    CoordFamily
+        The new entry.
+
+    Examples
+    --------
+    >>> import numpy as np, structpos
+    >>> _ = register("ones", lambda s, arg: {"ones": np.ones(s.num_nodes)})
+    >>> compute(structpos.parse("[1]", "json"), "ones")["ones"].tolist()
+    [1.0, 1.0]
+    >>> del COORDS.entries["ones"]
+    """
+    doc = summary or ((fn.__doc__ or "").strip().splitlines() or [""])[0]
+    family = CoordFamily(name, fn, validate or (lambda arg: {"arg": arg}), summary=doc, columns=columns)
+    return COORDS.add(family)
 
 
 def get(name: str) -> CoordFn:
-    try:
-        entry = COORDS[name]
-    except KeyError:
-        raise ValueError(f"unknown coordinate family {name!r}; known: {', '.join(sorted(COORDS))}") from None
-    if callable(entry):
-        return entry
-    mod, fn = entry
-    return getattr(importlib.import_module(f"{__name__}.{mod}"), fn)
+    """The compute function of the family ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registered family.
+
+    Returns
+    -------
+    callable
+        ``fn(structure, arg) -> dict[str, np.ndarray]``.
+
+    Raises
+    ------
+    SpecError
+        If no family has that name.
+
+    Examples
+    --------
+    >>> get("tree").__name__
+    'tree_coords'
+    """
+    return COORDS.load(name)
 
 
-def parse_spec(spec: str | list[str]) -> list[tuple[str, str | None]]:
-    """``"tree,lap:8"`` -> ``[("tree", None), ("lap", "8")]``."""
+def validate_spec(spec: str | list[str]) -> list[tuple[str, str | None, dict[str, Any]]]:
+    """Split and check a spec: ``[(name, arg, params)]``, every argument validated.
+
+    Parameters
+    ----------
+    spec : str or list of str
+        ``"name[:arg],..."`` or a list of ``"name[:arg]"`` items.
+
+    Returns
+    -------
+    list of (str, str or None, dict)
+
+    Raises
+    ------
+    SpecError
+        On an unknown family, a bad argument, or an empty spec.
+
+    Examples
+    --------
+    >>> validate_spec("tree:8, maglap:4:0.1")
+    [('tree', '8', {'D': 8, 'W': 64}), ('maglap', '4:0.1', {'k': 4, 'q': 0.1})]
+    """
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     out = []
     for item in items:
@@ -55,14 +364,108 @@ def parse_spec(spec: str | list[str]) -> list[tuple[str, str | None]]:
         if not item:
             continue
         name, _, arg = item.partition(":")
-        get(name)  # validate early
-        out.append((name, arg or None))
+        params = COORDS.get(name.strip()).validate(arg or None)
+        out.append((name.strip(), arg or None, params))
+    if not out:
+        raise SpecError(f"empty coordinate spec {spec!r}; known families: {', '.join(COORDS)}")
     return out
 
 
+def parse_spec(spec: str | list[str]) -> list[tuple[str, str | None]]:
+    """``"tree,lap:8"`` → ``[("tree", None), ("lap", "8")]``, every name and argument validated.
+
+    Parameters
+    ----------
+    spec : str or list of str
+        The coordinate spec.
+
+    Returns
+    -------
+    list of (str, str or None)
+
+    Raises
+    ------
+    SpecError
+        On an unknown family or a bad argument (before any work is done).
+
+    Examples
+    --------
+    >>> parse_spec("tree,lap:8")
+    [('tree', None), ('lap', '8')]
+    """
+    return [(name, arg) for name, arg, _ in validate_spec(spec)]
+
+
 def compute(structure: Structure, spec: str | list[str]) -> dict[str, np.ndarray]:
-    """Run every family in ``spec`` on ``structure``; merge their outputs."""
+    """Run every family in ``spec`` on ``structure``; merge their outputs.
+
+    Parameters
+    ----------
+    structure : Structure
+        The parsed input.
+    spec : str or list of str
+        The coordinate spec (see :func:`parse_spec`).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Every family's arrays, each with the node count as leading dimension.
+
+    Raises
+    ------
+    SpecError
+        On a bad spec.
+    ParseError
+        When a family does not apply to the structure (e.g. ``tree`` on a graph without parents).
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> compute(s, "tree")["depth"].tolist()
+    [0, 1, 1, 2, 2]
+    """
     out: dict[str, np.ndarray] = {}
     for name, arg in parse_spec(spec):
         out.update(get(name)(structure, arg))
     return out
+
+
+def families_markdown() -> str:
+    """A markdown table of every registered family (the docs site and ``--help`` read it).
+
+    Returns
+    -------
+    str
+        One row per family: spec syntax, default, output columns (dtype, per-node shape), summary
+        and formula.
+
+    Examples
+    --------
+    >>> print(families_markdown().splitlines()[0])
+    | spec | default | outputs (dtype, per-node shape) | what | formula / reference |
+    """
+    rows = ["| spec | default | outputs (dtype, per-node shape) | what | formula / reference |",
+            "|---|---|---|---|---|"]
+    for fam in COORDS.entries.values():
+        cols = "<br>".join(
+            f"`{c.name}` {c.dtype} ({', '.join(map(str, c.shape))}{',' if len(c.shape) == 1 else ''})"
+            + (" *optional*" if c.optional else "")
+            for c in fam.columns)
+        rows.append(f"| `{fam.syntax}` | {fam.default_arg or '—'} | {cols} | {fam.summary} | {fam.reference} |")
+    return "\n".join(rows)
+
+
+def spec_syntax() -> str:
+    """Every family's spec syntax, comma separated (for ``--coords`` help texts).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> spec_syntax().split(", ")[:2]
+    ['tree[:DxW]', 'table']
+    """
+    return ", ".join(fam.syntax for fam in COORDS.entries.values())

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..exceptions import SpecError
 from ..structure import Structure, StructureError
 
 __all__ = ["hierarchy_coords", "hierarchy_ids", "BLOCK_LABELS", "TOKEN_LABELS"]
@@ -41,6 +42,26 @@ def nearest_marked(parent: np.ndarray, mask: np.ndarray, proper: bool = False) -
 
     ``jump[i]`` starts at ``i`` for marked nodes (a fixed point) and ``parent[i]`` otherwise;
     ``jump <- jump[jump]`` then climbs past unmarked ancestors, doubling the distance per round.
+
+    Parameters
+    ----------
+    parent : numpy.ndarray
+        ``(N,)`` preorder parent array.
+    mask : numpy.ndarray
+        ``(N,)`` bool: the marked nodes.
+    proper : bool
+        Skip the node itself (strict ancestors only).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)`` int64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nearest_marked(np.array([-1, 0, 1, 2]), np.array([False, True, False, False])).tolist()
+    [-1, 1, 1, 1]
     """
     n = parent.size
     idx = np.arange(n)
@@ -59,7 +80,26 @@ def nearest_marked(parent: np.ndarray, mask: np.ndarray, proper: bool = False) -
 
 
 def rank_within(group: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """For marked nodes, their 0-based ordinal (in preorder) among marked nodes of the same group."""
+    """For marked nodes, their 0-based ordinal (in preorder) among marked nodes of the same group.
+
+    Parameters
+    ----------
+    group : numpy.ndarray
+        ``(N,)`` group id per node.
+    mask : numpy.ndarray
+        ``(N,)`` bool: the nodes to rank.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)`` int64, ``-1`` for unmarked nodes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rank_within(np.array([0, 0, 1, 0, 1]), np.array([True, True, True, False, True])).tolist()
+    [0, 1, 0, -1, 1]
+    """
     out = np.full(group.size, -1, dtype=np.int64)
     nodes = np.flatnonzero(mask)
     if not nodes.size:
@@ -75,7 +115,29 @@ def rank_within(group: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def hierarchy_ids(labels, parent) -> dict[str, np.ndarray]:
-    """The id arrays described in the module docstring, from labels and a preorder parent array."""
+    """The id arrays described in the module docstring, from labels and a preorder parent array.
+
+    Parameters
+    ----------
+    labels : array_like of str
+        Node labels (``paragraph``, ``heading``, ``code_block``, ``sentence``, ``word``, ``punct``, ``section``).
+    parent : array_like of int
+        ``(N,)`` preorder parent array.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``paragraph``, ``sentence``, ``token`` (and ``section``, ``section_depth``, ``section_path``
+        when there are sections).
+
+    Examples
+    --------
+    >>> labels = ["document", "paragraph", "sentence", "word", "punct", "paragraph", "sentence", "word"]
+    >>> parent = [-1, 0, 1, 2, 2, 0, 5, 6]
+    >>> ids = hierarchy_ids(labels, parent)
+    >>> ids["paragraph"].tolist(), ids["token"].tolist()
+    ([-1, 0, 0, 0, 0, 1, 1, 1], [-1, -1, -1, 0, 1, -1, -1, 0])
+    """
     labels = np.asarray(labels, dtype=object)
     parent = np.asarray(parent, dtype=np.int64)
     n = parent.size
@@ -116,9 +178,35 @@ def hierarchy_ids(labels, parent) -> dict[str, np.ndarray]:
 
 
 def hierarchy_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
-    """Coordinate family ``"hier"``: :func:`hierarchy_ids` of a document Structure."""
+    """Coordinate family ``"hier"``: :func:`hierarchy_ids` of a document Structure.
+
+    Parameters
+    ----------
+    structure : Structure
+        A document tree (plain text or Markdown parser).
+    arg : str, optional
+        Must be empty.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+
+    Raises
+    ------
+    StructureError
+        If the structure has no parent array.
+    SpecError
+        If ``arg`` is given.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> doc = structpos.parse("One. Two.\\n\\nThree.", "document")
+    >>> int(hierarchy_coords(doc)["sentence"].max()), int(hierarchy_coords(doc)["paragraph"].max())
+    (1, 1)
+    """
     if structure.parent is None:
         raise StructureError("hierarchy coordinates need a document tree (no parent array)", name=structure.name)
     if arg:
-        raise ValueError(f"coordinate family 'hier' takes no argument, got {arg!r}")
+        raise SpecError(f"coordinate family 'hier' takes no argument, got {arg!r}")
     return hierarchy_ids(structure.labels, structure.parent)

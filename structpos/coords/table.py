@@ -11,7 +11,7 @@ For a table Structure (see :mod:`structpos.parsers.table`), per node:
   numbered from 1 (``row − header_rows + 1``);
 * ``tapas_col`` — TAPAS column id: ``col + 1`` for cells, 0 for non-cell nodes.
 
-``header_rows`` comes from ``meta["header_rows"]`` when the parser recorded it, else it is the
+``header_rows`` comes from ``structure.table.header_rows`` when the parser recorded it, else it is the
 number of leading grid rows whose cells are all header cells.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..exceptions import SpecError
 from ..structure import Structure, StructureError
 
 __all__ = ["table_coords", "cell_grid", "header_row_count"]
@@ -43,9 +44,31 @@ def _cell_arrays(s: Structure) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 
 
 def header_row_count(s: Structure) -> int:
-    """Number of leading header rows (``meta["header_rows"]``, else inferred from ``header``)."""
-    if "header_rows" in s.meta:
-        return int(s.meta["header_rows"])
+    """Number of leading header rows (``s.table.header_rows``, else inferred from ``header``).
+
+    Parameters
+    ----------
+    s : Structure
+        A table.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    StructureError
+        If the structure has no ``row``/``col`` attributes.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> t = structpos.parse("a,b\\n1,2\\n", "table")
+    >>> header_row_count(t)
+    1
+    """
+    if s.table is not None and s.table.header_rows is not None:
+        return int(s.table.header_rows)
     is_cell, row, _, rs, _, hd = _cell_arrays(s)
     if not is_cell.any():
         return 0
@@ -68,6 +91,28 @@ def cell_grid(s: Structure) -> np.ndarray:
 
     A cell with ``rowspan = h`` and ``colspan = w`` fills the ``h × w`` rectangle from its
     top-left slot. Overlapping cells (malformed input) raise StructureError.
+
+    Parameters
+    ----------
+    s : Structure
+        A table.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(R, C)`` int64 node ids.
+
+    Raises
+    ------
+    StructureError
+        On overlapping cells or missing ``row``/``col`` attributes.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> t = structpos.parse("a,b\\n1,2\\n", "table")
+    >>> cell_grid(t).tolist()
+    [[2, 3], [5, 6]]
     """
     is_cell, row, col, rs, cs, _ = _cell_arrays(s)
     ids = np.flatnonzero(is_cell)
@@ -92,9 +137,37 @@ def cell_grid(s: Structure) -> np.ndarray:
 
 
 def table_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
-    """Per-node table coordinates (see the module docstring); ``arg`` is unused."""
+    """Per-node table coordinates (see the module docstring); ``arg`` is unused.
+
+    Parameters
+    ----------
+    structure : Structure
+        A table (``row``, ``col`` and optionally ``rowspan``, ``colspan``, ``header`` attributes).
+    arg : str, optional
+        Must be empty.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``row``, ``col``, ``rowspan``, ``colspan``, ``header``, ``tapas_row``, ``tapas_col``, each ``(N,)`` int64.
+
+    Raises
+    ------
+    StructureError
+        If the structure has no ``row``/``col`` attributes.
+    SpecError
+        If ``arg`` is given.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> t = structpos.parse("a,b\\n1,2\\n", "table")
+    >>> c = table_coords(t)
+    >>> c["row"].tolist(), c["tapas_row"].tolist()
+    ([-1, -1, 0, 0, -1, 1, 1], [0, 0, 0, 0, 0, 1, 1])
+    """
     if arg not in (None, ""):
-        raise ValueError(f"coordinate family 'table' takes no argument (got {arg!r})")
+        raise SpecError(f"coordinate family 'table' takes no argument (got {arg!r})")
     is_cell, row, col, rs, cs, hd = _cell_arrays(structure)
     n_header = header_row_count(structure)
     tapas_row = np.where(is_cell & (row >= n_header), row - n_header + 1, 0)

@@ -60,6 +60,32 @@ def check_parent(parent, name: str = "<parent>") -> np.ndarray:
     Raises :class:`StructureError` naming the first offending node. (Functions that rely on
     subtrees being contiguous also check the full preorder invariant, see
     :func:`_check_preorder`.)
+
+    Parameters
+    ----------
+    parent : array_like of int
+        ``(N,)`` parent array in preorder, ``-1`` for roots.
+    name : str
+        Input name for the error message.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)`` int64.
+
+    Raises
+    ------
+    StructureError
+        If some ``parent[i] >= i`` or ``< -1``.
+
+    Examples
+    --------
+    >>> check_parent([-1, 0, 0]).tolist()
+    [-1, 0, 0]
+    >>> check_parent([-1, 2, 0])
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: <parent> at node 1: parent[1]=2 breaks preorder (need -1 <= parent[i] < i)
     """
     p = np.asarray(parent)
     if p.ndim != 1:
@@ -106,6 +132,26 @@ def depth(parent) -> np.ndarray:
     Invariant: ``d[i]`` is the distance from ``i`` to ``jump[i]`` (or to the root once
     ``jump[i] == -1``). Each round ``d[i] += d[jump[i]]; jump[i] = jump[jump[i]]`` doubles the
     covered distance, so ``ceil(log2(max depth)) + 1`` rounds suffice.
+
+    Parameters
+    ----------
+    parent : array_like of int
+        ``(N,)`` parent array in preorder, ``-1`` for roots.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)`` int64 depths (roots 0).
+
+    Raises
+    ------
+    StructureError
+        If the parent array is not a preorder.
+
+    Examples
+    --------
+    >>> depth([-1, 0, 1, 1, 0]).tolist()
+    [0, 1, 2, 2, 1]
     """
     return _depth(check_parent(parent))
 
@@ -158,12 +204,54 @@ def _siblings(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sibling_index(parent) -> np.ndarray:
-    """0-based position among the children of the same parent (roots among roots)."""
+    """0-based position among the children of the same parent (roots among roots).
+
+    Parameters
+    ----------
+    parent : array_like of int
+        ``(N,)`` parent array in preorder, ``-1`` for roots.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)`` int64.
+
+    Raises
+    ------
+    StructureError
+        If the parent array is not a preorder.
+
+    Examples
+    --------
+    >>> sibling_index([-1, 0, 1, 1, 0, -1]).tolist()
+    [0, 0, 0, 1, 1, 1]
+    """
     return _siblings(check_parent(parent))[0]
 
 
 def num_children(parent) -> np.ndarray:
-    """Number of children of each node (``bincount`` of the parent array)."""
+    """Number of children of each node (``bincount`` of the parent array).
+
+    Parameters
+    ----------
+    parent : array_like of int
+        ``(N,)`` parent array in preorder, ``-1`` for roots.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)`` int64.
+
+    Raises
+    ------
+    StructureError
+        If the parent array is not a preorder.
+
+    Examples
+    --------
+    >>> num_children([-1, 0, 1, 1, 0]).tolist()
+    [2, 2, 0, 0, 0]
+    """
     return _num_children(check_parent(parent))
 
 
@@ -179,6 +267,26 @@ def subtree_size(parent) -> np.ndarray:
     ``N``. So ``end[i] = next_sibling[a]`` for ``a`` the nearest ancestor-or-self of ``i``
     that has a next sibling (``N`` if none), found by pointer jumping: ``f[i] = i`` if ``i``
     has a next sibling else ``parent[i]``, then ``f <- f[f]`` until nothing moves.
+
+    Parameters
+    ----------
+    parent : array_like of int
+        ``(N,)`` parent array in preorder, ``-1`` for roots.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)`` int64; the subtree of ``i`` is the index range ``[i, i + size[i])``.
+
+    Raises
+    ------
+    StructureError
+        If the parent array is not a preorder.
+
+    Examples
+    --------
+    >>> subtree_size([-1, 0, 1, 1, 0]).tolist()
+    [5, 3, 1, 1, 1]
     """
     p = check_parent(parent)
     sib, nxt = _siblings(p)
@@ -223,6 +331,28 @@ def root_path(
       share its row). ``keep="bottom"`` keeps the ``max_depth`` steps nearest the node, as
       in Shiv & Quirk's stack, where moving to a child shifts the path by one step.
     * **width**: a child index ``>= max_width`` is clipped to ``max_width - 1``.
+
+    Parameters
+    ----------
+    parent : array_like of int
+        ``(N,)`` parent array in preorder, ``-1`` for roots.
+    max_depth, max_width : int
+        The caps (steps kept, largest child index stored + 1).
+    keep : {"top", "bottom"}
+        Which end of a too-long path to keep.
+
+    Raises
+    ------
+    StructureError
+        If the parent array is not a preorder.
+    ValueError
+        On a cap below 1 or an unknown ``keep``.
+
+    Examples
+    --------
+    >>> path, overflow = root_path([-1, 0, 1, 1, 0], max_depth=2, max_width=4)
+    >>> path.tolist(), overflow.tolist()
+    ([[-1, -1], [0, -1], [0, 0], [0, 1], [1, -1]], [False, False, False, False, False])
     """
     if max_depth < 1 or max_width < 1:
         raise ValueError(f"max_depth and max_width must be >= 1, got {max_depth}, {max_width}")
@@ -236,7 +366,22 @@ def root_path(
 
 
 def path_dtype(max_width: int) -> np.dtype:
-    """dtype of :func:`root_path` rows: int16 (int32 when ``max_width > 16384``)."""
+    """dtype of :func:`root_path` rows: int16 (int32 when ``max_width > 16384``).
+
+    Parameters
+    ----------
+    max_width : int
+        The root path's width cap.
+
+    Returns
+    -------
+    numpy.dtype
+
+    Examples
+    --------
+    >>> path_dtype(64), path_dtype(100_000)
+    (dtype('int16'), dtype('int32'))
+    """
     return np.dtype(np.int16 if max_width <= 16384 else np.int32)
 
 
@@ -329,7 +474,30 @@ def _lca_preorder(p: np.ndarray, d: np.ndarray, u: np.ndarray, v: np.ndarray) ->
 
 
 def lca(parent, u, v) -> np.ndarray:
-    """Lowest common ancestor of each pair ``(u[j], v[j])``; ``-1`` if in different trees."""
+    """Lowest common ancestor of each pair ``(u[j], v[j])``; ``-1`` if in different trees.
+
+    Parameters
+    ----------
+    parent : array_like of int
+        ``(N,)`` parent array in preorder, ``-1`` for roots.
+    u, v : array_like of int
+        Node pairs (same shape).
+
+    Returns
+    -------
+    numpy.ndarray
+        Ancestor index per pair, ``-1`` across trees.
+
+    Raises
+    ------
+    StructureError
+        If the parent array is not a preorder or a node does not exist.
+
+    Examples
+    --------
+    >>> lca([-1, 0, 1, 1, 0], [2, 2, 3], [3, 4, 1]).tolist()
+    [1, 0, 1]
+    """
     p = check_parent(parent)
     u = np.asarray(u, dtype=np.int64)
     v = np.asarray(v, dtype=np.int64)
@@ -352,6 +520,30 @@ def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:
     ``dist(u, v) = depth[u] + depth[v] - 2 depth[lca(u, v)]``; ``-1`` for nodes in different
     trees of a forest. Cost is ``O(S log S + M^2)`` where ``S`` is the preorder span of
     ``nodes``; pairs are processed ``chunk`` at a time to bound memory.
+
+    Parameters
+    ----------
+    parent : array_like of int
+        ``(N,)`` parent array in preorder, ``-1`` for roots.
+    nodes : array_like of int, optional
+        The ``M`` nodes to compare (default all).
+    chunk : int
+        Pairs per batch.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(M, M)`` int64 path lengths.
+
+    Raises
+    ------
+    StructureError
+        If the parent array is not a preorder or a node does not exist.
+
+    Examples
+    --------
+    >>> tree_distance([-1, 0, 1, 1, 0]).tolist()[2]
+    [2, 1, 0, 2, 3]
     """
     p = check_parent(parent)
     sib, nxt = _siblings(p)
@@ -375,18 +567,11 @@ def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:
 
 # ------------------------------------------------------------- family "tree"
 def _parse_arg(arg: str | None) -> tuple[int, int]:
-    """``"32x64"`` -> (32, 64); ``"16"`` -> (16, default width); ``None`` -> defaults."""
-    if not arg:
-        return DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH
-    dpart, _, wpart = arg.lower().partition("x")
-    try:
-        max_depth = int(dpart) if dpart else DEFAULT_MAX_DEPTH
-        max_width = int(wpart) if wpart else DEFAULT_MAX_WIDTH
-    except ValueError:
-        raise ValueError(f"tree coordinates: bad argument {arg!r}, expected e.g. 'tree:32x64'") from None
-    if max_depth < 1 or max_width < 1:
-        raise ValueError(f"tree coordinates: bad argument {arg!r}, depth and width must be >= 1")
-    return max_depth, max_width
+    """``"32x64"`` -> (32, 64); ``"16"`` -> (16, default width); ``None`` -> defaults (SpecError if bad)."""
+    from . import _tree_arg
+
+    params = _tree_arg(arg)
+    return params["D"], params["W"]
 
 
 def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
@@ -397,6 +582,31 @@ def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nd
     :func:`root_path` for the capping rule, ``keep="top"``) and ``root_path_overflow``
     (``(N,)`` bool: the stored path was cut or clipped). Raises StructureError if the parent
     array is not a preorder.
+
+    Parameters
+    ----------
+    structure : Structure
+        A tree.
+    arg : str, optional
+        ``"DEPTHxWIDTH"`` caps of the root path (validated by the ``tree`` registry entry).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+
+    Raises
+    ------
+    StructureError
+        If the structure has no parent array or it is not a preorder.
+    SpecError
+        On a bad ``arg``.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> c = tree_coords(structpos.parse("[1, [2]]", "json"), "2x4")
+    >>> c["depth"].tolist(), c["root_path"].tolist()
+    ([0, 1, 1, 2], [[-1, -1], [0, -1], [1, -1], [1, 0]])
     """
     if structure.parent is None:
         raise StructureError("tree coordinates need a tree (no parent array)", name=structure.name)

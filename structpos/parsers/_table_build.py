@@ -18,11 +18,11 @@ Per-node attributes (``-1`` on the table and row nodes):
 * ``rowspan``, ``colspan`` — how many grid rows/columns the cell covers (≥ 1);
 * ``header`` — 1 when the cell is in a header row or is an HTML ``<th>``, else 0.
 
-``meta``: ``text`` (list of length N: the cell's text, ``None`` for table/row nodes — for CSV the
-decoded field value, for HTML the visible text with whitespace runs collapsed), ``grid`` (the
-expanded ``R × C`` grid of texts as lists, a merged cell's text repeated over every slot it
-covers, ``None`` in holes of ragged rows), ``header_rows`` (number of leading header rows),
-``n_rows``, ``n_cols``, ``format``.
+``node_texts`` (list of length N: the cell's text, ``None`` for table/row nodes — for CSV the
+decoded field value, for HTML the visible text with whitespace runs collapsed), ``format``, and
+``table`` (:class:`~structpos.structure.TableInfo`): ``grid`` (the expanded ``R × C`` grid of
+texts as lists, a merged cell's text repeated over every slot it covers, ``None`` in holes of
+ragged rows), ``header_rows`` (number of leading header rows), ``n_rows``, ``n_cols``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..limits import Limits, check_limit, resolve_limits
-from ..structure import Structure, StructureError
+from ..structure import Structure, StructureError, TableInfo
 
 __all__ = ["CellRecord", "RowRecord", "TableData", "place_cells", "build_table"]
 
@@ -208,7 +208,7 @@ def build_table(
     table_span: tuple[int, int],
     header_rows: int,
     fmt: str,
-    extra_meta: dict | None = None,
+    table_index: int | None = None,
     limits: Limits | None = None,
 ) -> Structure:
     """Lay ``data`` out as a table Structure (see the module docstring).
@@ -220,13 +220,13 @@ def build_table(
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of small lists: the cyclic GC would rescan them over and over
     try:
-        return _build_table(data, source, name, table_span, header_rows, fmt, extra_meta, resolve_limits(limits))
+        return _build_table(data, source, name, table_span, header_rows, fmt, table_index, resolve_limits(limits))
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _build_table(data: TableData, source, name, table_span, header_rows, fmt, extra_meta, limits: Limits) -> Structure:
+def _build_table(data: TableData, source, name, table_span, header_rows, fmt, table_index, limits: Limits) -> Structure:
     counts = np.asarray(data.row_count, dtype=np.int64)
     n_rows = len(counts)
     n_cells = int(counts.sum())
@@ -275,17 +275,9 @@ def _build_table(data: TableData, source, name, table_span, header_rows, fmt, ex
                 f"table cells after span expansion ({n_rows} rows × {n_cols} columns)", name=name)
     grid = _expanded_grid(data.cell_text, cell_row, cell_col, cell_rs, cell_cs, n_rows, n_cols)
 
-    meta = {
-        "text": text_arr.tolist(),
-        "grid": grid,
-        "header_rows": int(header_rows),
-        "n_rows": n_rows,
-        "n_cols": n_cols,
-        "format": fmt,
-    }
-    if extra_meta:
-        meta.update(extra_meta)
-    return Structure(kind="table", labels=labels, start=start, end=end, parent=parent, source=source, name=name, attrs=attrs, meta=meta)
+    table = TableInfo(grid=grid, header_rows=int(header_rows), n_rows=n_rows, n_cols=n_cols, table_index=table_index)
+    return Structure(kind="table", labels=labels, start=start, end=end, parent=parent, source=source, name=name,
+                     attrs=attrs, format=fmt, node_texts=text_arr.tolist(), table=table)
 
 
 def check_span_value(value: str | None, attr: str, *, name: str, where: str) -> int:

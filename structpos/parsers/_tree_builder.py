@@ -69,7 +69,8 @@ class TreeBuilder:
         """Set the end of node ``i``'s span."""
         self.end[i] = end
 
-    def build(self, kind: str, source: str | None, name: str, meta: dict | None = None) -> Structure:
+    def build(self, kind: str, source: str | None, name: str, **fields: Any) -> Structure:
+        """The Structure; ``fields`` are its typed fields (``format=``, ``nested_spans=``, ...)."""
         attrs = {}
         n = len(self.labels)
         for k, values in self._set.items():
@@ -94,7 +95,7 @@ class TreeBuilder:
             source=source,
             name=name,
             attrs=attrs,
-            meta=dict(meta or {}),
+            **fields,
         )
 
 

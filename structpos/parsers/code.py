@@ -10,7 +10,7 @@ but may include hidden tokens (e.g. Python's newline / dedent).
 Per-node attrs: ``is_named`` (bool), ``is_error`` (bool: an ``ERROR`` node or a zero-width
 ``MISSING`` node inserted by error recovery) and, with ``fields=True``, ``field`` (the
 field name under which the node hangs from its tree-sitter parent, ``""`` if none). Syntax
-errors never raise: ``meta["has_error"]`` says whether any occurred. With ``named_only`` a
+errors never raise: ``structure.code.has_error`` says whether any occurred. With ``named_only`` a
 dropped anonymous ``MISSING`` token takes its flag with it (``has_error`` still says so).
 
 There is no default language: ``language=`` names it, or the suffix of a path (or of
@@ -47,7 +47,7 @@ import numpy as np
 
 from ..exceptions import LimitError, ParseError, SpecError
 from ..limits import Limits, check_limit, resolve_limits
-from ..structure import Structure, StructureError
+from ..structure import CodeInfo, Structure, StructureError
 from ._input import bom_encoding, check_text, decode_bytes, is_pathlike, read_bytes
 from ._offsets import ByteToChar
 
@@ -345,7 +345,8 @@ def _build(tree, text: str, data: bytes, name: str, lang, lang_name: str, named_
         source=text,
         name=name,
         attrs=attrs,
-        meta={"has_error": bool(has_error), "language": lang_name, "named_only": named_only, "parser": "tree-sitter"},
+        format="code",
+        code=CodeInfo(language=lang_name, has_error=bool(has_error), named_only=named_only),
     )
 
 

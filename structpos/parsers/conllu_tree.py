@@ -15,7 +15,7 @@ no ``# text``, the text is synthesized from the surface forms, a space after eac
 MISC has ``SpaceAfter=No``.
 
 Spans are word spans, so a head's span does *not* contain its dependents' spans
-(``meta["nested_spans"] = False``). Several roots, no root, a head cycle or a head out of
+(``structure.nested_spans = False``). Several roots, no root, a head cycle or a head out of
 range raise :class:`StructureError` naming the sentence id and the word — no root is
 invented (unlike ``conllu``'s ``to_tree()``).
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..limits import Limits, check_limit, node_budget
-from ..structure import Structure, StructureError
+from ..structure import SentenceInfo, Structure, StructureError
 from . import require
 from ._input import read_text
 from ._dependency import heads_to_preorder
@@ -165,8 +165,9 @@ def _sentence(tokens, k: int, name: str) -> Structure:
             "upos": obj([words[w]["upos"] for w in order]),
             "form": obj([words[w]["form"] for w in order]),
         },
-        meta={"format": "conllu", "sent_id": sent_id, "sentence_index": k, "nested_spans": False,
-              "text_synthesized": synthesized, "metadata": dict(tokens.metadata)},
+        format="conllu",
+        nested_spans=False,
+        sentence=SentenceInfo(sent_id, k, text_synthesized=synthesized, comments=dict(tokens.metadata)),
     )
 
 

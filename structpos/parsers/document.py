@@ -124,11 +124,11 @@ def add_blocks(b: TreeBuilder, text: str, parent: int, start: int, end: int, lab
             b.add(kind, sent, ts, te)
 
 
-def finish(b: TreeBuilder, kind: str, text: str, name: str, meta: dict) -> Structure:
+def finish(b: TreeBuilder, kind: str, text: str, name: str, format: str) -> Structure:
     """Build the Structure and attach the hierarchy ids as attributes."""
     from ..coords.hierarchy import hierarchy_ids
 
-    s = b.build(kind, text, name, meta)
+    s = b.build(kind, text, name, format=format)
     s.attrs.update(hierarchy_ids(s.labels, s.parent))
     return s
 
@@ -150,4 +150,4 @@ def parse_document(text: str, name: str | None = None, *, limits: Limits | None 
     root = b.add("document", -1, 0, len(text))
     for ps, pe in split_paragraphs(text):
         add_blocks(b, text, root, ps, pe)
-    return finish(b, "document", text, name, {"format": "text"})
+    return finish(b, "document", text, name, "text")

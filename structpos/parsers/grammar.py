@@ -109,7 +109,7 @@ def _to_structure(tree, text: str, name: str, Token, max_nodes: int) -> Structur
         i = b.add(str(node.data), parent, s, e)
         stack.extend((c, i) for c in reversed(node.children))
     _fill_rule_spans(b)
-    return b.build("tree", text, name, {"format": "grammar"})
+    return b.build("tree", text, name, format="grammar")
 
 
 def _fill_rule_spans(b: TreeBuilder) -> None:

@@ -14,11 +14,11 @@ or deduplicated; ``directed`` says how to read them:
 ``G.is_directed()``; ``edge_index``/PyG input is read as undirected when every edge's reverse
 is present too (PyG's ``is_undirected`` test, weights included), else as directed.
 
-Node order: ``list(G.nodes)`` for networkx (original node keys in ``meta["node_ids"]``),
+Node order: ``list(G.nodes)`` for networkx (original node keys in ``structure.node_ids``),
 ``0 .. num_nodes-1`` otherwise. Labels: the node attribute named by ``label`` when present,
 else ``str(node)``. Spans are ``-1`` unless ``node_text`` is given (a sequence of strings, or
 for networkx the name of a node attribute): then ``source`` is the texts joined by newlines and
-node ``i`` spans its text. Multi-dimensional PyG ``edge_attr`` is kept in ``meta["edge_attr"]``.
+node ``i`` spans its text. Multi-dimensional PyG ``edge_attr`` is kept in ``structure.edge_attr``.
 """
 
 from __future__ import annotations
@@ -237,11 +237,6 @@ def parse_graph(
         labels = [str(i) for i in range(num_nodes)]
         inferred_directed = not _is_symmetric(ei, w, num_nodes)
     source, start, end = _attach_text(node_text, num_nodes, name)
-    meta: dict[str, Any] = {}
-    if node_ids is not None:
-        meta["node_ids"] = node_ids
-    elif extra:
-        meta.update(extra)
     return Structure(
         kind="graph",
         labels=labels,
@@ -252,7 +247,8 @@ def parse_graph(
         directed=inferred_directed if directed is None else bool(directed),
         source=source,
         name=name,
-        meta=meta,
+        node_ids=node_ids,
+        edge_attr=extra.get("edge_attr"),
     )
 
 

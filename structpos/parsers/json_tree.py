@@ -98,11 +98,11 @@ def parse_json(
     if from_object:
         name = name or "<json object>"
         text = dumps_iterative(text_or_obj, name=name)
-        meta = {"format": "json", "from_object": True}
+        fmt = "json-object"
     else:
         text, name = read_text(text_or_obj, name=name, default="<json>", limits=limits)
-        meta = {"format": "json"}
-    return _Scanner(text, name, node_budget(limits)).scan(meta)
+        fmt = "json"
+    return _Scanner(text, name, node_budget(limits)).scan(fmt)
 
 
 class _Scanner:
@@ -133,7 +133,7 @@ class _Scanner:
             return _WS.match(self.text, pos).end()
         return pos
 
-    def scan(self, meta: dict) -> Structure:
+    def scan(self, fmt: str) -> Structure:
         value, next_slot = self.value, self.next_slot
         pos = self.skip_ws(0)
         while True:
@@ -143,7 +143,7 @@ class _Scanner:
                 continue
             pos = next_slot(pos)
             if pos < 0:
-                return self.build(meta)
+                return self.build(fmt)
 
     def add(self, label: str, pos: int, end: int) -> int:
         node = len(self.labels)
@@ -264,7 +264,7 @@ class _Scanner:
         what = "',' or '}' after an object member" if is_obj else "',' or ']' after an array element"
         self.fail(pos, f"expected {what}, found {c!r}" if c else f"expected {what}, found end of input")
 
-    def build(self, meta: dict) -> Structure:
+    def build(self, fmt: str) -> Structure:
         n = len(self.labels)
         key_arr = np.empty(n, dtype=object)
         index_arr = np.full(n, -1, dtype=np.int64)
@@ -277,7 +277,7 @@ class _Scanner:
             index_arr[np.fromiter(indices.keys(), dtype=np.int64, count=len(indices))] = np.fromiter(
                 indices.values(), dtype=np.int64, count=len(indices))
         return Structure(kind="tree", labels=self.labels, start=self.starts, end=self.ends, parent=self.parents,
-                         source=self.text, name=self.name, attrs={"key": key_arr, "index": index_arr}, meta=meta)
+                         source=self.text, name=self.name, attrs={"key": key_arr, "index": index_arr}, format=fmt)
 
 
 def json_path(structure: Structure, i: int) -> list[str | int]:

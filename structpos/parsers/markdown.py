@@ -202,7 +202,7 @@ def parse_markdown(text: str, name: str | None = None, *, limits: Limits | None 
     text, name = read_text(text, name=name, default="<markdown>", limits=limits)
     md = _MarkdownTree(text, name, node_budget(limits))
     md.scan()
-    s = finish(md.b, "document", text, name, {"format": "markdown"})
+    s = finish(md.b, "document", text, name, "markdown")
     lv = np.zeros(len(s), dtype=np.int64)
     for node, lvl in md.level.items():
         lv[node] = lvl

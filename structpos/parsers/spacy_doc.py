@@ -10,7 +10,7 @@ Attributes: ``token_index`` (spaCy's 0-based ``token.i``), ``head`` (``token.hea
 equal to ``token_index`` for a root), ``sentence`` (0-based sentence number: from
 ``doc.sents`` when the document has sentence boundaries, otherwise the rank of the
 token's root), ``upos`` (``token.pos_`` or ``""``). Spans are token spans
-(``meta["nested_spans"] = False``). Heads outside the document or head cycles raise
+(``structure.nested_spans = False``). Heads outside the document or head cycles raise
 :class:`StructureError`.
 """
 
@@ -96,5 +96,6 @@ def parse_spacy(doc, name: str | None = None, *, limits: Limits | None = None) -
             "sentence": sentence[order],
             "upos": upos,
         },
-        meta={"format": "spacy", "nested_spans": False},
+        format="spacy",
+        nested_spans=False,
     )

@@ -4,7 +4,7 @@
 :mod:`structpos.parsers._table_build`): node 0 the table, then each row followed by its cells
 in preorder, attributes ``row``, ``col``, ``rowspan``, ``colspan``, ``header`` (``-1`` on
 table/row nodes), spans = character offsets of each cell's content in ``source``, the cell
-texts in ``meta["text"]`` and the expanded grid of texts in ``meta["grid"]``.
+texts in ``structure.node_texts`` and the expanded grid of texts in ``structure.table.grid``.
 Use :func:`structpos.coords.table.cell_grid` for the ``R × C`` grid of cell node ids.
 """
 
@@ -155,4 +155,4 @@ def parse_table(
 
 def cell_text(structure: Structure, i: int) -> str | None:
     """The text of cell node ``i`` (decoded CSV value / visible HTML text), ``None`` for non-cells."""
-    return structure.meta["text"][i]
+    return None if structure.node_texts is None else structure.node_texts[i]

@@ -258,7 +258,7 @@ def parse_html_tables(
             table_span=(t.start, t.end),
             header_rows=_header_rows(t, header),
             fmt="html",
-            extra_meta={"table_index": k},
+            table_index=k,
             limits=limits,
         )
         out.append(s)

@@ -175,4 +175,4 @@ def parse_xml(text: str | bytes, name: str | None = None, *, limits: Limits | No
     offsets = ByteToChar(text, data)(np.array([ev[1] for ev in events], dtype=np.int64)).tolist() if events else []
     walk = _TreeWalk(text, name, node_budget(limits))
     walk.replay(events, offsets)
-    return walk.b.build("tree", text, name, {"format": "xml"})
+    return walk.b.build("tree", text, name, format="xml")

@@ -96,4 +96,4 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
                 stack.append((node.value[j], i, None, j, False))
         else:
             b.add(_tag_label(node), parent, s, e, index=index)
-    return b.build("tree", text, name, {"format": "yaml"})
+    return b.build("tree", text, name, format="yaml")

@@ -105,29 +105,13 @@ def _limits_dict(limits: Limits) -> dict:
     return {k: v for k, v in asdict(limits).items() if k not in ("record_timeout", "max_memory_bytes")}
 
 
-_TINY_TREE: Any = None
-
-
-def _tiny_tree():
-    """A 4-node tree with edges (a path plus a branch): every family but ``table`` computes on it."""
-    global _TINY_TREE
-    if _TINY_TREE is None:
-        from ..parsers import parse
-
-        _TINY_TREE = parse('{"a": [1, 2]}', "json")
-    return _TINY_TREE
-
-
 def validate_spec(spec: str) -> list[tuple[str, str | None]]:
-    """Check a coordinate spec before any work starts: unknown families and bad arguments.
-
-    An argument is bad when the family computes on a tiny tree with its default argument
-    but fails with the given one (``lap:abc``, ``tree:0x0``).
+    """Check a ``--coords`` spec before any work starts (the coordinate registry's validators).
 
     Raises
     ------
     SpecError
-        Naming the spec item and the reason.
+        Naming ``--coords``, the spec item and the reason.
 
     Examples
     --------
@@ -136,29 +120,14 @@ def validate_spec(spec: str) -> list[tuple[str, str | None]]:
     >>> validate_spec("lap:abc")
     Traceback (most recent call last):
     ...
-    structpos.exceptions.SpecError: --coords lap:abc: bad argument 'abc' for lap: ...
+    structpos.exceptions.SpecError: --coords lap:abc: k must be an integer >= 1 (got 'abc')
     """
-    from .. import coords as coords_mod
+    from ..coords import parse_spec
 
     try:
-        items = coords_mod.parse_spec(spec)
-    except StructposError:
-        raise
-    except (ValueError, KeyError, TypeError) as e:
-        raise SpecError(str(e), name=f"--coords {spec}") from None
-    for name, arg in items:
-        if arg is None:
-            continue
-        family = coords_mod.get(name)
-        try:
-            family(_tiny_tree(), arg)
-        except Exception as e:
-            try:
-                family(_tiny_tree(), None)
-            except Exception:
-                continue  # the family does not apply to a tree (e.g. table): cannot tell here
-            raise SpecError(f"bad argument {arg!r} for {name}: {e}", name=f"--coords {name}:{arg}") from None
-    return items
+        return parse_spec(spec)
+    except SpecError as e:
+        raise SpecError(f"--coords {e}") from None
 
 
 _ACCEPTS: dict[str, bool] = {}
@@ -238,7 +207,8 @@ def encode_payload(
     for k, s in enumerate(structures):
         rid = record_id
         if len(structures) > 1:
-            rid = f"{record_id}#{s.meta.get('sent_id', k) if isinstance(getattr(s, 'meta', None), dict) else k}"
+            sent_id = s.sentence.sent_id if getattr(s, "sentence", None) is not None else None
+            rid = f"{record_id}#{sent_id if sent_id is not None else k}"
         check_limit(int(s.num_nodes), limits.max_nodes, "max_nodes", "nodes", name=rid)
         try:
             c = compute(s, coords) if coords else {}

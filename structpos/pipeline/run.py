@@ -78,7 +78,7 @@ class EncodeConfig:
     >>> EncodeConfig(kind="json", coords="lap:abc").validate()
     Traceback (most recent call last):
     ...
-    structpos.exceptions.SpecError: --coords lap:abc: bad argument 'abc' for lap: ...
+    structpos.exceptions.SpecError: --coords lap:abc: k must be an integer >= 1 (got 'abc')
     """
 
     kind: str | None = None

@@ -12,6 +12,7 @@ GUI backend or display is touched.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,33 @@ LABEL_LIMIT = 60  #: draw text labels only up to this many nodes
 
 # ------------------------------------------------------------------ data preparation
 def truncate(s: Structure, max_nodes: int) -> Structure:
-    """The first ``max_nodes`` nodes of ``s`` (a connected top of a preorder tree; the induced subgraph of a graph)."""
+    """The first ``max_nodes`` nodes of ``s`` (a connected top of a preorder tree; the induced subgraph of a graph).
+
+    Parameters
+    ----------
+    s : Structure
+        A tree (preorder) or graph.
+    max_nodes : int
+        How many nodes to keep (> 0).
+
+    Returns
+    -------
+    Structure
+        ``s`` itself when small enough, else the cut copy with ``truncated_from`` set.
+
+    Raises
+    ------
+    ValueError
+        If ``max_nodes <= 0``.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> t = truncate(s, 3)
+    >>> t.num_nodes, t.truncated_from, t.parent.tolist()
+    (3, 5, [-1, 0, 0])
+    """
     n = s.num_nodes
     if max_nodes <= 0:
         raise ValueError(f"max_nodes must be positive, got {max_nodes}")
@@ -47,19 +74,20 @@ def truncate(s: Structure, max_nodes: int) -> Structure:
         keep = (s.edge_index < m).all(axis=0)
         edge_index = s.edge_index[:, keep]
         edge_weight = None if s.edge_weight is None else s.edge_weight[keep]
-    return Structure(
-        kind=s.kind,
+    return dataclasses.replace(
+        s,
         labels=s.labels[:m],
         start=s.start[:m],
         end=s.end[:m],
         parent=None if s.parent is None else s.parent[:m],
         edge_index=edge_index,
         edge_weight=edge_weight,
-        directed=s.directed,
-        source=s.source,
-        name=s.name,
         attrs={k: v[:m] for k, v in s.attrs.items()},
-        meta={**s.meta, "truncated_from": n},
+        node_texts=None if s.node_texts is None else s.node_texts[:m],
+        node_ids=None if s.node_ids is None else s.node_ids[:m],
+        edge_attr=None if s.edge_attr is None or edge_index is None else s.edge_attr[keep],
+        truncated_from=n,
+        meta=None,
     )
 
 
@@ -82,6 +110,34 @@ def node_values(s: Structure, color_by: str, coords: dict[str, np.ndarray] | Non
     ``color_by`` is a coordinate name (``"depth"``, ``"lap:2"`` / ``"lap[2]"`` for column 2 of a
     multi-column one), a node attribute (``"row"``), ``"label"`` (categorical), or one of the
     built-ins ``"depth"`` (trees), ``"degree"``, ``"index"``.
+
+    Parameters
+    ----------
+    s : Structure
+        The structure.
+    color_by : str
+        What to colour by (see above).
+    coords : dict of str to numpy.ndarray, optional
+        Computed coordinates to choose from.
+
+    Returns
+    -------
+    values : numpy.ndarray
+        ``(N,)``.
+    categorical : bool
+        Whether the values are categories.
+
+    Raises
+    ------
+    ValueError
+        If ``color_by`` names nothing available (the message lists what is).
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> node_values(s, "depth")[0].tolist(), node_values(s, "label")[1]
+    ([0, 1, 1, 2, 2], True)
     """
     coords = coords or {}
     name, col = color_by, None
@@ -111,7 +167,35 @@ def node_values(s: Structure, color_by: str, coords: dict[str, np.ndarray] | Non
 
 
 def coordinate_matrix(coords: dict[str, np.ndarray], names: list[str] | None = None, n: int | None = None) -> tuple[np.ndarray, list[str]]:
-    """Stack the chosen numeric coordinate arrays into ``(N, A)``; return it and the axis names."""
+    """Stack the chosen numeric coordinate arrays into ``(N, A)``; return it and the axis names.
+
+    Parameters
+    ----------
+    coords : dict of str to numpy.ndarray
+        Per-node coordinates.
+    names : list of str, optional
+        Which ones (default: all); non-numeric arrays are skipped.
+    n : int, optional
+        Expected node count.
+
+    Returns
+    -------
+    matrix : numpy.ndarray
+        ``(N, A)`` float64.
+    axis_names : list of str
+
+    Raises
+    ------
+    ValueError
+        On an unknown name, no numeric coordinate, or a wrong row count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m, names = coordinate_matrix({"depth": np.array([0, 1]), "lap": np.zeros((2, 2))})
+    >>> m.shape, names
+    ((2, 3), ['depth', 'lap[0]', 'lap[1]'])
+    """
     names = list(coords) if names is None else names
     cols, axis_names = [], []
     for name in names:
@@ -133,7 +217,25 @@ def coordinate_matrix(coords: dict[str, np.ndarray], names: list[str] | None = N
 
 def structural_distance(s: Structure) -> np.ndarray:
     """``(N, N)`` hop distance along edges (tree edges, graph edges); for an edgeless table the
-    grid distance ``|Δrow| + |Δcol|``."""
+    grid distance ``|Δrow| + |Δcol|``.
+
+    Parameters
+    ----------
+    s : Structure
+        A tree, graph or table.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, N)`` float, ``inf`` where unreachable.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> structural_distance(s)[3].tolist()
+    [2.0, 3.0, 1.0, 0.0, 2.0]
+    """
     ei, _ = s.edges()
     if ei.shape[1] == 0 and "row" in s.attrs and "col" in s.attrs:
         r = np.asarray(s.attrs["row"], dtype=float)
@@ -189,15 +291,45 @@ def _colors(values: np.ndarray, categorical: bool, cmap_name: str = "viridis", s
     return rgba, ("colorbar", mpl.cm.ScalarMappable(norm=norm, cmap=cmap))
 
 
-def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorical: bool = False, ax=None, title: str | None = None, color_label: str = "", text: str = "auto"):
+def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorical: bool = False, ax=None,
+                   title: str | None = None, color_label: str = "", text: str = "auto"):
     """Draw ``s`` (tree, table grid or graph) on ``ax`` with node colours from ``values``.
 
-    ``text``: ``"auto"`` labels nodes when there are at most :data:`LABEL_LIMIT`, ``"none"`` never.
-    Returns the axes.
+    Parameters
+    ----------
+    s : Structure
+        What to draw; the style comes from :func:`structpos.viz.layout.layout`.
+    values : numpy.ndarray, optional
+        One value per node (default: depth for trees, degree otherwise).
+    categorical : bool
+        Colour ``values`` as categories (legend) instead of a continuous map (colour bar).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw (default: a new headless figure).
+    title : str, optional
+        Axes title (default: input name, kind and node count).
+    color_label : str
+        Colour bar / legend title.
+    text : {"auto", "none"}
+        ``"auto"`` labels nodes when there are at most :data:`LABEL_LIMIT`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If ``values`` does not have one entry per node.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> ax = draw_structure(s)
+    >>> ax.get_ylabel(), len(ax.collections[1].get_offsets())
+    ('depth', 5)
     """
-    from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure
-    from matplotlib.patches import Patch, Rectangle
 
     if ax is None:
         ax = Figure(figsize=(8, 6)).add_subplot()
@@ -210,76 +342,145 @@ def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorica
     shown = np.isfinite(pos).all(axis=1) if style == "grid" else None
     rgba, key = _colors(np.asarray(values), categorical, shown=shown)
     show_text = text == "auto" and n <= LABEL_LIMIT
-    fig = ax.figure
-
     if style == "grid":
-        cell = np.isfinite(pos).all(axis=1)
-        rs = np.asarray(s.attrs.get("rowspan", np.ones(n)), dtype=float)
-        cs = np.asarray(s.attrs.get("colspan", np.ones(n)), dtype=float)
-        row = np.asarray(s.attrs["row"], dtype=float)
-        col = np.asarray(s.attrs["col"], dtype=float)
-        for i in np.flatnonzero(cell):
-            ax.add_patch(Rectangle((col[i] - 0.5, -row[i] - max(rs[i], 1) + 0.5), max(cs[i], 1), max(rs[i], 1), facecolor=rgba[i], edgecolor="white", linewidth=1.0))
-            if show_text or cell.sum() <= 150:
-                # tables keep the decoded/visible cell text in meta["text"]; spans may hold markup
-                texts = s.meta.get("text")
-                txt = texts[i] if texts is not None and texts[i] is not None else s.node_text(i)
-                txt = str(s.labels[i]) if txt is None else txt
-                lum = 0.299 * rgba[i][0] + 0.587 * rgba[i][1] + 0.114 * rgba[i][2]
-                ax.text(pos[i, 0], pos[i, 1], _short(txt, 14), ha="center", va="center", fontsize=7, color="black" if lum > 0.5 else "white")
-        if cell.any():
-            ax.set_xlim(np.nanmin(col[cell]) - 0.6, np.nanmax(col[cell] + np.maximum(cs[cell], 1)) - 0.4)
-            ax.set_ylim(-np.nanmax(row[cell] + np.maximum(rs[cell], 1)) + 0.4, -np.nanmin(row[cell]) + 0.6)
-        if cell.any():
-            cols_u = np.unique(col[cell]).astype(int)
-            rows_u = np.unique(row[cell]).astype(int)
-            ax.set_xticks(cols_u[:: max(1, len(cols_u) // 20)])
-            rows_t = rows_u[:: max(1, len(rows_u) // 20)]
-            ax.set_yticks(-rows_t, [str(r) for r in rows_t])
-        ax.set_xlabel("column")
-        ax.set_ylabel("row")
+        _draw_grid(ax, s, pos, rgba, show_text)
     else:
-        ei, _ = s.edges()
-        if ei.shape[1]:
-            seg = np.stack([pos[ei[0]], pos[ei[1]]], axis=1)
-            ax.add_collection(LineCollection(seg, colors=(0.55, 0.55, 0.55, 0.8), linewidths=0.8 if n < 300 else 0.4, zorder=1, rasterized=n > 500))
-        size = 90 if n <= LABEL_LIMIT else max(4.0, 2500.0 / n)
-        ax.scatter(pos[:, 0], pos[:, 1], s=size, c=rgba, edgecolors="black" if n <= LABEL_LIMIT else "none", linewidths=0.4, zorder=2, rasterized=n > 500)
-        if show_text:
-            for i in range(n):
-                lab = _node_caption(s, i) if style == "tree" else f"{i}"
-                ax.annotate(lab, pos[i], xytext=(0, -8 if style == "tree" else 6), textcoords="offset points", ha="center", va="top" if style == "tree" else "bottom", fontsize=6.5, zorder=3)
-        ax.autoscale_view()
-        ax.margins(0.06)
-        if style == "tree":
-            ax.set_ylabel("depth")
-            lo = int(-pos[:, 1].max()) if n else 0
-            hi = int(-pos[:, 1].min()) if n else 0
-            step = max(1, (hi - lo) // 8)
-            ticks = np.arange(lo, hi + 1, step)
-            ax.set_yticks(-ticks, [str(t) for t in ticks])
-            ax.set_xticks([])
-        else:
-            ax.set_xticks([])
-            ax.set_yticks([])
+        _draw_links(ax, s, style, pos, rgba, show_text)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    kind, obj = key
-    if kind == "colorbar":
-        fig.colorbar(obj, ax=ax, label=color_label, shrink=0.8)
-    else:
-        handles = [Patch(facecolor=c, label=_short(lab, 22)) for lab, c in obj]
-        ax.legend(handles=handles, title=color_label or None, fontsize=6.5, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    total = s.meta.get("truncated_from")
+    _add_color_key(ax, key, color_label)
+    total = s.truncated_from
     count = f"first {n} of {total} nodes" if total else f"{n} nodes"
     ax.set_title(title if title is not None else f"{_short(Path(s.name).name, 80)} ({s.kind}, {count})", fontsize=10)
     return ax
+
+
+def _cell_text(s: Structure, i: int) -> str:
+    """What a table cell shows: the decoded/visible text (spans may hold markup), else the span, else the label."""
+    texts = s.node_texts
+    txt = texts[i] if texts is not None and texts[i] is not None else s.node_text(i)
+    return str(s.labels[i]) if txt is None else txt
+
+
+def _draw_grid(ax, s: Structure, pos: np.ndarray, rgba: np.ndarray, show_text: bool) -> None:
+    """Table cells as rectangles covering their row/column spans, with their text."""
+    from matplotlib.patches import Rectangle
+
+    n = s.num_nodes
+    cell = np.isfinite(pos).all(axis=1)
+    rs = np.maximum(np.asarray(s.attrs.get("rowspan", np.ones(n)), dtype=float), 1)
+    cs = np.maximum(np.asarray(s.attrs.get("colspan", np.ones(n)), dtype=float), 1)
+    row = np.asarray(s.attrs["row"], dtype=float)
+    col = np.asarray(s.attrs["col"], dtype=float)
+    with_text = show_text or cell.sum() <= 150
+    for i in map(int, np.flatnonzero(cell)):
+        ax.add_patch(Rectangle((col[i] - 0.5, -row[i] - rs[i] + 0.5), cs[i], rs[i], facecolor=rgba[i],
+                               edgecolor="white", linewidth=1.0))
+        if with_text:
+            lum = 0.299 * rgba[i][0] + 0.587 * rgba[i][1] + 0.114 * rgba[i][2]
+            ax.text(pos[i, 0], pos[i, 1], _short(_cell_text(s, i), 14), ha="center", va="center", fontsize=7,
+                    color="black" if lum > 0.5 else "white")
+    if cell.any():
+        ax.set_xlim(col[cell].min() - 0.6, (col[cell] + cs[cell]).max() - 0.4)
+        ax.set_ylim(-(row[cell] + rs[cell]).max() + 0.4, -row[cell].min() + 0.6)
+        cols_u = np.unique(col[cell]).astype(int)
+        rows_t = np.unique(row[cell]).astype(int)
+        rows_t = rows_t[:: max(1, len(rows_t) // 20)]
+        ax.set_xticks(cols_u[:: max(1, len(cols_u) // 20)])
+        ax.set_yticks(-rows_t, [str(r) for r in rows_t])
+    ax.set_xlabel("column")
+    ax.set_ylabel("row")
+
+
+def _draw_links(ax, s: Structure, style: str, pos: np.ndarray, rgba: np.ndarray, show_text: bool) -> None:
+    """Edges as one line collection, nodes as one scatter, captions for small structures."""
+    from matplotlib.collections import LineCollection
+
+    n = s.num_nodes
+    ei, _ = s.edges()
+    if ei.shape[1]:
+        seg = np.stack([pos[ei[0]], pos[ei[1]]], axis=1)
+        ax.add_collection(LineCollection(list(seg), colors=(0.55, 0.55, 0.55, 0.8), linewidths=0.8 if n < 300 else 0.4,
+                                         zorder=1, rasterized=n > 500))
+    size = 90 if n <= LABEL_LIMIT else max(4.0, 2500.0 / n)
+    ax.scatter(pos[:, 0], pos[:, 1], s=size, c=rgba, edgecolors="black" if n <= LABEL_LIMIT else "none",
+               linewidths=0.4, zorder=2, rasterized=n > 500)
+    if show_text:
+        tree = style == "tree"
+        for i in range(n):
+            ax.annotate(_node_caption(s, i) if tree else f"{i}", pos[i], xytext=(0, -8 if tree else 6),
+                        textcoords="offset points", ha="center", va="top" if tree else "bottom", fontsize=6.5, zorder=3)
+    ax.autoscale_view()
+    ax.margins(0.06)
+    ax.set_xticks([])
+    if style == "tree" and n:
+        _depth_axis(ax, pos)
+    else:
+        ax.set_yticks([])
+
+
+def _depth_axis(ax, pos: np.ndarray) -> None:
+    """Label the y axis of a tree drawing (``y = -depth``) with depths, at most ~8 ticks."""
+    lo, hi = int(-pos[:, 1].max()), int(-pos[:, 1].min())
+    ticks = np.arange(lo, hi + 1, max(1, (hi - lo) // 8))
+    ax.set_ylabel("depth")
+    ax.set_yticks(-ticks, [str(t) for t in ticks])
+
+
+def _add_color_key(ax, key, color_label: str) -> None:
+    """A colour bar for continuous values, a legend for categories."""
+    from matplotlib.patches import Patch
+
+    kind, obj = key
+    if kind == "colorbar":
+        ax.figure.colorbar(obj, ax=ax, label=color_label, shrink=0.8)
+        return
+    handles = [Patch(facecolor=c, label=_short(lab, 22)) for lab, c in obj]
+    ax.legend(handles=handles, title=color_label or None, fontsize=6.5, title_fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.0, 1.0), frameon=False)
 
 
 def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np.ndarray | None = None, encoder=None, head_dim: int = 32, vectors: str = "ones", seed: int = 0, coord_names: list[str] | None = None, distance_label: str = "hops"):
     """Three panels on ``axes`` (three Axes): distance matrix, rotary score matrix, score-vs-distance scatter.
 
     Returns ``(distance, scores)``.
+
+    Parameters
+    ----------
+    s : Structure
+        The structure (for the distances).
+    coords : numpy.ndarray
+        ``(N, A)`` coordinates fed to the rotary map.
+    axes : sequence of three Axes, optional
+        Where to draw (default: a new headless figure).
+    distance : numpy.ndarray, optional
+        ``(N, N)`` distances (default :func:`structural_distance`).
+    encoder : callable, optional
+        A rotary encoder ``encoder(q, k, coords)`` (default: exact sectioned RoPE in float64).
+    head_dim, vectors, seed
+        The probe ``q``, ``k`` (see :func:`structpos.viz.similarity.probe_vectors`).
+    coord_names : list of str, optional
+        Axis names for the title.
+    distance_label : str
+        Unit of the distance axis.
+
+    Returns
+    -------
+    distance, scores : numpy.ndarray
+        The two ``(N, N)`` matrices drawn.
+
+    Raises
+    ------
+    ValueError
+        If ``coords`` does not have one row per node.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> d, sc = draw_similarity(s, [[0], [1], [1], [2], [2]])
+    >>> d.shape, bool(sc[0, 0] > sc[0, 3])
+    ((5, 5), True)
     """
     from matplotlib.figure import Figure
 
@@ -344,6 +545,42 @@ def show_figure(s: Structure, *, color_by: str = "depth", coords: dict[str, np.n
 
     ``rope_coords=None`` uses every numeric array in ``coords``; when ``coords`` is empty too,
     built-in positions: tree (depth, preorder index), table (row, col), graph (node index).
+
+    Parameters
+    ----------
+    s : Structure
+        What to draw.
+    color_by : str
+        See :func:`node_values`.
+    coords : dict of str to numpy.ndarray, optional
+        Computed coordinates.
+    rope_coords : list of str, optional
+        Which coordinates feed the rotary map.
+    similarity : bool
+        Add the three similarity panels.
+    encoder : callable, optional
+        Rotary encoder for the scores.
+    size : (int, int)
+        Figure size in pixels (at least 200 × 150).
+    dpi, head_dim, vectors, seed
+        Rendering and probe settings.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        On a too small size or an unknown ``color_by``.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> fig = show_figure(s, size=(600, 400))
+    >>> len(fig.axes) >= 4
+    True
     """
     from matplotlib.figure import Figure
 

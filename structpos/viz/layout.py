@@ -7,9 +7,13 @@
   (``B = -½ J D² J``, coordinates = top-2 eigenvectors of ``B`` scaled by ``√λ``), which is
   deterministic (up to a fixed sign convention) and places nodes so that Euclidean distance
   approximates shortest-path distance. Disconnected components are laid out side by side.
+  (networkx has no classical MDS: its force-directed and Kamada-Kawai layouts are iterative
+  and only approximate the distances; MDS reproduces a path's distances exactly.)
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -27,7 +31,30 @@ def _check_tree(s: Structure) -> np.ndarray:
 
 
 def tree_layout(s: Structure) -> np.ndarray:
-    """``(N, 2)`` positions: ``x`` from a leaf-order tidy layout, ``y = -depth``."""
+    """``(N, 2)`` positions: ``x`` from a leaf-order tidy layout, ``y = -depth``.
+
+    Parameters
+    ----------
+    s : Structure
+        A tree in preorder.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, 2)`` float.
+
+    Raises
+    ------
+    StructureError
+        If ``s`` is not a preorder tree.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> tree_layout(s).tolist()  # leaves 1, 3, 4 at x = 0, 1, 2; parents midway
+    [[0.75, -0.0], [0.0, -1.0], [1.5, -1.0], [1.0, -2.0], [2.0, -2.0]]
+    """
     parent = _check_tree(s)
     n = len(parent)
     if n == 0:
@@ -54,7 +81,29 @@ def tree_layout(s: Structure) -> np.ndarray:
 
 
 def grid_layout(s: Structure) -> np.ndarray:
-    """``(N, 2)`` cell centres ``(col + (colspan-1)/2, -(row + (rowspan-1)/2))``; NaN for non-cells."""
+    """``(N, 2)`` cell centres ``(col + (colspan-1)/2, -(row + (rowspan-1)/2))``; NaN for non-cells.
+
+    Parameters
+    ----------
+    s : Structure
+        A table (``row``/``col`` attributes).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, 2)`` float.
+
+    Raises
+    ------
+    StructureError
+        Without ``row``/``col`` attributes.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> grid_layout(structpos.parse("a,b\\n1,2\\n", "table"))[2:4].tolist()
+    [[0.0, -0.0], [1.0, -0.0]]
+    """
     if "row" not in s.attrs or "col" not in s.attrs:
         raise StructureError("grid layout needs 'row' and 'col' attributes", name=s.name)
     row = np.asarray(s.attrs["row"], dtype=float)
@@ -67,16 +116,39 @@ def grid_layout(s: Structure) -> np.ndarray:
 
 
 def hop_distance(s: Structure) -> np.ndarray:
-    """``(N, N)`` unweighted shortest-path (hop) distance over undirected edges; ``inf`` if unreachable."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import shortest_path
+    """Unweighted shortest-path (hop) distances over undirected edges.
 
-    n = s.num_nodes
-    ei, _ = s.edges()
-    if ei.size and (ei.min() < 0 or ei.max() >= n):
-        raise StructureError("edge_index refers to a node that does not exist", name=s.name)
-    a = csr_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n, n))
-    return shortest_path(a, method="D", directed=False, unweighted=True)
+    The ``spd`` coordinate family (:mod:`structpos.coords.distance`) on ``s`` read as undirected;
+    tree edges are parent → child.
+
+    Parameters
+    ----------
+    s : Structure
+        A tree or graph (a structure without edges gives ``inf`` off the diagonal).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, N)`` float distances, ``inf`` where unreachable.
+
+    Raises
+    ------
+    StructureError
+        If an edge refers to a node that does not exist.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Structure("graph", list("abcd"), edge_index=np.array([[0, 1], [1, 2]]), directed=True)
+    >>> hop_distance(s)[0].tolist()
+    [0.0, 1.0, 2.0, inf]
+    """
+    from ..coords import compute
+
+    undirected = dataclasses.replace(s, directed=False, meta=None) if s.directed else s
+    d = compute(undirected, "spd")["spd"].astype(float)
+    d[d < 0] = np.inf
+    return d
 
 
 def _mds(d: np.ndarray) -> np.ndarray:
@@ -97,9 +169,30 @@ def _mds(d: np.ndarray) -> np.ndarray:
 
 
 def graph_layout(s: Structure, distance: np.ndarray | None = None) -> np.ndarray:
-    """``(N, 2)`` classical-MDS positions from hop distances, components side by side."""
-    from scipy.sparse.csgraph import connected_components
+    """``(N, 2)`` classical-MDS positions from hop distances, components side by side.
+
+    Parameters
+    ----------
+    s : Structure
+        A graph (or tree).
+    distance : numpy.ndarray, optional
+        ``(N, N)`` distances (default :func:`hop_distance`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, 2)`` float.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Structure("graph", list("abc"), edge_index=np.array([[0, 1], [1, 2]]))
+    >>> xy = graph_layout(s)
+    >>> np.round(np.linalg.norm(xy[0] - xy[2]), 6)
+    np.float64(2.0)
+    """
     from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
 
     n = s.num_nodes
     if n == 0:
@@ -121,7 +214,24 @@ def graph_layout(s: Structure, distance: np.ndarray | None = None) -> np.ndarray
 
 
 def layout(s: Structure) -> tuple[str, np.ndarray]:
-    """Pick the drawing style for ``s``: ``("tree"|"grid"|"graph", positions)``."""
+    """Pick the drawing style for ``s``: ``("tree"|"grid"|"graph", positions)``.
+
+    Parameters
+    ----------
+    s : Structure
+
+    Returns
+    -------
+    style : {"tree", "grid", "graph"}
+    positions : numpy.ndarray
+        ``(N, 2)``.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> layout(structpos.parse("[1]", "json"))[0], layout(structpos.parse("a\\n1\\n", "table"))[0]
+    ('tree', 'grid')
+    """
     if s.parent is not None and s.kind != "table":
         return "tree", tree_layout(s)
     if "row" in s.attrs and "col" in s.attrs:

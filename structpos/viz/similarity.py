@@ -25,7 +25,31 @@ __all__ = ["probe_vectors", "sectioned_rope_scores", "rotary_scores"]
 
 
 def probe_vectors(head_dim: int, vectors: str = "random", seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The fixed ``(q, k)`` pair: ``"ones"`` (both all-ones) or ``"random"`` (seeded Gaussian, unit norm)."""
+    """The fixed ``(q, k)`` pair: ``"ones"`` (both all-ones) or ``"random"`` (seeded Gaussian, unit norm).
+
+    Parameters
+    ----------
+    head_dim : int
+        Even, positive.
+    vectors : {"ones", "random"}
+    seed : int
+
+    Returns
+    -------
+    q, k : numpy.ndarray
+        ``(head_dim,)`` unit vectors.
+
+    Raises
+    ------
+    ValueError
+        On an odd ``head_dim`` or unknown ``vectors``.
+
+    Examples
+    --------
+    >>> q, k = probe_vectors(4, "ones")
+    >>> q.tolist()
+    [0.5, 0.5, 0.5, 0.5]
+    """
     if head_dim <= 0 or head_dim % 2:
         raise ValueError(f"head_dim must be a positive even number, got {head_dim}")
     if vectors == "ones":
@@ -56,6 +80,33 @@ def sectioned_rope_scores(coords: np.ndarray, q: np.ndarray, k: np.ndarray, base
 
     With complex pairs ``q̃_p = q_p + i q_{p+D/2}``: ``score = Re Σ_p conj(q̃_p e^{iφ_ip}) k̃_p e^{iφ_jp}``,
     ``φ_ip = ω_p c_{i, axis(p)}``.
+
+    Parameters
+    ----------
+    coords : numpy.ndarray
+        ``(N, A)`` or ``(N,)``.
+    q, k : numpy.ndarray
+        ``(D,)`` probe vectors.
+    base : float
+        RoPE base.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, N)`` float64.
+
+    Raises
+    ------
+    ValueError
+        If ``A > D/2``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = k = np.ones(4) / 2
+    >>> sc = sectioned_rope_scores(np.array([0.0, 1.0, 2.0]), q, k)
+    >>> bool(np.allclose(sc[0, 1], sc[1, 2]))      # depends on the offset only
+    True
     """
     coords = np.asarray(coords, dtype=np.float64)
     if coords.ndim == 1:
@@ -75,6 +126,32 @@ def rotary_scores(coords: np.ndarray, encoder=None, head_dim: int = 32, vectors:
     """``(N, N)`` scores ``⟨R(c_i) q, R(c_j) k⟩`` with ``encoder`` (or the sectioned fallback).
 
     ``coords`` is ``(N, A)`` (or ``(N,)``); non-finite values raise ``ValueError``.
+
+    Parameters
+    ----------
+    coords : numpy.ndarray
+        ``(N, A)`` or ``(N,)`` finite coordinates.
+    encoder : callable, optional
+        ``encoder(q, k, coords) -> (q_rot, k_rot)``, e.g. :class:`~structpos.encoders.StructuralRoPE`.
+    head_dim, vectors, seed, base
+        Probe vectors and RoPE base.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, N)`` float64.
+
+    Raises
+    ------
+    ValueError
+        On a non-finite coordinate or a bad shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sc = rotary_scores(np.arange(4.0), head_dim=8)
+    >>> bool(np.allclose(np.diag(sc), 1.0))
+    True
     """
     coords = np.asarray(coords, dtype=np.float64)
     if coords.ndim == 1:

@@ -1,0 +1,208 @@
+"""Registry of encoders: name → class, option validator, documentation.
+
+Like :data:`structpos.coords.COORDS` for coordinate families, :data:`ENCODERS` lets a config file
+or a command line name an encoder (``"rope"``, ``"wire"``, ...) and check its options *before*
+building anything: unknown options, missing required ones and values outside an option's choices
+raise :class:`~structpos.exceptions.SpecError` naming the encoder and the option. Choices come from
+the entry (``choices``) and from ``Literal[...]`` annotations of the class's ``__init__``.
+
+Examples
+--------
+>>> rope = build("rope", head_dim=8, num_axes=2)
+>>> type(rope).__name__, rope.num_axes
+('StructuralRoPE', 2)
+>>> validate_options("rope", head_dim=8, num_axes=2, allocation="diagonal")
+Traceback (most recent call last):
+...
+structpos.exceptions.SpecError: encoder 'rope': allocation='diagonal' is not one of 'sectioned', 'interleaved', 'per_head', 'mixed'
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..exceptions import SpecError
+from ..registry import Entry, Registry
+
+__all__ = ["ENCODERS", "EncoderEntry", "build", "encoders_markdown", "validate_options"]
+
+
+@dataclass(frozen=True)
+class EncoderEntry(Entry):
+    """A registered encoder (an :class:`~structpos.registry.Entry` whose target is a class).
+
+    Parameters
+    ----------
+    choices : mapping of str to tuple
+        Allowed values of string options the class checks itself (merged with ``Literal`` hints).
+    coords : str
+        The coordinate families that feed it (a spec, for the docs).
+
+    Examples
+    --------
+    >>> ENCODERS["wire"].coords
+    'lap[:k]'
+    """
+
+    choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    coords: str = ""
+
+
+def _literal_choices(cls: type) -> dict[str, tuple[Any, ...]]:
+    """``Literal[...]`` options of ``cls.__init__`` (also inside ``Optional``)."""
+    try:
+        hints = typing.get_type_hints(cls.__init__)  # type: ignore[misc]
+    except Exception:  # unresolvable annotations: no choices from hints
+        return {}
+    out: dict[str, tuple[Any, ...]] = {}
+    for name, hint in hints.items():
+        args = [hint, *typing.get_args(hint)]
+        for a in args:
+            if typing.get_origin(a) is typing.Literal:
+                out[name] = typing.get_args(a)
+    return out
+
+
+def _signature_options(cls: type) -> tuple[dict[str, inspect.Parameter], bool]:
+    params = dict(inspect.signature(cls).parameters)
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    named = {k: p for k, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    return named, var_kw
+
+
+def validate_options(name: str, **options: Any) -> dict[str, Any]:
+    """Check ``options`` for the encoder ``name`` without building it.
+
+    Parameters
+    ----------
+    name : str
+        A registered encoder.
+    **options
+        Keyword arguments for its constructor.
+
+    Returns
+    -------
+    dict
+        ``options`` unchanged (validated).
+
+    Raises
+    ------
+    SpecError
+        On an unknown encoder, an unknown or missing option, or a value outside an option's choices.
+
+    Examples
+    --------
+    >>> validate_options("spd_bias", num_heads=4)
+    {'num_heads': 4}
+    >>> validate_options("spd_bias", heads=4)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: encoder 'spd_bias': unknown option 'heads'; options: num_heads, max_distance
+    """
+    entry = ENCODERS.get(name)
+    cls = entry.load()
+    params, var_kw = _signature_options(cls)
+    unknown = [k for k in options if k not in params]
+    if unknown and not var_kw:
+        raise SpecError(f"encoder {name!r}: unknown option {unknown[0]!r}; options: {', '.join(params)}")
+    missing = [k for k, p in params.items() if p.default is p.empty and k not in options]
+    if missing:
+        raise SpecError(f"encoder {name!r}: missing required option {missing[0]!r}")
+    choices = {**_literal_choices(cls), **entry.choices}
+    for key, value in options.items():
+        allowed = choices.get(key)
+        if allowed is not None and value not in allowed and value is not None:
+            raise SpecError(f"encoder {name!r}: {key}={value!r} is not one of {', '.join(map(repr, allowed))}")
+    return dict(options)
+
+
+def build(name: str, **options: Any) -> Any:
+    """Validate ``options`` and build the encoder ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registered encoder.
+    **options
+        Keyword arguments for its constructor.
+
+    Returns
+    -------
+    torch.nn.Module
+        The encoder.
+
+    Raises
+    ------
+    SpecError
+        As :func:`validate_options`.
+
+    Examples
+    --------
+    >>> build("spd_bias", num_heads=2, max_distance=4).table.num_embeddings
+    6
+    """
+    validate_options(name, **options)
+    return ENCODERS.load(name)(**options)
+
+
+def encoders_markdown() -> str:
+    """A markdown table of the registered encoders (for the docs).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> encoders_markdown().splitlines()[0]
+    '| name | class | fed by | what | reference |'
+    """
+    rows = ["| name | class | fed by | what | reference |", "|---|---|---|---|---|"]
+    for e in ENCODERS.entries.values():
+        module, _, cls = str(e.target).partition(":")
+        rows.append(f"| `{e.name}` | `{cls}` | `{e.coords}` | {e.summary} | {e.reference} |")
+    return "\n".join(rows)
+
+
+_LAYOUTS = ("half", "interleaved")
+
+ENCODERS: Registry[EncoderEntry] = Registry("encoder")
+"""Every encoder by name (see :class:`EncoderEntry`)."""
+
+ENCODERS.add(EncoderEntry(
+    "rope", "structpos.encoders.rope:StructuralRoPE", coords="tree / table / hier / any integer axes",
+    choices={"allocation": ("sectioned", "interleaved", "per_head", "mixed"), "layout": _LAYOUTS},
+    summary="N-axis rotary encoding of per-token coordinates; equal axes give exactly 1D RoPE.",
+    reference="RoFormer (Su et al. 2021); multi-axis allocation as in M-RoPE / 2D-RoPE.",
+))
+ENCODERS.add(EncoderEntry(
+    "hier_rope", "structpos.encoders.hierarchical:HierarchicalRoPE", coords="hier",
+    choices={"allocation": ("sectioned", "interleaved", "per_head", "mixed"), "layout": _LAYOUTS},
+    summary="RoPE with one named axis per level (paragraph / sentence / token, code levels).",
+    reference="Hierarchical RoPE (He et al. 2024).",
+))
+ENCODERS.add(EncoderEntry(
+    "wire", "structpos.encoders.wire:WIRE", coords="lap[:k]", choices={"layout": _LAYOUTS},
+    summary="Rotations from spectral coordinates, angles φ = Ω t.",
+    reference="WIRE: wavelet-induced rotary encodings for graphs.",
+))
+ENCODERS.add(EncoderEntry(
+    "aw_rope", "structpos.encoders.aw_rope:AWRoPE", coords="any node positions + edges",
+    choices={"mode": ("sparse", "exact"), "phase": ("given", "coords", "learned"), "layout": _LAYOUTS},
+    summary="Phases transported along edges: exact solve or K-step series.",
+    reference="AW-RoPE (attention-walk rotary encoding).",
+))
+ENCODERS.add(EncoderEntry(
+    "lap_pe", "structpos.encoders.additive:LapPEEmbedding", coords="lap[:k]",
+    summary="Linear map of Laplacian eigenvectors (and eigenvalues) to additive features, random sign flips.",
+    reference="Dwivedi et al. 2020.",
+))
+ENCODERS.add(EncoderEntry(
+    "spd_bias", "structpos.encoders.attention_bias:SPDBias", coords="spd[:max]",
+    summary="Learned attention bias per head and hop distance.",
+    reference="Graphormer (Ying et al. 2021).",
+))

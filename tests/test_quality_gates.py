@@ -1,0 +1,79 @@
+"""Quality gates run with the tests: lint, format, types, the documentation build.
+
+Doctests of the package (every docstring ``Examples`` section) run through the pytest options in
+``pyproject.toml`` (``--doctest-modules`` over ``structpos/``), not here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+
+def run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def test_ruff_check():
+    pytest.importorskip("ruff")
+    r = run("ruff", "check", "--no-cache", "structpos")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.xfail(strict=False, reason="the package is formatted once by the integrator after the parallel branches merge")
+def test_ruff_format():
+    pytest.importorskip("ruff")
+    r = run("ruff", "format", "--check", "--no-cache", "structpos")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_mypy(tmp_path):
+    pytest.importorskip("mypy")
+    r = run("mypy", "--cache-dir", str(tmp_path / "mypy"), "structpos")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_docs_build_strict(tmp_path):
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("mkdocstrings")
+    r = run("mkdocs", "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "site" / "index.html").is_file()
+
+
+# Modules whose every public function and class has a numpydoc docstring with an Examples section
+# (run as doctests). TODO(integrator): add the other modules as their owners document them; the
+# goal is the whole package (``pkgutil.walk_packages(structpos.__path__)``).
+DOCUMENTED = [
+    "structpos.align",
+    "structpos.coords",
+    "structpos.coords.hierarchy",
+    "structpos.coords.table",
+    "structpos.coords.tree",
+    "structpos.encoders.registry",
+    "structpos.registry",
+    "structpos.structure",
+    "structpos.viz.draw",
+    "structpos.viz.export",
+    "structpos.viz.layout",
+    "structpos.viz.similarity",
+]
+
+
+@pytest.mark.parametrize("module", DOCUMENTED)
+def test_public_api_has_examples(module):
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(module)
+    names = getattr(mod, "__all__", None) or [n for n in vars(mod) if not n.startswith("_")]
+    public = [getattr(mod, n) for n in names]
+    public = [o for o in public if (inspect.isfunction(o) or inspect.isclass(o)) and o.__module__ == module]
+    assert public, module
+    lacking = [o.__name__ for o in public if "Examples\n" not in (o.__doc__ or "") or ">>>" not in o.__doc__]
+    assert not lacking, f"{module}: no Examples section in {lacking}"

@@ -1,0 +1,50 @@
+"""Structure's typed fields (instead of a free ``meta`` dict) and the compatibility of old ``meta`` keys."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import numpy as np
+import pytest
+
+import structpos
+from structpos.structure import _LEGACY_KEYS, CodeInfo, SentenceInfo, Structure, TableInfo
+
+
+def test_every_parser_fills_typed_fields_not_a_dict():
+    code = structpos.parse("def f(:\n  pass\n", "code", language="python")
+    assert code.code == CodeInfo(language="python", has_error=True) and code.nested_spans
+    table = structpos.parse("a,b\n1,2\n3\n", "table")
+    assert isinstance(table.table, TableInfo) and table.table.grid == [["a", "b"], ["1", "2"], ["3", None]]
+    assert (table.table.n_rows, table.table.n_cols, table.table.header_rows) == (3, 2, 1)
+    cells = np.flatnonzero(table.labels != "row")[1:]
+    assert [table.node_texts[i] for i in cells] == ["a", "b", "1", "2", "3"]
+    conllu = "# sent_id = s1\n# text = Hi there\n1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n2\tthere\tthere\tADV\t_\t_\t1\tadvmod\t_\t_\n\n"
+    (sent,) = structpos.parse(conllu, "conllu")
+    assert sent.sentence == SentenceInfo("s1", 0, comments={"sent_id": "s1", "text": "Hi there"})
+    assert sent.nested_spans is False and sent.format == "conllu"
+    assert structpos.parse('{"a": 1}', "json").format == "json"
+
+
+def test_old_meta_keys_map_onto_fields_and_unknown_keys_fail():
+    s = Structure("tree", ["a"], meta={"nested_spans": False, "sent_id": "x", "n_cols": 3, "language": "go"})
+    assert s.nested_spans is False and s.sentence.sent_id == "x" and s.table.n_cols == 3 and s.code.language == "go"
+    assert s.meta == {"nested_spans": False, "sent_id": "x", "sentence_index": 0, "text_synthesized": False,
+                      "metadata": {}, "n_cols": 3, "grid": [], "n_rows": 0, "language": "go", "has_error": False,
+                      "named_only": False, "parser": "tree-sitter"}
+    with pytest.raises(ValueError, match="unknown meta key 'colour'"):
+        Structure("tree", ["a"], meta={"colour": 1})
+    # every documented key round-trips through the view
+    for key in _LEGACY_KEYS:
+        value = {"nested_spans": False, "format": "x", "header_rows": 2}.get(key, [1] if key not in
+                                                                          ("sentence_index", "n_rows") else 5)
+        assert Structure("tree", ["a"], meta={key: value}).meta[key] == value, key
+
+
+def test_fields_survive_pickle_and_replace():
+    t = structpos.parse("<table><tr><th>a</th></tr><tr><td>1</td></tr></table>", "table", format="html")
+    u = pickle.loads(pickle.dumps(t))
+    assert u.table == t.table and u.node_texts == t.node_texts and u.format == "html"
+    v = dataclasses.replace(t, truncated_from=99, meta=None)
+    assert v.truncated_from == 99 and v.table is t.table
