@@ -422,7 +422,7 @@ class StructuralRoPE(nn.Module):
                 raise ShapeError(f"{name} has {x.shape[-2]} heads; the per-head encoding was built for {heads}")
         return x
 
-    def _apply(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def _rotate_with(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         h = x.shape[-2]
         return from_blhd(apply_rotary(x, self._head_slice(cos, h), self._head_slice(sin, h), self.layout), self.qk_layout)
 
@@ -440,7 +440,7 @@ class StructuralRoPE(nn.Module):
         x = self._check_x(x, "x")
         coords = self._resolve_coords(x, coords, cu_seqlens)
         cos, sin = self.cos_sin(coords, x.dtype, mask)
-        return self._apply(x, cos, sin)
+        return self._rotate_with(x, cos, sin)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None, k_coords=None):
         """Return ``(q_rot, k_rot)`` in the layout given; see the class docstring for shapes."""
@@ -454,7 +454,7 @@ class StructuralRoPE(nn.Module):
             )
         coords = self._resolve_coords(q, coords, cu_seqlens)
         cos, sin = self.cos_sin(coords, q.dtype, mask)
-        q_rot = self._apply(q, cos, sin)
+        q_rot = self._rotate_with(q, cos, sin)
         if k.dtype != q.dtype:
             cos, sin = self.cos_sin(coords, k.dtype, mask)
-        return q_rot, self._apply(k, cos, sin)
+        return q_rot, self._rotate_with(k, cos, sin)
