@@ -27,6 +27,16 @@ def _parser_option(text: str) -> tuple[str, object]:
         return key, value
 
 
+def _with_tokenizer(options: dict, tokenizer: str | None) -> dict:
+    """Carry ``--tokenizer`` to the workers inside the parser options (checked here, loaded there)."""
+    if tokenizer:
+        from ..pipeline.tokens import TOKENIZER_OPTION, load_tokenizer
+
+        load_tokenizer(tokenizer)  # fail fast, before any record is read
+        options[TOKENIZER_OPTION] = str(tokenizer)
+    return options
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "encode",
@@ -45,6 +55,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--glob", help="directory inputs: only files matching this pattern (every one read as --kind)")
     p.add_argument("--parser-opt", action="append", type=_parser_option, default=[], metavar="KEY=VALUE",
                    help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable")
+    p.add_argument("--tokenizer", help="local tokenizer.json or tokenizer directory: also write input_ids and "
+                   "per-token coordinates (tok_<name>, token_node, token_flags); never downloads")
     p.add_argument("--shard-size", type=int, default=None, help="records per shard (default 1000)")
     p.add_argument("--limit", type=int, help="encode only the first N records")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
@@ -70,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             field=args.field,
             id_field=args.id_field,
             glob=args.glob,
-            parser_options=dict(args.parser_opt),
+            parser_options=_with_tokenizer(dict(args.parser_opt), args.tokenizer),
             shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
             limit=args.limit,
             workers=args.workers,
