@@ -267,3 +267,32 @@ def test_bad_inputs_raise_shape_errors():
                       slopes=torch.ones(H))
     with pytest.raises(ShapeError, match="integer"):
         table_mask_mod(torch.zeros(1, 3), torch.zeros(1, 3))
+
+
+@pytest.mark.parametrize("K", [5, 16, 32])
+def test_tree_distance_deep_random_forests_every_block(K):
+    """Random deep forests: LCAs fall in every block of the two-level ancestor lookup."""
+    rng = np.random.default_rng(K)
+    n = 120
+    parent = np.full(n, -1)
+    depth = np.zeros(n, dtype=int)
+    path = [0]  # the current root path: a new node hangs below some node on it (keeps preorder)
+    for i in range(1, n):
+        if rng.random() < 0.03:
+            path = [i]  # a new root: a forest
+            continue
+        keep = len(path) if rng.random() < 0.85 else int(rng.integers(1, len(path) + 1))
+        path = path[:keep]
+        if len(path) >= K:
+            path = path[: K - 1]
+        parent[i] = path[-1]
+        depth[i] = depth[parent[i]] + 1
+        path.append(i)
+    assert depth.max() >= min(K - 1, 16)
+    anc, dep = ancestor_table(parent, max_depth=K)
+    node = torch.as_tensor(rng.integers(0, n, size=90))
+    dist = torch.as_tensor(tree_distance(parent))[node][:, node]
+    q, k, v = qkv(1, node.numel(), seed=K)
+    mod = tree_distance_score_mod(anc[node][None], dep[node][None], slopes=alibi_slopes(H), unreachable=-40.0)
+    ref = sdpa(q, k, v, alibi_distance_bias(dist, H, unreachable=-40.0)[None])
+    torch.testing.assert_close(flex(q, k, v, mod), ref, rtol=0, atol=1e-5)

@@ -6,9 +6,11 @@ kv_idx)`` for every score and keeps only blocks allowed by a ``BlockMask`` built
 O(L) (or a small per-graph table) and never materialise an L×L tensor:
 
 * :func:`tree_distance_score_mod` — tree distance ``d(m, n) = δ_m + δ_n − 2·δ(lca)``; the LCA
-  depth is the length of the longest common prefix of the two root paths, found by binary
-  search over the ancestor table ``anc[n, t]`` (the ancestor of ``n`` at depth ``t``: two
-  prefixes are equal iff their last ancestors are the same node), ``⌈log₂ K⌉`` lookups;
+  depth is the length of the longest common prefix of the two root paths minus one, read from
+  the ancestor table ``anc[n, t]`` (the ancestor of ``n`` at depth ``t``: two prefixes are
+  equal iff their last ancestors are the same node, so agreement is monotone in ``t``) in two
+  levels of ``⌈√K⌉`` independent lookups (a binary search would chain ``log₂ K`` dependent
+  lookups, which the compiler inlines into an exponentially large kernel);
 * :func:`spd_score_mod` — graph shortest-path distance from a per-graph ``(G, N, N)`` table
   indexed by (graph id, node id): O(N²) per graph, not O(L²);
 * a distance ``d`` becomes a bias as in :mod:`structpos.encoders.attention_bias`: ALiBi-style
@@ -199,23 +201,26 @@ def tree_distance_score_mod(
     slopes, table = _check_bias_params(slopes, table)
     B, L, K = anc.shape
     flat = anc.reshape(-1).contiguous()
-    steps = max(1, math.ceil(math.log2(K))) if K > 1 else 0
+    width = max(1, math.isqrt(K - 1) + 1) if K > 1 else 1  # ⌈√K⌉ depths per block
+    checkpoints = [min((c + 1) * width - 1, K - 1) for c in range(-(-K // width))]
 
-    def lca_depth(b, q, kv, hi):
+    def same_at(base_q, base_k, t):
+        a = flat[base_q + t]
+        return ((a == flat[base_k + t]) & (a >= 0)).to(torch.int64)
+
+    def lca_depth(b, q, kv):
+        # ancestors agree exactly on depths 0..depth(lca): count the agreeing depths in two levels
+        # (block checkpoints, then inside one block) — √K independent lookups per level, no long chain
         base_q, base_k = (b * L + q) * K, (b * L + kv) * K
-        lo = torch.zeros_like(hi)
-        for _ in range(steps):
-            mid = torch.div(lo + hi + 1, 2, rounding_mode="floor").clamp(max=K - 1)
-            same = flat[base_q + mid] == flat[base_k + mid]
-            lo = torch.where(same, mid, lo)
-            hi = torch.where(same, hi, mid - 1)
-        return lo
+        blocks = sum(same_at(base_q, base_k, t) for t in checkpoints)
+        inner = sum(same_at(base_q, base_k, (blocks * width + j).clamp(max=K - 1)) for j in range(width))
+        return torch.minimum(blocks * width + inner, torch.full_like(blocks, K)) - 1
 
     def score_mod(score, b, h, q_idx, kv_idx):
         dq, dk = dep[b, q_idx], dep[b, kv_idx]
-        same_tree = (flat[(b * L + q_idx) * K] == flat[(b * L + kv_idx) * K]) & (dq >= 0) & (dk >= 0)
-        hi = torch.minimum(torch.minimum(dq, dk), torch.full_like(dq, K - 1)).clamp(min=0)
-        d = torch.where(same_tree, dq + dk - 2 * lca_depth(b, q_idx, kv_idx, hi), torch.full_like(dq, -1))
+        lca = lca_depth(b, q_idx, kv_idx)
+        ok = (lca >= 0) & (dq >= 0) & (dk >= 0)
+        d = torch.where(ok, dq + dk - 2 * lca, torch.full_like(dq, -1))
         return score + distance_to_bias(d, h, slopes, table, unreachable).to(score.dtype)
 
     return score_mod
