@@ -97,6 +97,23 @@ def test_every_allocation_reduces_and_is_relative(allocation, attn):
     assert patch.rope.allocation == allocation
 
 
+def test_hierarchical_rope_through_the_hf_path():
+    from structpos.encoders import HierarchicalRoPE
+
+    model = make_model("qwen3", "sdpa")
+    x = ids()
+    with torch.no_grad():
+        ref = model(x).logits
+        rope = HierarchicalRoPE(8, "document", inv_freq=model.model.rotary_emb.inv_freq, qk_layout="bhld")
+        install_structural_rope(model, 3, rope=rope)
+        same = model(x, position_ids=index_coords(2, L)).logits
+        c = struct_coords(2, L)
+        out, shifted = model(x, position_ids=c).logits, model(x, position_ids=c + 6).logits
+    torch.testing.assert_close(same, ref, rtol=0, atol=1e-5)
+    torch.testing.assert_close(shifted, out, rtol=0, atol=1e-5)
+    assert (out - ref).abs().max() > 1e-4
+
+
 def test_per_head_matches_a_direct_attention_reference():
     """Per-head rotation inside the attention function equals rotating q/k by hand with StructuralRoPE."""
     model = make_model("llama", "eager", num_hidden_layers=1)
@@ -176,7 +193,8 @@ def test_custom_rule_and_explicit_decode_coordinates():
     x, c = ids(B=1), struct_coords(1, L)
     with torch.no_grad():
         out = model(x[:, :-1], position_ids=c[:, :-1], use_cache=True)
-        step = model(x[:, -1:], cache=out.cache if hasattr(out, "cache") else out.past_key_values).logits
+        past = {"cache": out.cache} if getattr(out, "cache", None) is not None else {"past_key_values": out.past_key_values}
+        step = model(x[:, -1:], **past).logits  # transformers 5.x names it cache, 4.5x past_key_values
         full = torch.cat([c[:, :-1], c[:, -2:-1] + 2], dim=1)
         ref = model(x, position_ids=full, use_cache=False).logits
     torch.testing.assert_close(step[:, -1], ref[:, -1], rtol=0, atol=1e-4)

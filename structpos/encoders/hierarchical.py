@@ -84,6 +84,7 @@ class HierarchicalRoPE(StructuralRoPE):
         learnable: bool = False,
         *,
         qk_layout: QKLayout = "blhd",
+        inv_freq: torch.Tensor | None = None,
     ):
         if isinstance(levels, str):
             if levels not in LEVEL_PRESETS:
@@ -102,6 +103,7 @@ class HierarchicalRoPE(StructuralRoPE):
             num_heads=num_heads,
             learnable=learnable,
             qk_layout=qk_layout,
+            inv_freq=inv_freq,
         )
         self.levels = levels
 
