@@ -38,9 +38,10 @@ CODE_FILES = ["typing.py", "argparse.py", "inspect.py", "subprocess.py"]
 
 def _rss_kib() -> tuple[int, int]:
     vals = {}
-    for line in open("/proc/self/status"):
-        if line.startswith(("VmRSS", "VmHWM")):
-            vals[line.split(":")[0]] = int(line.split()[1])
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS", "VmHWM")):
+                vals[line.split(":")[0]] = int(line.split()[1])
     return vals["VmRSS"], vals["VmHWM"]
 
 
@@ -149,7 +150,7 @@ def child(L: int, method: str) -> dict:
 def run_one(L: int, method: str, timeout: float) -> dict:
     try:
         p = subprocess.run([sys.executable, __file__, "--child", str(L), method], capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return {"L": L, "method": method, "error": f"timeout after {timeout:.0f}s"}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]

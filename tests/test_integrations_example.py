@@ -51,6 +51,6 @@ def test_windows_carry_ast_depth_of_each_token(example):
 def test_quick_run_prints_both_variants(example, capsys):
     assert example.main(["--quick", "--threads", "1", "--steps", "3", "--files", "4"]) == 0
     out = capsys.readouterr().out
-    rows = dict(re.findall(r"^\| (1-D RoPE|tree RoPE) \| ([0-9.]+) \|", out, flags=re.M))
+    rows = dict(re.findall(r"^\| (1-D RoPE|tree RoPE) \| ([0-9.]+) \|", out, flags=re.MULTILINE))
     assert set(rows) == {"1-D RoPE", "tree RoPE"}
     assert all(0 < float(v) < 20 for v in rows.values())

@@ -14,7 +14,7 @@ from torch.nn.attention.flex_attention import and_masks
 
 import structpos
 from structpos.align import token_coords
-from structpos.encoders import SPDBias, hierarchy_coords, alibi_distance_bias, alibi_slopes, tree_distance
+from structpos.encoders import SPDBias, alibi_distance_bias, alibi_slopes, hierarchy_coords, tree_distance
 from structpos.exceptions import ShapeError
 from structpos.integrations.flex import (
     ancestor_table,

@@ -9,10 +9,10 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from structpos.encoders import StructuralRoPE  # noqa: E402
-from structpos.exceptions import ShapeError  # noqa: E402
-from structpos.integrations.flex import ancestor_table, tree_distance_score_mod  # noqa: E402
-from structpos.integrations.transformers import (  # noqa: E402
+from structpos.encoders import StructuralRoPE
+from structpos.exceptions import ShapeError
+from structpos.integrations.flex import ancestor_table, tree_distance_score_mod
+from structpos.integrations.transformers import (
     continue_axis0,
     install_structural_rope,
     qwen_vl_position_ids,
@@ -23,9 +23,9 @@ warnings.filterwarnings("ignore", message=".*flex_attention called without torch
 warnings.filterwarnings("ignore", message=".*attention mask.*")
 
 V, L, A = 97, 12, 3
-COMMON = dict(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-              num_key_value_heads=2, max_position_embeddings=256, pad_token_id=0,
-              initializer_range=0.3)  # large enough that positions visibly change the logits
+COMMON = {"vocab_size": V, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256, "pad_token_id": 0,
+          "initializer_range": 0.3}  # large enough that positions visibly change the logits
 FAMILIES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
@@ -246,13 +246,13 @@ def test_qwen_vl_position_ids_equal_structural_rope(which):
     import numpy as np
 
     if which == "qwen2_vl":
-        from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding as Rot
         from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLTextConfig as Cfg
+        from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding as Rot
 
         section, alloc = [2, 3, 3], "sectioned"
     else:
-        from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding as Rot
         from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig as Cfg
+        from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding as Rot
 
         section, alloc = [4, 2, 2], "interleaved"
     cfg = Cfg(hidden_size=64, num_attention_heads=4, head_dim=16, num_key_value_heads=2,

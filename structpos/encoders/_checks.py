@@ -23,7 +23,7 @@ import torch
 
 from ..exceptions import ShapeError
 
-__all__ = ["is_compiling", "check_qk", "to_blhd", "from_blhd", "QKLayout", "QK_LAYOUTS"]
+__all__ = ["QK_LAYOUTS", "QKLayout", "check_qk", "from_blhd", "is_compiling", "to_blhd"]
 
 QKLayout = Literal["blhd", "bhld"]
 QK_LAYOUTS: tuple[str, ...] = ("blhd", "bhld")

@@ -31,15 +31,16 @@ Examples
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 import torch
 
 from ..exceptions import ShapeError, SpecError
 
-__all__ = ["StructuralCollator", "ShardDataset"]
+__all__ = ["ShardDataset", "StructuralCollator"]
 
 
 class ShardDataset(torch.utils.data.Dataset):

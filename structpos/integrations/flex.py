@@ -41,29 +41,31 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 import torch
 
-from ..coords.tree import check_parent, depth as tree_depth
+from ..coords.tree import check_parent
+from ..coords.tree import depth as tree_depth
 from ..exceptions import ShapeError, SpecError
 
 __all__ = [
     "ancestor_table",
-    "tree_distance_score_mod",
-    "spd_score_mod",
-    "spd_tables",
-    "distance_to_bias",
-    "table_mask_mod",
-    "hierarchy_mask_mod",
-    "document_mask_mod",
-    "graph_kv_mask_mod",
+    "block_mask",
     "causal_mask_mod",
     "dense_mask",
-    "block_mask",
+    "distance_to_bias",
+    "document_mask_mod",
     "flex",
+    "graph_kv_mask_mod",
     "hf_flex_attention",
+    "hierarchy_mask_mod",
+    "spd_score_mod",
+    "spd_tables",
+    "table_mask_mod",
+    "tree_distance_score_mod",
 ]
 
 ScoreMod = Callable[..., torch.Tensor]
@@ -199,7 +201,7 @@ def tree_distance_score_mod(
     if anc.shape[:2] != dep.shape:
         raise ShapeError(f"ancestors (B, L, K) and depth (B, L) disagree: given {tuple(anc.shape)} and {tuple(dep.shape)}")
     slopes, table = _check_bias_params(slopes, table)
-    B, L, K = anc.shape
+    _, L, K = anc.shape
     flat = anc.reshape(-1).contiguous()
     width = max(1, math.isqrt(K - 1) + 1) if K > 1 else 1  # ⌈√K⌉ depths per block
     checkpoints = [min((c + 1) * width - 1, K - 1) for c in range(-(-K // width))]

@@ -38,8 +38,9 @@ their initial ``inv_freq``. Supports transformers 4.5x (``past_key_values``) and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import torch
 from torch import nn
@@ -48,14 +49,14 @@ from ..encoders.rope import Allocation, StructuralRoPE
 from ..exceptions import ShapeError, SpecError
 
 __all__ = [
+    "QWEN_VL_AXES",
     "CoordinateState",
-    "StructuralRotaryEmbedding",
     "StructuralPatch",
+    "StructuralRotaryEmbedding",
     "continue_axis0",
     "install_structural_rope",
-    "register_structural_attention",
     "qwen_vl_position_ids",
-    "QWEN_VL_AXES",
+    "register_structural_attention",
 ]
 
 ContinueRule = Callable[[torch.Tensor, int], torch.Tensor]

@@ -31,14 +31,15 @@ Examples
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from ..exceptions import InputError, SpecError
 
-__all__ = ["TOKENIZER_OPTION", "load_tokenizer", "tokenize", "token_columns", "add_token_columns"]
+__all__ = ["TOKENIZER_OPTION", "add_token_columns", "load_tokenizer", "token_columns", "tokenize"]
 
 TOKENIZER_OPTION = "__tokenizer__"
 """Key in ``parser_options`` that carries the tokenizer path through the pipeline (popped before parsing)."""
