@@ -271,3 +271,39 @@ def test_qwen_vl_position_ids_equal_structural_rope(which):
     cos1, _ = rot(torch.zeros(1, 8, 64), idx[None, None].expand(3, 1, 8))
     ref1, _ = StructuralRoPE(16, 1).cos_sin(idx[None, :, None])
     torch.testing.assert_close(cos1, torch.cat([ref1[..., 0, :]] * 2, -1), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("rope_parameters", [
+    {"rope_type": "linear", "factor": 4.0, "rope_theta": 5000.0},
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 64, "rope_theta": 500000.0},
+    {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 10000.0},
+])
+def test_model_rope_theta_and_scaling_are_kept(rope_parameters):
+    model = make_model("llama", "sdpa", rope_parameters=rope_parameters)
+    x = ids()
+    with torch.no_grad():
+        ref = model(x).logits
+        patch = install_structural_rope(model, A, "interleaved")
+        same = model(x, position_ids=index_coords(2, L)).logits
+    torch.testing.assert_close(same, ref, rtol=0, atol=1e-5)
+    if rope_parameters["rope_type"] == "yarn":
+        assert patch.body.rotary_emb.attention_scaling != 1.0
+
+
+def test_partial_rotary_model():
+    """StableLM rotates only part of each head (partial_rotary_factor); the drop-in keeps that split."""
+    cfg = transformers.StableLmConfig(**{**COMMON, "partial_rotary_factor": 0.5})
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = transformers.StableLmForCausalLM(cfg).eval()
+    x = ids()
+    with torch.no_grad():
+        ref = model(x).logits
+        patch = install_structural_rope(model, 2)
+        assert patch.rope.head_dim == 4  # 8-wide heads, half rotated
+        same = model(x, position_ids=index_coords(2, L, 2)).logits
+        c = struct_coords(2, L)[..., :2]
+        out, shifted = model(x, position_ids=c).logits, model(x, position_ids=c + 3).logits
+    torch.testing.assert_close(same, ref, rtol=0, atol=1e-5)
+    torch.testing.assert_close(shifted, out, rtol=0, atol=1e-5)
