@@ -120,3 +120,20 @@ def test_collator_rejects_mismatched_lengths():
 
     with pytest.raises(ShapeError, match="tok_depth"):
         StructuralCollator(["tok_depth"])([{"input_ids": [1, 2, 3], "tok_depth": [0, 1]}])
+
+
+def test_local_transformers_tokenizer_directory(tokenizer_json, tmp_path, stdlib):
+    transformers = pytest.importorskip("transformers")
+    from structpos.pipeline.tokens import load_tokenizer, tokenize
+
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_json))
+    fast.save_pretrained(tmp_path / "tok")
+    text = (stdlib / "colorsys.py").read_text()
+    ids_dir, off_dir = tokenize(load_tokenizer(tmp_path / "tok"), text)
+    ids_file, off_file = tokenize(load_tokenizer(tokenizer_json), text)
+    np.testing.assert_array_equal(ids_dir, ids_file)
+    np.testing.assert_array_equal(off_dir, off_file)
+    # the transformers object itself (offsets from offset_mapping) gives the same tokens
+    ids_tf, off_tf = tokenize(fast, text)
+    np.testing.assert_array_equal(ids_tf, ids_file)
+    np.testing.assert_array_equal(off_tf, off_file)
