@@ -125,6 +125,16 @@ def _default_timeout() -> str:
     return "none" if t is None else f"{t:g}"
 
 
+def _with_tokenizer(options: dict, tokenizer: str | None) -> dict:
+    """Carry ``--tokenizer`` to the workers inside the parser options (checked here, loaded there)."""
+    if tokenizer:
+        from ..pipeline.tokens import TOKENIZER_OPTION, load_tokenizer
+
+        load_tokenizer(tokenizer)  # fail fast, before any record is read
+        options[TOKENIZER_OPTION] = str(tokenizer)
+    return options
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from ..parsers import PARSERS
 
@@ -163,6 +173,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable",
+    )
+    what.add_argument(
+        "--tokenizer",
+        help="a local tokenizer.json or transformers tokenizer directory: also write input_ids and per-token "
+        "coordinates (tok_<name>, token_node, token_flags); never downloads",
     )
     src = p.add_argument_group("reading the input")
     src.add_argument("--field", default="text", help="JSONL/Parquet: the payload field (default: text)")
@@ -237,7 +252,7 @@ def config_from_args(args: argparse.Namespace):
         kind=args.kind,
         coords=args.coords,
         language=args.language,
-        parser_options=dict(args.parser_opt),
+        parser_options=_with_tokenizer(dict(args.parser_opt), args.tokenizer),
         limits=DEFAULT_LIMITS.with_overrides(overrides) if overrides else DEFAULT_LIMITS,
         field=args.field,
         id_field=args.id_field,

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import torch
 
+from ..exceptions import ShapeError
+from ._checks import is_compiling
+
 __all__ = ["apply_rotary", "layout_permutation", "check_layout", "rope_inv_freq", "LAYOUTS"]
 
 LAYOUTS = ("half", "interleaved")
@@ -65,22 +68,31 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
     ``x.dtype`` (as HF does); compute them in fp32 beforehand. Returns a new tensor.
 
     Without autograd the result is written into one preallocated buffer (4 fused passes, no
-    ``rotate_half`` concatenation); with autograd the same formula is built from
-    differentiable ops.
+    ``rotate_half`` concatenation); with autograd, or under ``torch.compile`` (which fuses it
+    anyway), the same formula is built from functional ops.
+
+    Examples
+    --------
+    >>> x = torch.tensor([[1.0, 0.0]])
+    >>> apply_rotary(x, torch.tensor([[0.0]]), torch.tensor([[1.0]]))  # a quarter turn
+    tensor([[0., 1.]])
     """
     check_layout(layout)
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        given = f"{x.dtype} with shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ShapeError(f"apply_rotary: x must be a floating tensor (..., D); given {given}")
     if x.shape[-1] % 2:
-        raise ValueError(f"apply_rotary: last dimension of x must be even, got shape {tuple(x.shape)}")
+        raise ShapeError(f"apply_rotary: last dimension of x must be even, given shape {tuple(x.shape)}")
     half = x.shape[-1] // 2
     if cos.shape[-1] != half or sin.shape[-1] != half:
-        raise ValueError(
+        raise ShapeError(
             f"apply_rotary: cos/sin need {half} entries (one per pair) in the last dimension, "
             f"got {tuple(cos.shape)} and {tuple(sin.shape)}"
         )
     cos = cos.to(x.dtype)
     sin = sin.to(x.dtype)
     x1, x2 = _split(x, layout)
-    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
+    if is_compiling() or (torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)):
         r1 = x1 * cos - x2 * sin
         r2 = x2 * cos + x1 * sin
         if layout == "half":

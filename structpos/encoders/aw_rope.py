@@ -27,6 +27,7 @@ import math
 import torch
 from torch import nn
 
+from ..exceptions import ShapeError
 from ._rotary import check_layout, rope_inv_freq
 
 __all__ = [
@@ -244,8 +245,9 @@ class AWRoPE(nn.Module):
         return self.edge_phase(h, edge_index)
 
     def propagate(self, x, edge_index, a, edge_weight=None):
-        if x.shape[-1] != self.head_dim:
-            raise ValueError(f"expected (N, …, {self.head_dim}) input, got {tuple(x.shape)}")
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 2 or x.shape[-1] != self.head_dim:
+            given = f"{x.dtype} {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ShapeError(f"q/k must be a floating tensor (N, …, {self.head_dim}); given {given}")
         omega = self.omega.to(x.device)
         if self.mode == "exact":
             return aw_propagate_exact(x, edge_index, a, omega, self.z, edge_weight, self.layout)

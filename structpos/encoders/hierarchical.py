@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 import torch
 
+from ._checks import QKLayout
 from .rope import StructuralRoPE
 
 __all__ = ["HierarchicalRoPE", "hierarchy_coords", "LEVEL_PRESETS"]
@@ -81,6 +82,9 @@ class HierarchicalRoPE(StructuralRoPE):
         layout: str = "half",
         num_heads: int | None = None,
         learnable: bool = False,
+        *,
+        qk_layout: QKLayout = "blhd",
+        inv_freq: torch.Tensor | None = None,
     ):
         if isinstance(levels, str):
             if levels not in LEVEL_PRESETS:
@@ -98,6 +102,8 @@ class HierarchicalRoPE(StructuralRoPE):
             layout=layout,
             num_heads=num_heads,
             learnable=learnable,
+            qk_layout=qk_layout,
+            inv_freq=inv_freq,
         )
         self.levels = levels
 

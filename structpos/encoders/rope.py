@@ -24,18 +24,22 @@ from tables cached per ``(extent, device, dtype)`` (:mod:`.rope_tables`).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Literal, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..exceptions import ShapeError, SpecError
+from ._checks import QK_LAYOUTS, QKLayout, check_qk, from_blhd, is_compiling, to_blhd
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 from .rope_tables import CosSinCache
 
 __all__ = ["StructuralRoPE", "ALLOCATIONS", "pair_axes", "split_counts", "positions_from_cu_seqlens"]
 
-ALLOCATIONS = ("sectioned", "interleaved", "per_head", "mixed")
+Allocation = Literal["sectioned", "interleaved", "per_head", "mixed"]
+PairLayout = Literal["half", "interleaved"]
+ALLOCATIONS: tuple[str, ...] = ("sectioned", "interleaved", "per_head", "mixed")
 
 
 def split_counts(total: int, parts: int) -> list[int]:
@@ -91,85 +95,154 @@ def check_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
 class StructuralRoPE(nn.Module):
     """Rotary encoding of per-token structural coordinates (see the module docstring).
 
-    ``forward(q, k, coords, cu_seqlens=None)`` takes padded ``q, k`` of shape ``(B, L, H, D)``
-    with ``coords`` ``(B, L, A)``, or packed ``(T, H, D)`` with ``coords`` ``(T, A)``. ``coords``
-    may be ``None``: the token index (within its sequence, via ``cu_seqlens`` when packed) is
-    then used on every axis. Keyword ``mask`` (``(B, L)`` / ``(T,)``, True = real token) makes
-    padding an identity rotation; ``k_coords`` gives keys their own coordinates (KV caches,
-    cross-attention). ``k`` may have fewer heads than ``q`` (grouped-query attention).
+    Parameters
+    ----------
+    head_dim : int
+        Rotated width ``D`` (even).
+    num_axes : int
+        Coordinate axes ``A``.
+    allocation : {"sectioned", "interleaved", "per_head", "mixed"}
+        How pairs (or heads) are given to axes.
+    sections : sequence of int, optional
+        Pairs per axis (``sectioned``/``interleaved``) or heads per axis (``per_head``).
+    base : float
+        ``ω_j = base^{−2j/D}`` (ignored when ``inv_freq`` is given).
+    layout : {"half", "interleaved"}
+        Pair layout inside a head vector.
+    num_heads : int, optional
+        Needed by ``per_head``.
+    mixing : torch.Tensor, optional
+        ``(P, A)`` or ``(H, P, A)`` matrix ``W`` for ``mixed``.
+    learnable : bool
+        Frequencies (or the mixing matrix) become parameters.
+    max_table_extent : int
+        Largest integer coordinate served from the cached cos/sin tables.
+    inv_freq : torch.Tensor, optional
+        Use these ``P`` frequencies instead of ``base`` (e.g. a HF model's scaled ``inv_freq``).
+    qk_layout : {"blhd", "bhld"}
+        ``q``/``k`` as ``(B, L, H, D)`` (``(T, H, D)`` packed) or ``(B, H, L, D)`` (``(H, T, D)``),
+        the layout of SDPA, FlexAttention and HF attention. ``coords`` are ``(B, L, A)`` either way.
+
+    Notes
+    -----
+    ``forward(q, k, coords, cu_seqlens=None)`` takes padded ``q, k`` with ``coords`` ``(B, L, A)``,
+    or packed ``(T, H, D)`` with ``coords`` ``(T, A)``. ``coords`` may be ``None``: the token index
+    (within its sequence, via ``cu_seqlens`` when packed) is then used on every axis. Keyword
+    ``mask`` (``(B, L)`` / ``(T,)``, True = real token) makes padding an identity rotation;
+    ``k_coords`` gives keys their own coordinates (KV caches, cross-attention). ``k`` may have
+    fewer heads than ``q`` (grouped-query attention). Shapes and dtypes are checked before any
+    compute (:class:`~structpos.exceptions.ShapeError`). Under ``torch.compile(fullgraph=True)``
+    the angles are computed directly (no table lookup, no value checks), so there is no graph break.
+
+    Examples
+    --------
+    >>> import torch
+    >>> rope = StructuralRoPE(head_dim=8, num_axes=2, allocation="sectioned")
+    >>> q = k = torch.randn(1, 5, 2, 8)
+    >>> coords = torch.tensor([[[0, 0], [1, 0], [1, 1], [2, 0], [2, 1]]])
+    >>> q_rot, k_rot = rope(q, k, coords)
+    >>> q_rot.shape
+    torch.Size([1, 5, 2, 8])
+    >>> qh, kh = StructuralRoPE(8, 2, qk_layout="bhld")(q.transpose(1, 2), k.transpose(1, 2), coords)
+    >>> torch.allclose(qh.transpose(1, 2), q_rot)
+    True
     """
 
     def __init__(
         self,
         head_dim: int,
         num_axes: int,
-        allocation: str = "sectioned",
+        allocation: Allocation = "sectioned",
         sections: Sequence[int] | None = None,
         base: float = 10000.0,
-        layout: str = "half",
+        layout: PairLayout = "half",
         num_heads: int | None = None,
         mixing: torch.Tensor | None = None,
         learnable: bool = False,
         max_table_extent: int = 1 << 18,
+        *,
+        inv_freq: torch.Tensor | None = None,
+        qk_layout: QKLayout = "blhd",
     ):
         super().__init__()
+        self._check_options(head_dim, num_axes, allocation, qk_layout)
+        self.head_dim, self.num_axes, self.num_pairs = int(head_dim), int(num_axes), int(head_dim) // 2
+        self.allocation, self.layout, self.qk_layout = allocation, check_layout(layout), qk_layout
+        self.base, self.num_heads, self.learnable = float(base), num_heads, bool(learnable)
+        self.sections = list(sections) if sections is not None else None
+        self._init_inv_freq(inv_freq)
+        axis_map = self._init_allocation(mixing)
+        self._init_tables(axis_map, max_table_extent)
+
+    @staticmethod
+    def _check_options(head_dim, num_axes, allocation, qk_layout) -> None:
         if allocation not in ALLOCATIONS:
-            raise ValueError(f"allocation must be one of {ALLOCATIONS}, got {allocation!r}")
+            raise SpecError(f"allocation must be one of {ALLOCATIONS}, got {allocation!r}")
         if num_axes < 1:
-            raise ValueError(f"num_axes must be ≥ 1, got {num_axes}")
-        self.head_dim = int(head_dim)
-        self.num_axes = int(num_axes)
-        self.num_pairs = self.head_dim // 2
-        self.allocation = allocation
-        self.layout = check_layout(layout)
-        self.base = float(base)
-        self.num_heads = num_heads
-        self.learnable = bool(learnable)
-        inv_freq = rope_inv_freq(self.head_dim, base)
-        if learnable and allocation != "mixed":
+            raise SpecError(f"num_axes must be ≥ 1, got {num_axes}")
+        if qk_layout not in QK_LAYOUTS:
+            raise SpecError(f"qk_layout must be one of {QK_LAYOUTS}, got {qk_layout!r}")
+
+    def _init_inv_freq(self, inv_freq: torch.Tensor | None) -> None:
+        if inv_freq is None:
+            inv_freq = rope_inv_freq(self.head_dim, self.base)
+        else:
+            inv_freq = torch.as_tensor(inv_freq, dtype=torch.float32).detach().clone()
+            if inv_freq.shape != (self.num_pairs,):
+                raise ShapeError(f"inv_freq must have shape ({self.num_pairs},), given {tuple(inv_freq.shape)}")
+        if self.learnable and self.allocation != "mixed":
             self.inv_freq = nn.Parameter(inv_freq)
         else:
             self.register_buffer("inv_freq", inv_freq, persistent=False)
 
-        P, A = self.num_pairs, self.num_axes
-        if allocation == "per_head":
-            if num_heads is None:
-                raise ValueError("allocation='per_head' needs num_heads")
-            counts = list(sections) if sections is not None else split_counts(num_heads, A)
-            if len(counts) != A or sum(counts) != num_heads or min(counts) < 0:
-                raise ValueError(f"per-head sections {counts} must have {A} entries summing to num_heads = {num_heads}")
-            head_axes = torch.repeat_interleave(torch.arange(A), torch.tensor(counts, dtype=torch.int64))
-            axis_map = head_axes[:, None].expand(num_heads, P).contiguous()
-        elif allocation == "mixed":
-            if mixing is None:
-                w = torch.zeros(P, A)
-                w[torch.arange(P), pair_axes(P, A, "interleaved")] = 1.0
-            else:
-                w = torch.as_tensor(mixing, dtype=torch.float32).clone()
-            if w.shape[-2:] != (P, A) or w.dim() not in (2, 3):
-                raise ValueError(f"mixing must have shape (P, A) = ({P}, {A}) or (H, P, A), got {tuple(w.shape)}")
-            if not torch.isfinite(w).all():
-                raise ValueError("mixing contains non-finite values")
-            if w.dim() == 3 and num_heads is not None and w.shape[0] != num_heads:
-                raise ValueError(f"per-head mixing has {w.shape[0]} heads, num_heads = {num_heads}")
-            if learnable:
+    def _init_allocation(self, mixing) -> torch.Tensor | None:
+        """Set ``axis_map`` (``(H', P)`` axis per pair) or ``mixing``; return the axis map."""
+        if self.allocation == "mixed":
+            w = self._mixing_matrix(mixing)
+            if self.learnable:
                 self.mixing = nn.Parameter(w)
             else:
                 self.register_buffer("mixing", w)
-            axis_map = None
-        else:
-            axis_map = pair_axes(P, A, allocation, sections)[None, :]
-        if allocation != "mixed":
-            self.mixing = None
-        if axis_map is not None:
-            self.register_buffer("axis_map", axis_map, persistent=False)
-        else:
             self.axis_map = None
-        self.sections = list(sections) if sections is not None else None
-        # table layout: per-head or one axis -> one table; several axes -> stacked per-axis table
+            return None
+        self.mixing = None
+        if self.allocation == "per_head":
+            axis_map = self._per_head_axis_map()
+        else:
+            axis_map = pair_axes(self.num_pairs, self.num_axes, self.allocation, self.sections)[None, :]
+        self.register_buffer("axis_map", axis_map, persistent=False)
+        return axis_map
+
+    def _per_head_axis_map(self) -> torch.Tensor:
+        H, A = self.num_heads, self.num_axes
+        if H is None:
+            raise SpecError("allocation='per_head' needs num_heads")
+        counts = self.sections if self.sections is not None else split_counts(H, A)
+        if len(counts) != A or sum(counts) != H or min(counts) < 0:
+            raise SpecError(f"per-head sections {counts} must have {A} entries summing to num_heads = {H}")
+        head_axes = torch.repeat_interleave(torch.arange(A), torch.tensor(counts, dtype=torch.int64))
+        return head_axes[:, None].expand(H, self.num_pairs).contiguous()
+
+    def _mixing_matrix(self, mixing) -> torch.Tensor:
+        P, A = self.num_pairs, self.num_axes
+        if mixing is None:
+            w = torch.zeros(P, A)
+            w[torch.arange(P), pair_axes(P, A, "interleaved")] = 1.0
+            return w
+        w = torch.as_tensor(mixing, dtype=torch.float32).clone()
+        if w.shape[-2:] != (P, A) or w.dim() not in (2, 3):
+            raise ShapeError(f"mixing must have shape (P, A) = ({P}, {A}) or (H, P, A), given {tuple(w.shape)}")
+        if not torch.isfinite(w).all():
+            raise SpecError("mixing contains non-finite values")
+        if w.dim() == 3 and self.num_heads is not None and w.shape[0] != self.num_heads:
+            raise ShapeError(f"per-head mixing must have {self.num_heads} heads, given {w.shape[0]}")
+        return w
+
+    def _init_tables(self, axis_map: torch.Tensor | None, max_table_extent: int) -> None:
+        """Table layout: per-head or one axis → one table; several axes → a stacked per-axis table."""
         self._head_axes = self._single_axis = None
         pair_axis = None
-        if allocation == "per_head":
+        if self.allocation == "per_head":
             self._head_axes = axis_map[:, 0].tolist()
         elif axis_map is not None:
             used = axis_map[0].unique()
@@ -177,8 +250,8 @@ class StructuralRoPE(nn.Module):
                 self._single_axis = int(used)
             else:
                 pair_axis = axis_map[0]
-        self.register_buffer("_axis_offsets", torch.arange(A), persistent=False)
-        self.cache = CosSinCache(max_table_extent, pair_axis, A)
+        self.register_buffer("_axis_offsets", torch.arange(self.num_axes), persistent=False)
+        self.cache = CosSinCache(max_table_extent, pair_axis, self.num_axes)
 
     def extra_repr(self) -> str:
         return (
@@ -232,7 +305,7 @@ class StructuralRoPE(nn.Module):
         if mask is not None:
             mask = torch.as_tensor(mask, device=cos.device).to(torch.bool)
             if mask.shape != coords.shape[:-1]:
-                raise ValueError(f"mask shape {tuple(mask.shape)} must equal the token shape {tuple(coords.shape[:-1])}")
+                raise ShapeError(f"mask must have the token shape {tuple(coords.shape[:-1])}, given {tuple(mask.shape)}")
             keep = mask[..., None, None]
             cos = torch.where(keep, cos, torch.ones((), dtype=cos.dtype, device=cos.device))
             sin = torch.where(keep, sin, torch.zeros((), dtype=sin.dtype, device=sin.device))
@@ -240,8 +313,10 @@ class StructuralRoPE(nn.Module):
 
     def _table_cos_sin(self, coords: torch.Tensor, dtype: torch.dtype):
         """``((cos, sin) or None, huge)``: gathered from the cached integer table when it applies;
-        ``huge`` says integer coordinates reach 2^24 (beyond fp32's exact integers)."""
-        if coords.is_floating_point() or coords.numel() == 0:
+        ``huge`` says integer coordinates reach 2^24 (beyond fp32's exact integers).
+
+        Under ``torch.compile`` the table is skipped (its extent is a data-dependent int)."""
+        if coords.is_floating_point() or coords.numel() == 0 or is_compiling():
             return None, False
         lo, hi = torch.aminmax(coords)
         lo, hi = int(lo), int(hi)
@@ -275,31 +350,32 @@ class StructuralRoPE(nn.Module):
         elif not isinstance(coords, torch.Tensor):
             coords = torch.as_tensor(coords, device=self.inv_freq.device)
         if coords.dtype in (torch.float16, torch.bfloat16):
-            raise ValueError(
-                f"coords in {coords.dtype} cannot hold integers above 256/2048 exactly; pass int64 or fp32 coords"
+            raise ShapeError(
+                f"coords in {coords.dtype} cannot hold integers above 256/2048 exactly; "
+                f"expected int64 or fp32 coords of shape (..., {self.num_axes}), given {tuple(coords.shape)}"
             )
         if coords.dtype == torch.bool:
             coords = coords.to(torch.int64)
         if coords.is_complex():
-            raise ValueError("coords must be real")
+            raise ShapeError(f"coords must be real; given {coords.dtype} with shape {tuple(coords.shape)}")
         if coords.dim() < 1 or coords.shape[-1] != self.num_axes:
-            raise ValueError(f"coords must end in num_axes = {self.num_axes}, got shape {tuple(coords.shape)}")
-        if coords.is_floating_point() and not torch.isfinite(coords).all():
+            raise ShapeError(
+                f"coords must end in num_axes = {self.num_axes}: expected (..., {self.num_axes}), "
+                f"given {tuple(coords.shape)}"
+            )
+        if coords.is_floating_point() and not is_compiling() and not torch.isfinite(coords).all():
             bad = torch.nonzero(~torch.isfinite(coords))[0].tolist()
-            raise ValueError(f"coords contain a non-finite value at index {bad}")
+            raise ShapeError(f"coords contain a non-finite value at index {bad}")
         if not coords.is_floating_point() and coords.dtype != torch.int64:
             coords = coords.to(torch.int64)
         return coords
 
     def _resolve_coords(self, x: torch.Tensor, coords, cu_seqlens) -> torch.Tensor:
-        if x.dim() not in (3, 4) or x.shape[-1] != self.head_dim:
-            raise ValueError(
-                f"expected (B, L, H, {self.head_dim}) or packed (T, H, {self.head_dim}) input, got {tuple(x.shape)}"
-            )
+        """Coordinates ``(*tokens, A)`` for ``x`` already in ``(…, L, H, D)`` order."""
         tokens = x.shape[:-2]
         if cu_seqlens is not None:
             if x.dim() != 3:
-                raise ValueError("cu_seqlens is only valid with packed (T, H, D) inputs")
+                raise ShapeError(f"cu_seqlens needs packed (T, H, D) inputs, given {tuple(x.shape)}")
             cu_seqlens = torch.as_tensor(cu_seqlens, device=x.device)
         if coords is None:
             if x.dim() == 3:
@@ -313,8 +389,11 @@ class StructuralRoPE(nn.Module):
             return pos[..., None].expand(*tokens, self.num_axes)
         coords = self._check_coords(coords, x)
         if coords.shape[:-1] != tokens:
-            raise ValueError(f"coords shape {tuple(coords.shape)} does not match the token shape {tuple(tokens)} of q/k")
-        if cu_seqlens is not None:
+            raise ShapeError(
+                f"coords must have shape {(*tuple(tokens), self.num_axes)} (the token shape of q/k, "
+                f"then {self.num_axes} axes), given {tuple(coords.shape)}"
+            )
+        if cu_seqlens is not None and not is_compiling():
             check_cu_seqlens(cu_seqlens, tokens[0])
         return coords
 
@@ -324,41 +403,58 @@ class StructuralRoPE(nn.Module):
             return cos
         total = cos.shape[-2]
         if total % heads:
-            raise ValueError(f"k has {heads} heads, which does not divide the {total} heads of the encoding")
+            raise ShapeError(f"k has {heads} heads, which does not divide the {total} heads of the encoding")
         group = total // heads
         grouped = cos.unflatten(-2, (heads, group))
-        if not torch.equal(grouped, grouped[..., :1, :].expand_as(grouped)):
-            raise ValueError(
+        if not is_compiling() and not torch.equal(grouped, grouped[..., :1, :].expand_as(grouped)):
+            raise SpecError(
                 f"per-head encoding differs within a group of {group} query heads sharing one key head; "
                 "choose sections that are multiples of the group size"
             )
         return grouped[..., 0, :]
 
-    def rotate(self, x: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None) -> torch.Tensor:
-        """Rotate one tensor (``q`` or ``k``) by its coordinates."""
-        coords = self._resolve_coords(x, coords, cu_seqlens)
-        cos, sin = self.cos_sin(coords, x.dtype, mask)
-        self._check_heads(x)
-        return apply_rotary(x, self._head_slice(cos, x.shape[-2]), self._head_slice(sin, x.shape[-2]), self.layout)
-
-    def _check_heads(self, x: torch.Tensor) -> None:
+    def _check_x(self, x, name: str) -> torch.Tensor:
+        """Check ``x`` and return it in ``(…, L, H, D)`` order."""
+        x = to_blhd(check_qk(x, name, self.head_dim, self.qk_layout), self.qk_layout)
         if self._per_head():
             heads = self.num_heads if self.num_heads is not None else self.mixing.shape[0]
             if heads % x.shape[-2]:
-                raise ValueError(f"input has {x.shape[-2]} heads; the per-head encoding was built for {heads}")
+                raise ShapeError(f"{name} has {x.shape[-2]} heads; the per-head encoding was built for {heads}")
+        return x
+
+    def _rotate_with(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        h = x.shape[-2]
+        return from_blhd(apply_rotary(x, self._head_slice(cos, h), self._head_slice(sin, h), self.layout), self.qk_layout)
+
+    def rotate(self, x: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None) -> torch.Tensor:
+        """Rotate one tensor (``q`` or ``k``) by its coordinates.
+
+        Examples
+        --------
+        >>> import torch
+        >>> rope = StructuralRoPE(8, 1)
+        >>> x = torch.randn(1, 3, 2, 8)
+        >>> torch.equal(rope.rotate(x, torch.zeros(1, 3, 1, dtype=torch.int64)), x)
+        True
+        """
+        x = self._check_x(x, "x")
+        coords = self._resolve_coords(x, coords, cu_seqlens)
+        cos, sin = self.cos_sin(coords, x.dtype, mask)
+        return self._rotate_with(x, cos, sin)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None, k_coords=None):
-        """Return ``(q_rot, k_rot)``; see the class docstring for shapes."""
+        """Return ``(q_rot, k_rot)`` in the layout given; see the class docstring for shapes."""
         if k_coords is not None:
             return self.rotate(q, coords, cu_seqlens, mask=mask), self.rotate(k, k_coords, cu_seqlens, mask=mask)
-        if q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
-            raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} differ in tokens or head_dim (pass k_coords)")
+        q, k = self._check_x(q, "q"), self._check_x(k, "k")
+        if q.shape[:-2] != k.shape[:-2]:
+            raise ShapeError(
+                f"q and k must have the same tokens (pass k_coords otherwise): q {tuple(q.shape)}, k {tuple(k.shape)} "
+                "in (…, L, H, D) order"
+            )
         coords = self._resolve_coords(q, coords, cu_seqlens)
         cos, sin = self.cos_sin(coords, q.dtype, mask)
-        self._check_heads(q)
-        self._check_heads(k)
-        q_rot = apply_rotary(q, self._head_slice(cos, q.shape[-2]), self._head_slice(sin, q.shape[-2]), self.layout)
+        q_rot = self._rotate_with(q, cos, sin)
         if k.dtype != q.dtype:
             cos, sin = self.cos_sin(coords, k.dtype, mask)
-        k_rot = apply_rotary(k, self._head_slice(cos, k.shape[-2]), self._head_slice(sin, k.shape[-2]), self.layout)
-        return q_rot, k_rot
+        return q_rot, self._rotate_with(k, cos, sin)

@@ -27,6 +27,8 @@ from torch import nn
 
 from ..coords._graph_utils import Graph, adjacency, as_graph, canonical_phase
 from ..coords.laplacian import laplacian_pe
+from ..exceptions import ShapeError, SpecError
+from ._checks import QK_LAYOUTS, QKLayout, from_blhd, is_compiling, to_blhd
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 
 __all__ = ["WIRE", "spectral_coords"]
@@ -78,7 +80,19 @@ class WIRE(nn.Module):
     RoPE-like one (spectral coordinates are ``O(1/√N)``: a scale near ``N`` gives angle steps
     comparable to token positions). ``forward(q, k, t)`` takes ``q, k`` of shape
     ``(..., N, H, D)`` and ``t`` of shape ``(..., N, k)``; ``mask`` (``(..., N)``, True = real
-    node) makes padded nodes an identity rotation.
+    node) makes padded nodes an identity rotation. ``qk_layout="bhld"`` takes ``(..., H, N, D)``
+    instead (SDPA / FlexAttention layout). Shapes and dtypes are checked before any compute
+    (:class:`~structpos.exceptions.ShapeError`); value checks are skipped under ``torch.compile``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> wire = WIRE(head_dim=8, k=2)
+    >>> q = k = torch.randn(5, 2, 8)
+    >>> t = torch.randn(5, 2)
+    >>> q_rot, k_rot = wire(q, k, t)
+    >>> torch.allclose(q_rot.norm(dim=-1), q.norm(dim=-1))
+    True
     """
 
     def __init__(
@@ -90,11 +104,16 @@ class WIRE(nn.Module):
         learnable: bool = False,
         layout: str = "half",
         omega: torch.Tensor | None = None,
+        *,
+        qk_layout: QKLayout = "blhd",
     ):
         super().__init__()
         if k < 1:
             raise ValueError(f"k must be ≥ 1, got {k}")
         self.head_dim, self.k, self.layout = int(head_dim), int(k), check_layout(layout)
+        if qk_layout not in QK_LAYOUTS:
+            raise SpecError(f"qk_layout must be one of {QK_LAYOUTS}, got {qk_layout!r}")
+        self.qk_layout = qk_layout
         P = self.head_dim // 2
         if omega is None:
             inv = rope_inv_freq(self.head_dim, base)
@@ -116,24 +135,42 @@ class WIRE(nn.Module):
         """``φ = t Ωᵀ`` of shape ``(..., N, D/2)``, in fp32 (fp64 for fp64 ``t``)."""
         t = torch.as_tensor(t)
         if t.shape[-1:] != (self.k,):
-            raise ValueError(f"spectral coordinates must end in k = {self.k}, got shape {tuple(t.shape)}")
+            raise ShapeError(f"spectral coordinates must have shape (..., N, {self.k}), given {tuple(t.shape)}")
         if not t.is_floating_point() or t.dtype in (torch.float16, torch.bfloat16):
             t = t.to(torch.float32)
-        if not torch.isfinite(t).all():
+        if not is_compiling() and not torch.isfinite(t).all():
             bad = torch.nonzero(~torch.isfinite(t))[0].tolist()
             raise ValueError(f"spectral coordinates contain a non-finite value at {bad} (NaN-padded LapPE?)")
         with torch.autocast(device_type=t.device.type, enabled=False):
             return t @ self.omega.to(device=t.device, dtype=t.dtype).T
 
     def rotate(self, x: torch.Tensor, t: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        if x.shape[-1] != self.head_dim or x.shape[:-2] != t.shape[:-1]:
-            raise ValueError(f"x {tuple(x.shape)} must be (..., N, H, {self.head_dim}) with t (..., N, {self.k}) = {tuple(t.shape)}")
+        """Rotate ``x`` (``(..., N, H, D)``, or ``(..., H, N, D)`` with ``qk_layout="bhld"``) by ``Ω t``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> x = torch.randn(3, 1, 4)
+        >>> torch.equal(WIRE(4, 1).rotate(x, torch.zeros(3, 1)), x)
+        True
+        """
+        exp = f"(..., N, H, {self.head_dim})" if self.qk_layout == "blhd" else f"(..., H, N, {self.head_dim})"
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 3 or x.shape[-1] != self.head_dim:
+            given = f"{x.dtype} {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ShapeError(f"q/k must be a floating tensor {exp}; given {given}")
+        x = to_blhd(x, self.qk_layout)
+        t = torch.as_tensor(t, device=x.device)
+        if x.shape[:-2] != t.shape[:-1]:
+            raise ShapeError(
+                f"spectral coordinates must have shape {(*tuple(x.shape[:-2]), self.k)} (the node shape of q/k, "
+                f"then k = {self.k}), given {tuple(t.shape)}"
+            )
         ang = self.angles(t)
         if mask is not None:
             ang = ang * torch.as_tensor(mask, device=ang.device).to(ang.dtype)[..., None]
         ang = ang.unsqueeze(-2)
-        return apply_rotary(x, ang.cos(), ang.sin(), self.layout)
+        return from_blhd(apply_rotary(x, ang.cos(), ang.sin(), self.layout), self.qk_layout)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, t: torch.Tensor, mask: torch.Tensor | None = None):
-        t = torch.as_tensor(t, device=q.device)
+        """Return ``(q_rot, k_rot)``, both rotated by ``Ω t``."""
         return self.rotate(q, t, mask), self.rotate(k, t, mask)

@@ -198,10 +198,13 @@ def encode_payload(
     are dropped when equal to it (``tree`` returns ``parent``) and otherwise prefixed ``coord_``.
     """
     from ..coords import compute
+    from .tokens import TOKENIZER_OPTION, add_token_columns
 
     if limits.max_input_bytes is not None and isinstance(payload, (str, bytes)):
         check_limit(len(payload), limits.max_input_bytes, "max_input_bytes", "bytes of input", name=record_id)
-    out = _parse(payload, kind, record_id, language, format, parser_options or {}, limits, extra_parsers)
+    token_options = {k: v for k, v in (parser_options or {}).items() if k == TOKENIZER_OPTION}
+    parser_options = {k: v for k, v in (parser_options or {}).items() if k != TOKENIZER_OPTION}
+    out = _parse(payload, kind, record_id, language, format, parser_options, limits, extra_parsers)
     structures = out if isinstance(out, (list, tuple)) else [out]
     rows = []
     for k, s in enumerate(structures):
@@ -238,6 +241,7 @@ def encode_payload(
                 "coords": coord_cols,
             }
         )
+        add_token_columns(rows[-1], s, token_options)  # --tokenizer: input_ids + per-token coordinates
     return rows
 
 

@@ -1,0 +1,488 @@
+"""Structural positions inside Hugging Face ``transformers`` decoder models (Llama, Qwen2/3, Mistral, Gemma).
+
+HF decoder models compute ``(cos, sin) = model.rotary_emb(hidden, position_ids)`` once, of
+shape ``(B, L, D_rot)`` (``cat(f, f)``: half-split pairs), and every attention layer applies
+``q·cos + rotate_half(q)·sin``. :func:`install_structural_rope` swaps ``rotary_emb`` for a
+:class:`StructuralRotaryEmbedding` that returns the same tensors computed from per-token
+coordinates ``c_n ∈ ℝ^A``:
+
+    cos = cos(φ_n) · s,   φ_{n,j} = ω_j ⟨W_j, c_n⟩
+
+with the model's own ``inv_freq`` ``ω`` (so ``rope_theta``, ``head_dim``, partial rotary and
+static rope scaling — linear, llama3, yarn, ... — are respected) and its ``attention_scaling``
+``s``. With every axis equal to the token index this is exactly the stock model.
+
+Usage::
+
+    patch = install_structural_rope(model, num_axes=3, allocation="sectioned")
+    out = model(input_ids, position_ids=coords)            # coords (B, L, 3)
+    patch.set_coordinates(prompt_coords)                   # then generate() continues them
+    model.generate(input_ids, max_new_tokens=8)
+
+A forward pre-hook on the decoder body takes 3-D ``position_ids`` ``(B, L, A)`` out of the
+call (HF's mask code reads ``position_ids`` as 1-D positions and would misread them), keeps
+them in a :class:`CoordinateState`, and passes the token index on. **Coordinate continuation**
+(KV cache): the coordinates of tokens that arrive after the prompt come from ``rule(last, n)``
+with ``last`` the ``(B, A)`` coordinates of the last token seen; the default
+:func:`continue_axis0` adds ``1, 2, …, n`` to axis 0 and copies the other axes (a generated
+token extends the sequence axis and stays in the structure of the last prompt token). Explicit
+3-D ``position_ids`` on a decode step override the rule.
+
+``allocation="per_head"`` (or per-head mixing) cannot be expressed as one ``(B, L, D)`` cos/sin:
+the rotary module then returns the identity and the attention function registered by
+:func:`register_structural_attention` (``"structpos_eager"`` / ``"structpos_sdpa"`` /
+``"structpos_flex"``) rotates ``q`` and the cached keys per head, using the key coordinates the
+state keeps for the whole cache. Dynamic rope types (``dynamic``, ``longrope``) are used with
+their initial ``inv_freq``. Supports transformers 4.5x (``past_key_values``) and 5.x (``cache``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+from torch import nn
+
+from ..encoders.rope import Allocation, StructuralRoPE
+from ..exceptions import ShapeError, SpecError
+
+__all__ = [
+    "QWEN_VL_AXES",
+    "CoordinateState",
+    "StructuralPatch",
+    "StructuralRotaryEmbedding",
+    "continue_axis0",
+    "install_structural_rope",
+    "qwen_vl_position_ids",
+    "register_structural_attention",
+]
+
+ContinueRule = Callable[[torch.Tensor, int], torch.Tensor]
+BaseAttention = Literal["eager", "sdpa", "flex"]
+
+
+def continue_axis0(last: torch.Tensor, num_new: int) -> torch.Tensor:
+    """Default continuation rule: axis 0 counts on from ``last``, the other axes are copied.
+
+    Parameters
+    ----------
+    last : torch.Tensor
+        ``(B, A)`` coordinates of the last token seen.
+    num_new : int
+        Number of new tokens.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, num_new, A)`` coordinates of the new tokens.
+
+    Examples
+    --------
+    >>> continue_axis0(torch.tensor([[5, 2, 1]]), 2).tolist()
+    [[[6, 2, 1], [7, 2, 1]]]
+    """
+    steps = torch.arange(1, num_new + 1, device=last.device, dtype=last.dtype)
+    new = last[:, None, :].expand(last.shape[0], num_new, last.shape[1]).clone()
+    new[..., 0] = new[..., 0] + steps
+    return new
+
+
+@dataclass
+class CoordinateState:
+    """Per-model coordinate bookkeeping shared by the hook, the rotary module and the attention function.
+
+    Attributes
+    ----------
+    num_axes : int
+        ``A``.
+    rule : callable
+        ``rule(last (B, A), n) -> (B, n, A)`` for tokens after the prompt (:func:`continue_axis0`).
+    pending : torch.Tensor or None
+        Coordinates set by :meth:`StructuralPatch.set_coordinates` for the next prefill.
+    current : torch.Tensor or None
+        ``(B, L, A)`` coordinates of the tokens of the running forward pass.
+    keys : torch.Tensor or None
+        ``(B, S, A)`` coordinates of every token in the KV cache (current ones included).
+    padding : torch.Tensor or None
+        ``(B, S)`` bool, True on real key tokens (from a 2-D ``attention_mask``).
+    extras : dict
+        Inputs of structural biases for the ``structpos_flex`` attention (see :mod:`.flex`).
+
+    Examples
+    --------
+    >>> st = CoordinateState(num_axes=2)
+    >>> st.resolve(None, batch=1, length=3, past=0).tolist()
+    [[[0, 0], [1, 1], [2, 2]]]
+    >>> st.resolve(None, batch=1, length=1, past=3).tolist()  # continues axis 0, copies axis 1
+    [[[3, 2]]]
+    """
+
+    num_axes: int
+    rule: ContinueRule = continue_axis0
+    pending: torch.Tensor | None = None
+    current: torch.Tensor | None = None
+    keys: torch.Tensor | None = None
+    padding: torch.Tensor | None = None
+    extras: dict = field(default_factory=dict)
+
+    def _check(self, coords: torch.Tensor, batch: int, length: int, what: str) -> torch.Tensor:
+        expected = (batch, length, self.num_axes)
+        if not isinstance(coords, torch.Tensor) or coords.dtype in (torch.float16, torch.bfloat16, torch.bool):
+            given = f"{coords.dtype} {tuple(coords.shape)}" if isinstance(coords, torch.Tensor) else type(coords).__name__
+            raise ShapeError(f"{what} must be an int64 or fp32 tensor of shape {expected}; given {given}")
+        if coords.dim() == 2 and coords.shape == (length, self.num_axes):
+            coords = coords.expand(batch, length, self.num_axes)
+        if tuple(coords.shape) != expected:
+            raise ShapeError(f"{what} must have shape (B, L, A) = {expected}; given {tuple(coords.shape)}")
+        return coords
+
+    def resolve(self, position_ids, batch: int, length: int, past: int, device=None) -> torch.Tensor:
+        """Coordinates ``(B, L, A)`` of the incoming tokens; updates ``current``, ``keys``.
+
+        Order: 3-D ``position_ids``; the pending coordinates at a prefill; the continuation
+        rule after a prefill; 2-D ``position_ids`` (or the token index) on every axis.
+        """
+        if position_ids is not None and position_ids.dim() == 3:
+            coords = self._check(position_ids, batch, length, "position_ids")
+        elif past == 0 and self.pending is not None:
+            coords, self.pending = self._check(self.pending.to(device), batch, length, "set_coordinates()"), None
+        elif past > 0 and self.keys is not None and self.keys.shape[0] == batch:
+            coords = self.rule(self.keys[:, -1], length).to(self.keys.dtype)
+        else:
+            if position_ids is None:
+                position_ids = torch.arange(past, past + length, device=device)[None].expand(batch, length)
+            coords = position_ids[..., None].expand(*position_ids.shape, self.num_axes)
+            coords = coords.expand(batch, length, self.num_axes)
+        prev = self.keys if past > 0 and self.keys is not None else None
+        self.keys = coords if prev is None else torch.cat([prev.to(coords.dtype), coords], dim=1)
+        self.current = coords
+        return coords
+
+
+class StructuralRotaryEmbedding(nn.Module):
+    """Drop-in for a HF model's ``rotary_emb``: ``forward(x, position_ids) -> (cos, sin)`` ``(B, L, D_rot)``.
+
+    Parameters
+    ----------
+    rope : StructuralRoPE
+        The encoder (its ``inv_freq`` is the model's).
+    state : CoordinateState
+        Where the coordinates of the running forward pass are found.
+    attention_scaling : float
+        The model's post-scaling of cos/sin (yarn, longrope; 1 otherwise).
+
+    Examples
+    --------
+    >>> rope = StructuralRoPE(8, 2)
+    >>> emb = StructuralRotaryEmbedding(rope, CoordinateState(2))
+    >>> cos, sin = emb(torch.zeros(1, 3, 4), torch.arange(3)[None])
+    >>> cos.shape
+    torch.Size([1, 3, 8])
+    """
+
+    def __init__(self, rope: StructuralRoPE, state: CoordinateState, attention_scaling: float = 1.0):
+        super().__init__()
+        self.rope, self.state, self.attention_scaling = rope, state, float(attention_scaling)
+        self.per_head = rope._per_head()
+
+    def coords_for(self, position_ids: torch.Tensor) -> torch.Tensor:
+        """The state's current coordinates when they fit ``position_ids``, else ``position_ids`` on every axis."""
+        cur = self.state.current
+        if cur is not None and cur.shape[:2] == position_ids.shape[-2:]:
+            return cur.to(position_ids.device)
+        if position_ids.dim() == 3 and position_ids.shape[-1] == self.rope.num_axes:
+            return position_ids
+        return position_ids[..., None].expand(*position_ids.shape, self.rope.num_axes)
+
+    def forward(self, x: torch.Tensor, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        coords = self.coords_for(position_ids)
+        if self.per_head:  # rotation happens in the attention function, per head
+            ones = torch.ones(*coords.shape[:-1], self.rope.head_dim, dtype=x.dtype, device=x.device)
+            return ones, torch.zeros_like(ones)
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            ang = self.rope.angles(coords.to(x.device))
+            emb = torch.cat((ang, ang), dim=-1)
+            cos, sin = emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
+        return cos.to(x.dtype), sin.to(x.dtype)
+
+
+def _decoder_body(model: nn.Module) -> nn.Module:
+    """The module that owns ``rotary_emb`` (``model.model`` for ``*ForCausalLM``)."""
+    for m in (model, getattr(model, "model", None), getattr(getattr(model, "model", None), "language_model", None)):
+        if m is not None and isinstance(getattr(m, "rotary_emb", None), nn.Module):
+            return m
+    raise SpecError(f"{type(model).__name__} has no rotary_emb module (not a Llama-family decoder?)")
+
+
+def _past_length(kwargs: dict) -> int:
+    cache = kwargs.get("cache", kwargs.get("past_key_values"))
+    if cache is not None and hasattr(cache, "get_seq_length"):
+        return int(cache.get_seq_length())
+    cp = kwargs.get("cache_position")
+    return int(cp[0]) if cp is not None and cp.numel() else 0
+
+
+@dataclass
+class StructuralPatch:
+    """What :func:`install_structural_rope` did: the body, the encoder, the state, and how to undo it.
+
+    Examples
+    --------
+    >>> StructuralPatch.__name__
+    'StructuralPatch'
+    """
+
+    body: nn.Module
+    rope: StructuralRoPE
+    state: CoordinateState
+    original_rotary: nn.Module
+    handle: object
+
+    def set_coordinates(self, coords: torch.Tensor) -> None:
+        """Coordinates ``(B, L, A)`` (or ``(L, A)``) of the next prompt, e.g. before ``generate()``."""
+        self.state.pending = coords
+
+    def set_bias(self, **inputs) -> None:
+        """Per-token inputs of a structural bias for ``attn_implementation="structpos_flex"`` (see :mod:`.flex`)."""
+        self.state.extras = dict(inputs)
+
+    def remove(self) -> None:
+        """Restore the original rotary module and drop the hook."""
+        self.body.rotary_emb = self.original_rotary
+        self.handle.remove()
+
+
+def _rope_from_model(body: nn.Module, num_axes: int, allocation: Allocation, **options) -> tuple[StructuralRoPE, float]:
+    orig = body.rotary_emb
+    inv_freq = getattr(orig, "original_inv_freq", None)
+    inv_freq = orig.inv_freq if inv_freq is None else inv_freq
+    config = getattr(body, "config", None)
+    options.setdefault("num_heads", getattr(config, "num_attention_heads", None))
+    rope = StructuralRoPE(2 * inv_freq.numel(), num_axes, allocation, inv_freq=inv_freq.float(), qk_layout="bhld", **options)
+    return rope.to(inv_freq.device), float(getattr(orig, "attention_scaling", 1.0))
+
+
+def install_structural_rope(
+    model: nn.Module,
+    num_axes: int,
+    allocation: Allocation = "sectioned",
+    *,
+    rule: ContinueRule = continue_axis0,
+    rope: StructuralRoPE | None = None,
+    **options,
+) -> StructuralPatch:
+    """Make ``model(input_ids, position_ids=coords)`` take per-token coordinates ``(B, L, A)``.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A Llama-family decoder (``LlamaForCausalLM``, ``Qwen2/3ForCausalLM``, ``MistralForCausalLM``,
+        ``GemmaForCausalLM``, or their bodies).
+    num_axes : int
+        ``A``.
+    allocation : {"sectioned", "interleaved", "per_head", "mixed"}
+        Frequency allocation (see :class:`~structpos.encoders.StructuralRoPE`); ``sections``,
+        ``mixing``, ``learnable`` go through ``options``.
+    rule : callable
+        Continuation rule for tokens after the prompt (:func:`continue_axis0`).
+    rope : StructuralRoPE, optional
+        A ready encoder (e.g. :class:`~structpos.encoders.HierarchicalRoPE`); by default one is
+        built on the model's ``inv_freq``.
+
+    Returns
+    -------
+    StructuralPatch
+
+    Raises
+    ------
+    SpecError
+        The model has no ``rotary_emb``.
+
+    Notes
+    -----
+    ``per_head`` needs a structural attention function: this call registers and selects
+    ``"structpos_" + <the model's current implementation>`` (eager or sdpa).
+
+    Examples
+    --------
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> cfg = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+    ...                   num_attention_heads=2, num_key_value_heads=2)
+    >>> model = LlamaForCausalLM(cfg).eval()
+    >>> ids = torch.tensor([[1, 2, 3, 4]])
+    >>> ref = model(ids).logits
+    >>> patch = install_structural_rope(model, num_axes=2)
+    >>> same = torch.arange(4)[None, :, None].expand(1, 4, 2)
+    >>> torch.allclose(model(ids, position_ids=same).logits, ref, atol=1e-6)
+    True
+    """
+    body = _decoder_body(model)
+    if rope is None:
+        rope, scaling = _rope_from_model(body, num_axes, allocation, **options)
+    else:
+        scaling = float(getattr(body.rotary_emb, "attention_scaling", 1.0))
+        if rope.num_axes != num_axes:
+            raise SpecError(f"rope has {rope.num_axes} axes, num_axes = {num_axes}")
+    state = CoordinateState(num_axes=num_axes, rule=rule)
+    original = body.rotary_emb
+    body.rotary_emb = StructuralRotaryEmbedding(rope, state, scaling)
+    handle = body.register_forward_pre_hook(_make_hook(state), with_kwargs=True)
+    _attach_state(body, rope, state)
+    if rope._per_head():
+        base = getattr(body.config, "_attn_implementation", "sdpa") or "sdpa"
+        if not base.startswith("structpos_"):
+            _select_attention(model, register_structural_attention(base if base in ("eager", "sdpa") else "sdpa"))
+    return StructuralPatch(body, rope, state, original, handle)
+
+
+def _attach_state(body: nn.Module, rope: StructuralRoPE, state: CoordinateState) -> None:
+    for m in body.modules():
+        if hasattr(m, "q_proj") and hasattr(m, "k_proj"):
+            m._structpos = (rope, state)
+
+
+def _make_hook(state: CoordinateState):
+    def hook(module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        x = ids if ids is not None else kwargs.get("inputs_embeds")
+        if x is None:
+            return None
+        batch, length = x.shape[0], x.shape[1]
+        past = _past_length(kwargs)
+        pos = kwargs.get("position_ids")
+        state.resolve(pos, batch, length, past, device=x.device)
+        mask = kwargs.get("attention_mask")
+        state.padding = mask.to(torch.bool) if isinstance(mask, torch.Tensor) and mask.dim() == 2 else None
+        if pos is None or pos.dim() == 3:
+            kwargs["position_ids"] = torch.arange(past, past + length, device=x.device)[None].expand(batch, length)
+        return args, kwargs
+
+    return hook
+
+
+def _select_attention(model: nn.Module, name: str) -> None:
+    setter = getattr(model, "set_attn_implementation", None)
+    if setter is not None:
+        try:
+            setter(name)
+            return
+        except (ValueError, TypeError, KeyError):  # older versions validate against built-ins only
+            pass
+    model.config._attn_implementation = name
+
+
+def _rotate_per_head(module, query, key):
+    rope, state = module._structpos
+    if not rope._per_head() or state.current is None:
+        return query, key
+    rdim = rope.head_dim
+    kc = state.keys[:, -key.shape[-2]:].to(query.device)
+    q_rot = rope.rotate(query[..., :rdim], state.current.to(query.device))
+    k_rot = rope.rotate(key[..., :rdim], kc)
+    if rdim < query.shape[-1]:  # partial rotary: the rest passes through
+        q_rot = torch.cat([q_rot, query[..., rdim:]], dim=-1)
+        k_rot = torch.cat([k_rot, key[..., rdim:]], dim=-1)
+    return q_rot, k_rot
+
+
+def register_structural_attention(base: BaseAttention = "sdpa") -> str:
+    """Register ``"structpos_<base>"`` with HF ``AttentionInterface`` (and its mask function); return the name.
+
+    The function applies a per-head structural rotation when the installed encoder needs one,
+    then runs ``base``: HF's ``eager`` / ``sdpa``, or ``flex`` — FlexAttention with the structural
+    ``score_mod`` / ``mask_mod`` built by :func:`structpos.integrations.flex.hf_flex_attention`
+    from ``StructuralPatch.set_bias(...)`` inputs (causal and padding added, no L×L tensor).
+
+    Examples
+    --------
+    >>> register_structural_attention("sdpa")
+    'structpos_sdpa'
+    """
+    from transformers import AttentionInterface
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    try:
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+    except ImportError:  # transformers < 4.53: masks do not go through an interface
+        ALL_MASK_ATTENTION_FUNCTIONS = AttentionMaskInterface = None
+    if base not in ("eager", "sdpa", "flex"):
+        raise SpecError(f"base attention must be 'eager', 'sdpa' or 'flex', got {base!r}")
+    name = f"structpos_{base}"
+    if base == "flex":
+        from .flex import hf_flex_attention
+
+        inner, mask_fn = hf_flex_attention, (lambda *a, **k: None)
+    else:
+        if base == "eager":
+            from transformers.models.llama.modeling_llama import eager_attention_forward as inner
+        else:
+            inner = ALL_ATTENTION_FUNCTIONS["sdpa"]
+        mask_fn = ALL_MASK_ATTENTION_FUNCTIONS[base] if ALL_MASK_ATTENTION_FUNCTIONS is not None else None
+
+    def attention(module, query, key, value, attention_mask, **kwargs):
+        if getattr(module, "_structpos", None) is not None:
+            query, key = _rotate_per_head(module, query, key)
+        return inner(module, query, key, value, attention_mask, **kwargs)
+
+    AttentionInterface.register(name, attention)
+    if AttentionMaskInterface is not None and mask_fn is not None:
+        AttentionMaskInterface.register(name, mask_fn)
+    return name
+
+
+# ------------------------------------------------------------------------------------ Qwen-VL
+QWEN_VL_AXES: dict[str, tuple[str, str, str]] = {
+    "tree": ("index", "depth", "sibling"),
+    "table": ("index", "row", "col"),
+    "hier": ("index", "paragraph", "sentence"),
+}
+"""Structure coordinates behind Qwen-VL's (temporal, height, width) axes, per coordinate family.
+
+Trees (code, JSON, XML, YAML, CoNLL-U): (token index, depth, sibling index); tables: (token
+index, row, column) — a table is a grid like an image; documents: (token index, paragraph,
+sentence). Tokens without a node (fill ``-1``) take 0 on the structural axes."""
+
+
+def qwen_vl_position_ids(token_coords: dict, family: str, offset: int = 0) -> torch.Tensor:
+    """Qwen2-VL / Qwen2.5-VL / Qwen3-VL ``position_ids`` ``(3, 1, L)`` from :func:`structpos.align.token_coords`.
+
+    No patching: these models already rotate pair sections (Qwen2/2.5-VL ``mrope_section``) or
+    interleaved pairs (Qwen3-VL) by three position axes. Axis 0 (temporal) is the token index
+    (``+ offset``, e.g. the length of a preceding prompt), so text-like order is kept; the two
+    other axes carry the structure (:data:`QWEN_VL_AXES`).
+
+    Parameters
+    ----------
+    token_coords : dict
+        Output of :func:`~structpos.align.token_coords` with the family's columns.
+    family : {"tree", "table", "hier"}
+        Which coordinates to use.
+    offset : int
+        Added to the token index.
+
+    Returns
+    -------
+    torch.Tensor
+        int64 ``(3, 1, L)``; stack several along dim 1 for a batch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> tc = {"row": np.array([0, 0, 1]), "col": np.array([0, 1, -1])}
+    >>> qwen_vl_position_ids(tc, "table")[:, 0].tolist()
+    [[0, 1, 2], [0, 0, 1], [0, 1, 0]]
+    """
+    if family not in QWEN_VL_AXES:
+        raise SpecError(f"family must be one of {sorted(QWEN_VL_AXES)}, got {family!r}")
+    _, a1, a2 = QWEN_VL_AXES[family]
+    missing = [a for a in (a1, a2) if a not in token_coords]
+    if missing:
+        raise SpecError(f"token_coords lacks {missing} (computed with the {family!r} coordinate family?)")
+    h = torch.as_tensor(token_coords[a1]).to(torch.int64).clamp_min(0)
+    w = torch.as_tensor(token_coords[a2]).to(torch.int64).clamp_min(0)
+    if h.shape != w.shape or h.dim() != 1:
+        raise ShapeError(f"{a1} and {a2} must be (L,) arrays of one length; given {tuple(h.shape)}, {tuple(w.shape)}")
+    t = torch.arange(h.numel(), dtype=torch.int64) + offset
+    return torch.stack([t, h, w])[:, None, :]

@@ -1,0 +1,161 @@
+"""Token-level rows for ``structpos encode --tokenizer``: input ids and per-token coordinates.
+
+A local tokenizer — a HF ``tokenizers`` ``tokenizer.json`` file, or a directory holding one or a
+``transformers`` tokenizer — splits each structure's source text; tokens are aligned to nodes
+by character offsets (:func:`structpos.align.align`: deepest covering node, flags for
+special / outside / straddling / whitespace tokens) and every per-node coordinate is gathered
+per token (``-1`` where a token has no node). Nothing is downloaded: directories are opened
+with ``local_files_only=True``.
+
+Columns added to each row (one list per row, ``T`` tokens):
+
+* ``input_ids`` (T,), ``token_start`` / ``token_end`` (T,) character offsets,
+  ``token_node`` (T,) and ``token_flags`` (T,) (the alignment);
+* ``tok_<name>`` (T, …) for every per-node coordinate column ``<name>`` of the row.
+
+So a training job reads tokens and positions directly; ``tok_<name>`` equals
+:func:`structpos.align.token_coords` of the same structure and offsets.
+
+Examples
+--------
+>>> from tokenizers import Tokenizer, models, pre_tokenizers
+>>> tok = Tokenizer(models.WordLevel({"[UNK]": 0, "a": 1, ":": 2, "1": 3}, unk_token="[UNK]"))
+>>> tok.pre_tokenizer = pre_tokenizers.Whitespace()
+>>> import structpos
+>>> s = structpos.parse('{"a": 1}', "json")
+>>> cols = token_columns(s, {"depth": structpos.compute_coords(s, "tree")["depth"]}, tok)
+>>> sorted(cols)
+['input_ids', 'tok_depth', 'token_end', 'token_flags', 'token_node', 'token_start']
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import InputError, SpecError
+
+__all__ = ["TOKENIZER_OPTION", "add_token_columns", "load_tokenizer", "token_columns", "tokenize"]
+
+TOKENIZER_OPTION = "__tokenizer__"
+"""Key in ``parser_options`` that carries the tokenizer path through the pipeline (popped before parsing)."""
+
+_LOADED: dict[str, Any] = {}
+
+
+def load_tokenizer(path: str | os.PathLike) -> Any:
+    """A ``tokenizers.Tokenizer`` (``tokenizer.json``) or a local ``transformers`` fast tokenizer, cached per process.
+
+    Parameters
+    ----------
+    path : str or path
+        A ``tokenizer.json`` file, or a directory with one (or with a transformers tokenizer).
+
+    Returns
+    -------
+    object
+        The tokenizer.
+
+    Raises
+    ------
+    SpecError
+        The path does not exist or holds no tokenizer.
+
+    Examples
+    --------
+    >>> load_tokenizer("/nonexistent/tokenizer.json")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: /nonexistent/tokenizer.json: no tokenizer file or directory here
+    """
+    key = str(Path(path).resolve())
+    if key in _LOADED:
+        return _LOADED[key]
+    p = Path(path)
+    if not p.exists():
+        raise SpecError("no tokenizer file or directory here", name=str(path))
+    if p.is_dir() and (p / "tokenizer.json").is_file():
+        p = p / "tokenizer.json"
+    if p.is_file():
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(p))
+    else:
+        try:
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(str(p), local_files_only=True, use_fast=True)
+        except Exception as e:  # any failure to load: one clear error naming the path
+            raise SpecError(f"cannot load a local tokenizer: {e}", name=str(path)) from e
+        if not getattr(tok, "is_fast", False):
+            raise SpecError("a fast tokenizer (with offsets) is needed", name=str(path))
+    _LOADED[key] = tok
+    return tok
+
+
+def tokenize(tokenizer: Any, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(input_ids (T,), offsets (T, 2))`` with special tokens, for either tokenizer type.
+
+    Examples
+    --------
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers
+    >>> tok = Tokenizer(models.WordLevel({"[UNK]": 0, "hi": 1}, unk_token="[UNK]"))
+    >>> tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    >>> ids, off = tokenize(tok, "hi there")
+    >>> ids.tolist(), off.tolist()
+    ([1, 0], [[0, 2], [3, 8]])
+    """
+    if hasattr(tokenizer, "encode") and hasattr(tokenizer, "get_vocab_size"):  # tokenizers.Tokenizer
+        enc = tokenizer.encode(text)
+        ids, offsets = enc.ids, enc.offsets
+    else:
+        enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=True)
+        ids, offsets = enc["input_ids"], enc["offset_mapping"]
+    return np.asarray(ids, dtype=np.int64), np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+
+
+def token_columns(structure, coords: Mapping[str, np.ndarray], tokenizer: Any) -> dict[str, np.ndarray]:
+    """The token columns of one structure (see the module docstring).
+
+    Raises
+    ------
+    InputError
+        The structure has no source text to tokenize (e.g. a graph).
+    """
+    from ..align import align
+
+    text = getattr(structure, "source", None)
+    if not isinstance(text, str):
+        raise InputError("--tokenizer needs a structure with source text (not a graph)", name=structure.name)
+    ids, offsets = tokenize(tokenizer, text)
+    al = align(structure, offsets)
+    per_node = {k: v for k, v in coords.items() if np.ndim(v) >= 1 and len(v) == structure.num_nodes}
+    out = {"input_ids": ids, "token_start": offsets[:, 0], "token_end": offsets[:, 1],
+           "token_node": al.node.astype(np.int64), "token_flags": al.flags.astype(np.int64)}
+    for name, vals in al.take(per_node, fill=-1).items():
+        out[f"tok_{name}"] = vals
+    return out
+
+
+def add_token_columns(row: dict, structure, options: Mapping[str, Any]) -> None:
+    """Add the token columns to an encoded ``row`` in place when ``options`` names a tokenizer.
+
+    Examples
+    --------
+    >>> row = {"coords": {}}
+    >>> add_token_columns(row, None, {})  # no tokenizer: nothing to do
+    >>> row
+    {'coords': {}}
+    """
+    path = options.get(TOKENIZER_OPTION)
+    if not path:
+        return
+    coords = dict(row["coords"])
+    for base in ("parent",):
+        if row.get(base) is not None and base not in coords:
+            coords[base] = np.asarray(row[base])
+    row["coords"].update(token_columns(structure, coords, load_tokenizer(path)))

@@ -1,0 +1,309 @@
+"""Structural RoPE inside tiny random-init HF decoders (Llama, Qwen2, Qwen3, Mistral, Gemma) and Qwen-VL ids."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from structpos.encoders import StructuralRoPE
+from structpos.exceptions import ShapeError
+from structpos.integrations.flex import ancestor_table, tree_distance_score_mod
+from structpos.integrations.transformers import (
+    continue_axis0,
+    install_structural_rope,
+    qwen_vl_position_ids,
+    register_structural_attention,
+)
+
+warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile.*")
+warnings.filterwarnings("ignore", message=".*attention mask.*")
+
+V, L, A = 97, 12, 3
+COMMON = {"vocab_size": V, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256, "pad_token_id": 0,
+          "initializer_range": 0.3}  # large enough that positions visibly change the logits
+FAMILIES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None, "head_dim": 8}),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 8}),
+}
+
+
+def make_model(family: str, attn: str = "sdpa", seed: int = 0, **extra):
+    cfg_name, model_name, kw = FAMILIES[family]
+    cfg = getattr(transformers, cfg_name)(**{**COMMON, **kw, **extra})
+    cfg._attn_implementation = attn
+    torch.manual_seed(seed)
+    return getattr(transformers, model_name)(cfg).eval()
+
+
+def index_coords(B, n, axes=A):
+    return torch.arange(n)[None, :, None].expand(B, n, axes)
+
+
+def struct_coords(B, n, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    c = torch.randint(0, 9, (B, n, A), generator=g)
+    c[..., 0] = torch.arange(n)  # axis 0 = sequence order, axes 1.. = structure
+    return c
+
+
+def ids(B=2, n=L, seed=2):
+    return torch.randint(1, V, (B, n), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_identity_reduction_and_relative_invariance(family, attn):
+    model = make_model(family, attn)
+    x = ids()
+    with torch.no_grad():
+        ref = model(x).logits
+        install_structural_rope(model, A, "sectioned")
+        same = model(x, position_ids=index_coords(2, L)).logits
+        c = struct_coords(2, L)
+        out = model(x, position_ids=c).logits
+        shifted = model(x, position_ids=c + torch.tensor([5, 3, 11])).logits
+    torch.testing.assert_close(same, ref, rtol=0, atol=1e-5)
+    assert (out - ref).abs().max() > 1e-4  # structure changes the logits
+    torch.testing.assert_close(shifted, out, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("allocation", ["interleaved", "per_head", "mixed"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_every_allocation_reduces_and_is_relative(allocation, attn):
+    model = make_model("llama", attn)
+    x = ids()
+    opts = {"sections": [2, 2, 0]} if allocation == "per_head" else {}  # per-head: kv groups of 2 heads
+    with torch.no_grad():
+        ref = model(x).logits
+        patch = install_structural_rope(model, A, allocation, **opts)
+        if allocation == "per_head":
+            assert model.config._attn_implementation == f"structpos_{attn}"
+        same = model(x, position_ids=index_coords(2, L)).logits
+        c = struct_coords(2, L)
+        out = model(x, position_ids=c).logits
+        shifted = model(x, position_ids=c + 4).logits
+    tol = 1e-5 if allocation != "mixed" else 2e-5
+    if allocation != "mixed":  # mixed rows need not sum to 1, so equal axes are not 1-D RoPE
+        torch.testing.assert_close(same, ref, rtol=0, atol=tol)
+    torch.testing.assert_close(shifted, out, rtol=0, atol=tol)
+    assert patch.rope.allocation == allocation
+
+
+def test_hierarchical_rope_through_the_hf_path():
+    from structpos.encoders import HierarchicalRoPE
+
+    model = make_model("qwen3", "sdpa")
+    x = ids()
+    with torch.no_grad():
+        ref = model(x).logits
+        rope = HierarchicalRoPE(8, "document", inv_freq=model.model.rotary_emb.inv_freq, qk_layout="bhld")
+        install_structural_rope(model, 3, rope=rope)
+        same = model(x, position_ids=index_coords(2, L)).logits
+        c = struct_coords(2, L)
+        out, shifted = model(x, position_ids=c).logits, model(x, position_ids=c + 6).logits
+    torch.testing.assert_close(same, ref, rtol=0, atol=1e-5)
+    torch.testing.assert_close(shifted, out, rtol=0, atol=1e-5)
+    assert (out - ref).abs().max() > 1e-4
+
+
+def test_per_head_matches_a_direct_attention_reference():
+    """Per-head rotation inside the attention function equals rotating q/k by hand with StructuralRoPE."""
+    model = make_model("llama", "eager", num_hidden_layers=1)
+    x, c = ids(B=1), struct_coords(1, L)
+    attn = model.model.layers[0].self_attn
+    with torch.no_grad():
+        patch = install_structural_rope(model, A, "per_head", sections=[2, 2, 0])
+        captured = {}
+        h = model.model.layers[0].register_forward_hook(lambda m, a, o: captured.setdefault("out", o))
+        model(x, position_ids=c)
+        h.remove()
+        hidden = model.model.layers[0].input_layernorm(model.model.embed_tokens(x))
+        q = attn.q_proj(hidden).view(1, L, 4, 8)
+        k = attn.k_proj(hidden).view(1, L, 2, 8)
+        v = attn.v_proj(hidden).view(1, L, 2, 8).transpose(1, 2)
+        rope = StructuralRoPE(8, A, "per_head", sections=[2, 2, 0], num_heads=4, inv_freq=patch.rope.inv_freq)
+        qr, kr = rope(q, k, c)
+        qr, kr = qr.transpose(1, 2), kr.transpose(1, 2).repeat_interleave(2, dim=1)
+        v = v.repeat_interleave(2, dim=1)
+        o = torch.nn.functional.scaled_dot_product_attention(qr, kr, v, is_causal=True)
+        o = attn.o_proj(o.transpose(1, 2).reshape(1, L, 32))
+        # the per-head output also differs from 1-D RoPE on the same coordinates
+        expected = model.model.embed_tokens(x) + o
+    out = captured["out"]
+    out = out[0] if isinstance(out, tuple) else out
+    expected = expected + model.model.layers[0].mlp(model.model.layers[0].post_attention_layernorm(expected))
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_training_step(family):
+    model = make_model(family, "sdpa").train()
+    install_structural_rope(model, A, "sectioned")
+    x, c = ids(), struct_coords(2, L)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    loss0 = model(x, position_ids=c, labels=x).loss
+    loss0.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+    opt.step()
+    opt.zero_grad()
+    with torch.no_grad():
+        loss1 = model(x, position_ids=c, labels=x).loss
+    assert loss1 < loss0
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("allocation", ["sectioned", "per_head"])
+def test_generate_with_kv_cache_follows_the_continuation_rule(family, allocation):
+    model = make_model(family, "sdpa")
+    opts = {"sections": [2, 2, 0]} if allocation == "per_head" else {}
+    patch = install_structural_rope(model, A, allocation, **opts)
+    x, c = ids(), struct_coords(2, L)
+    new = 5
+    patch.set_coordinates(c)
+    with torch.no_grad():
+        gen = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new, do_sample=False,
+                             output_logits=True, return_dict_in_generate=True, use_cache=True)
+    seq = gen.sequences
+    assert seq.shape == (2, L + new)
+    step_logits = torch.stack(gen.logits, dim=1)  # (B, new, V)
+    # reference: one full forward (no cache) with the documented rule: axis 0 continues, others copied
+    full = torch.cat([c, continue_axis0(c[:, -1], new)], dim=1)
+    with torch.no_grad():
+        ref = model(seq, position_ids=full[:, : L + new], use_cache=False).logits
+    torch.testing.assert_close(step_logits, ref[:, L - 1 : L + new - 1], rtol=0, atol=1e-4)
+    # and the cache path differs from giving the new tokens 1-D positions on every axis
+    other = torch.cat([c, index_coords(2, L + new)[:, L:]], dim=1)
+    with torch.no_grad():
+        alt = model(seq, position_ids=other, use_cache=False).logits
+    assert (alt[:, L:] - ref[:, L:]).abs().max() > 1e-4
+
+
+def test_custom_rule_and_explicit_decode_coordinates():
+    model = make_model("llama", "sdpa")
+    patch = install_structural_rope(model, A, rule=lambda last, n: last[:, None, :].expand(-1, n, -1) + 2)
+    x, c = ids(B=1), struct_coords(1, L)
+    with torch.no_grad():
+        out = model(x[:, :-1], position_ids=c[:, :-1], use_cache=True)
+        past = {"cache": out.cache} if getattr(out, "cache", None) is not None else {"past_key_values": out.past_key_values}
+        step = model(x[:, -1:], **past).logits  # transformers 5.x names it cache, 4.5x past_key_values
+        full = torch.cat([c[:, :-1], c[:, -2:-1] + 2], dim=1)
+        ref = model(x, position_ids=full, use_cache=False).logits
+    torch.testing.assert_close(step[:, -1], ref[:, -1], rtol=0, atol=1e-4)
+    assert patch.state.keys.shape == (1, L, A)
+
+
+@pytest.mark.parametrize("bad", ["axes", "dtype", "length"])
+def test_bad_coordinates_raise_before_attention(bad):
+    model = make_model("llama", "sdpa")
+    install_structural_rope(model, A)
+    calls = []
+    model.model.layers[0].self_attn.register_forward_pre_hook(lambda *a: calls.append(1))
+    x = ids()
+    c = {"axes": torch.zeros(2, L, 2, dtype=torch.int64), "dtype": torch.zeros(2, L, A, dtype=torch.float16),
+         "length": torch.zeros(2, L + 1, A, dtype=torch.int64)}[bad]
+    with pytest.raises(ShapeError, match=r"\(2, 12, 3\)") as err:
+        model(x, position_ids=c)
+    assert str(tuple(c.shape)) in str(err.value)
+    assert not calls
+
+
+def test_flex_attention_function_equals_dense_bias_reference():
+    """``structpos_flex`` with a tree-distance score_mod equals stock SDPA with the dense (causal + bias) mask."""
+    parent = [-1, 0, 1, 1, 0, 4, 4, 6, 0, 8, 9, 9]
+    anc, depth = ancestor_table(parent, max_depth=8)
+    node = torch.tensor([0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 10, 11])
+    from structpos.encoders import tree_distance
+
+    dist = torch.as_tensor(tree_distance(parent))[node][:, node].float()
+    slopes = torch.full((4,), 0.25)
+    model = make_model("llama", "sdpa", num_hidden_layers=1)
+    x = ids()
+    causal = torch.ones(L, L, dtype=torch.bool).tril()
+    dense = (-0.25 * dist).masked_fill(~causal, float("-inf"))[None, None].expand(2, 1, L, L)
+    with torch.no_grad():
+        ref = model(x, attention_mask=dense.contiguous()).logits
+        patch = install_structural_rope(model, A)
+        model.set_attn_implementation(register_structural_attention("flex"))
+        patch.set_bias(score_mod=tree_distance_score_mod(anc[node][None].expand(2, -1, -1),
+                                                         depth[node][None].expand(2, -1), slopes=slopes))
+        out = model(x, position_ids=index_coords(2, L)).logits
+    torch.testing.assert_close(out, ref, rtol=0, atol=1e-5)
+
+
+# --------------------------------------------------------------------------------- Qwen-VL
+@pytest.mark.parametrize("which", ["qwen2_vl", "qwen3_vl"])
+def test_qwen_vl_position_ids_equal_structural_rope(which):
+    """Qwen-VL's own rotary on our (3, B, L) ids == StructuralRoPE (sectioned / interleaved) on the same coords."""
+    import numpy as np
+
+    if which == "qwen2_vl":
+        from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLTextConfig as Cfg
+        from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding as Rot
+
+        section, alloc = [2, 3, 3], "sectioned"
+    else:
+        from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig as Cfg
+        from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding as Rot
+
+        section, alloc = [4, 2, 2], "interleaved"
+    cfg = Cfg(hidden_size=64, num_attention_heads=4, head_dim=16, num_key_value_heads=2,
+              rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": section})
+    rot = Rot(cfg)
+    tok = {"row": np.array([-1, 0, 0, 0, 1, 1, 2, 2]), "col": np.array([-1, 0, 1, 2, 0, 2, 1, 1])}
+    pos = qwen_vl_position_ids(tok, "table")
+    assert pos.shape == (3, 1, 8)
+    cos, sin = rot(torch.zeros(1, 8, 64), pos)
+    rope = StructuralRoPE(16, 3, alloc, sections=section)
+    ref_cos, ref_sin = rope.cos_sin(pos.permute(1, 2, 0))
+    torch.testing.assert_close(cos, torch.cat([ref_cos[..., 0, :]] * 2, -1), rtol=0, atol=1e-6)
+    torch.testing.assert_close(sin, torch.cat([ref_sin[..., 0, :]] * 2, -1), rtol=0, atol=1e-6)
+    # text-only input (equal axes) reduces to 1-D RoPE
+    idx = torch.arange(8)
+    cos1, _ = rot(torch.zeros(1, 8, 64), idx[None, None].expand(3, 1, 8))
+    ref1, _ = StructuralRoPE(16, 1).cos_sin(idx[None, :, None])
+    torch.testing.assert_close(cos1, torch.cat([ref1[..., 0, :]] * 2, -1), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("rope_parameters", [
+    {"rope_type": "linear", "factor": 4.0, "rope_theta": 5000.0},
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 64, "rope_theta": 500000.0},
+    {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 10000.0},
+])
+def test_model_rope_theta_and_scaling_are_kept(rope_parameters):
+    model = make_model("llama", "sdpa", rope_parameters=rope_parameters)
+    x = ids()
+    with torch.no_grad():
+        ref = model(x).logits
+        patch = install_structural_rope(model, A, "interleaved")
+        same = model(x, position_ids=index_coords(2, L)).logits
+    torch.testing.assert_close(same, ref, rtol=0, atol=1e-5)
+    if rope_parameters["rope_type"] == "yarn":
+        assert patch.body.rotary_emb.attention_scaling != 1.0
+
+
+def test_partial_rotary_model():
+    """StableLM rotates only part of each head (partial_rotary_factor); the drop-in keeps that split."""
+    cfg = transformers.StableLmConfig(**{**COMMON, "partial_rotary_factor": 0.5})
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = transformers.StableLmForCausalLM(cfg).eval()
+    x = ids()
+    with torch.no_grad():
+        ref = model(x).logits
+        patch = install_structural_rope(model, 2)
+        assert patch.rope.head_dim == 4  # 8-wide heads, half rotated
+        same = model(x, position_ids=index_coords(2, L, 2)).logits
+        c = struct_coords(2, L)[..., :2]
+        out, shifted = model(x, position_ids=c).logits, model(x, position_ids=c + 3).logits
+    torch.testing.assert_close(same, ref, rtol=0, atol=1e-5)
+    torch.testing.assert_close(shifted, out, rtol=0, atol=1e-5)
