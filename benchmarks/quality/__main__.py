@@ -43,6 +43,8 @@ def parse_args(argv=None):
     ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md / results.json / results.png go")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--report", action="store_true", help="only re-render RESULTS.md / results.png from results.json")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="merge results.json files (e.g. one process per seed) into --out, then render")
     return ap.parse_args(argv)
 
 
@@ -54,8 +56,31 @@ def seed_list(spec: str, size: str) -> list[int]:
     return list(range(int(spec)))
 
 
+def merge_runs(parts: list[dict]) -> dict:
+    """One results dict from several (one per seed, run as separate processes); first copy of a run wins."""
+    out = dict(parts[0], tasks={}, runs=[])
+    seen = set()
+    for part in parts:
+        for name, desc in part["tasks"].items():
+            out["tasks"].setdefault(name, desc)
+        for r in part["runs"]:
+            key = (r["task"], r["encoding"], r["seed"])
+            if key not in seen:
+                seen.add(key)
+                out["runs"].append(r)
+    out["seeds"] = sorted({r["seed"] for r in out["runs"]})
+    out["elapsed_s"] = max(p.get("elapsed_s", 0) for p in parts)
+    out["machine"] = parts[0]["machine"] + f"; merged from {len(parts)} processes run side by side"
+    return out
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.merge:
+        merged = merge_runs([json.loads(Path(p).read_text()) for p in args.merge])
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.json").write_text(json.dumps(merged, indent=1))
+        args.report = True
     if args.report:
         out = json.loads((args.out / "results.json").read_text())
         write_results_md(out, args.out / "RESULTS.md")
