@@ -4,7 +4,7 @@ Batch 1, 8 heads, head_dim 64, L = 1k, 4k, 8k tokens. Two biases:
 
 * ``tree`` — tree distance (ALiBi-style ``−slope_h·d``) between the AST nodes of real code
   (CPython's ``typing.py`` and following stdlib files, first L regex tokens);
-  flex: :func:`structpos.integrations.flex.tree_distance_score_mod` on ``(L, 32)`` ancestor rows;
+  flex: :func:`structpos.integrations.flex.tree_distance_score_mod` (Euler-tour tables, O(N log N));
   dense: ``tree_distance`` (N×N) gathered to L×L, ``alibi_distance_bias`` → ``(1, 8, L, L)``;
 * ``spd`` — shortest-path distance on packed graphs of 256 nodes (Watts–Strogatz), one token per
   node; flex: :func:`~structpos.integrations.flex.spd_score_mod` on a ``(G, 256, 256)`` table;
@@ -31,7 +31,7 @@ import time
 import warnings
 from pathlib import Path
 
-H, D, K, GRAPH_N = 8, 64, 32, 256
+H, D, GRAPH_N = 8, 64, 256
 METHODS = ("dense_tree", "flex_tree", "dense_spd", "flex_spd")
 CODE_FILES = ["typing.py", "argparse.py", "inspect.py", "subprocess.py"]
 
@@ -98,7 +98,7 @@ def child(L: int, method: str) -> dict:
     import torch.nn.functional as F
 
     from structpos.encoders import alibi_distance_bias, alibi_slopes, tree_distance
-    from structpos.integrations.flex import ancestor_table, flex, spd_score_mod, spd_tables, tree_distance_score_mod
+    from structpos.integrations.flex import flex, spd_score_mod, spd_tables, tree_distance_score_mod
 
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
@@ -114,8 +114,7 @@ def child(L: int, method: str) -> dict:
                 bias = alibi_distance_bias(dist_nodes[node_t][:, node_t], H)[None]
                 return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
         else:
-            anc, depth = ancestor_table(parent, K)
-            mod = tree_distance_score_mod(anc[node_t][None], depth[node_t][None], slopes=slopes)
+            mod = tree_distance_score_mod(parent, node_t[None], slopes=slopes)
 
             def run():
                 return flex(q, k, v, mod, compile=True)

@@ -17,7 +17,7 @@ from structpos.align import token_coords
 from structpos.encoders import SPDBias, alibi_distance_bias, alibi_slopes, hierarchy_coords, tree_distance
 from structpos.exceptions import ShapeError
 from structpos.integrations.flex import (
-    ancestor_table,
+    euler_tables,
     block_mask,
     causal_mask_mod,
     dense_mask,
@@ -71,19 +71,17 @@ def test_tree_distance_score_mod_equals_dense_bias_sdpa(bias_kind):
     node = torch.as_tensor(tok["node"])
     assert (node >= 0).all()
     L = node.numel()
-    anc, depth = ancestor_table(tree.parent, max_depth=32)
-    assert int(depth.max()) < 32
     dist = torch.as_tensor(tree_distance(tree))[node][:, node]  # reference: LCA by range-minimum
     if bias_kind == "alibi":
         slopes = alibi_slopes(H)
         dense = alibi_distance_bias(dist, H)[None]
-        mod = tree_distance_score_mod(anc[node][None], depth[node][None], slopes=slopes)
+        mod = tree_distance_score_mod(tree.parent, node[None], slopes=slopes)
     else:
         spd_bias = SPDBias(H, max_distance=6)
         torch.nn.init.normal_(spd_bias.table.weight)
         with torch.no_grad():
             dense = spd_bias(dist)[None]
-            mod = tree_distance_score_mod(anc[node][None], depth[node][None], table=spd_bias.table.weight.detach())
+            mod = tree_distance_score_mod(tree.parent, node[None], table=spd_bias.table.weight.detach())
     q, k, v = qkv(1, L)
     ref = sdpa(q, k, v, dense)
     out = flex(q, k, v, mod)
@@ -92,37 +90,43 @@ def test_tree_distance_score_mod_equals_dense_bias_sdpa(bias_kind):
 
 def test_tree_distance_forest_and_special_tokens_unreachable():
     parent = np.array([-1, 0, 0, 2, -1, 4, 4])  # two trees
-    anc, depth = ancestor_table(parent, max_depth=4)
     dist = torch.as_tensor(tree_distance(parent))
     assert dist[0, 4] == -1
     node = torch.tensor([0, 1, 3, 3, 4, 6, 5, 2])
     q, k, v = qkv(1, node.numel(), seed=3)
     dense = alibi_distance_bias(dist[node][:, node], H, unreachable=-30.0)[None]
-    mod = tree_distance_score_mod(anc[node][None], depth[node][None], slopes=alibi_slopes(H), unreachable=-30.0)
+    mod = tree_distance_score_mod(parent, node[None], slopes=alibi_slopes(H), unreachable=-30.0)
     torch.testing.assert_close(flex(q, k, v, mod), sdpa(q, k, v, dense), rtol=0, atol=1e-5)
     # a token with no node (depth -1) is unreachable from every token
-    dep = depth[node].clone()
-    dep[0] = -1
-    a = anc[node].clone()
-    a[0] = -1
-    mod2 = tree_distance_score_mod(a[None], dep[None], slopes=alibi_slopes(H), unreachable=-30.0)
+    node2 = node.clone()
+    node2[0] = -1
+    mod2 = tree_distance_score_mod(parent, node2[None], slopes=alibi_slopes(H), unreachable=-30.0)
     dense2 = dense.clone()
     dense2[..., 0, :] = -30.0
     dense2[..., :, 0] = -30.0
     torch.testing.assert_close(flex(q, k, v, mod2), sdpa(q, k, v, dense2), rtol=0, atol=1e-5)
 
 
-def test_ancestor_table_matches_parent_walk():
+def test_euler_tables_lca_depth_equals_parent_walk():
     tree, _ = code_tokens()
-    anc, depth = ancestor_table(tree.parent, max_depth=32)
-    for n in range(tree.num_nodes):
-        chain, p = [], n
-        while p >= 0:
-            chain.append(p)
-            p = tree.parent[p]
-        chain = chain[::-1]
-        assert depth[n] == len(chain) - 1
-        assert anc[n, : len(chain)].tolist() == chain and (anc[n, len(chain):] == -1).all()
+    t = euler_tables(tree.parent)
+    rng = np.random.default_rng(0)
+
+    def ancestors(n):
+        out = []
+        while n >= 0:
+            out.append(n)
+            n = tree.parent[n]
+        return out
+
+    first, sparse = t["first"], t["sparse"]
+    for u, v in rng.integers(0, tree.num_nodes, size=(200, 2)):
+        common = set(ancestors(u)) & set(ancestors(v))
+        lca_depth = max(int(t["depth"][a]) for a in common)
+        lo, hi = sorted((int(first[u]), int(first[v])))
+        assert int(sparse[0, lo : hi + 1].min()) == lca_depth
+        j = int(np.floor(np.log2(hi - lo + 1)))
+        assert min(int(sparse[j, lo]), int(sparse[j, hi - 2**j + 1])) == lca_depth
 
 
 # ---------------------------------------------------------------------------------------- SPD
@@ -257,11 +261,10 @@ def test_graph_kv_block_mask():
 
 
 def test_bad_inputs_raise_shape_errors():
-    anc, depth = ancestor_table([-1, 0], 4)
-    with pytest.raises(ShapeError, match=r"\(B, L, K\)"):
-        tree_distance_score_mod(anc, depth, slopes=torch.ones(H))
-    with pytest.raises(ShapeError, match="disagree"):
-        tree_distance_score_mod(anc[None], depth[None, :1], slopes=torch.ones(H))
+    with pytest.raises(ShapeError, match=r"\(B, L\)"):
+        tree_distance_score_mod([-1, 0], torch.tensor([0, 1]), slopes=torch.ones(H))
+    with pytest.raises(ShapeError, match="< N = 2"):
+        tree_distance_score_mod([-1, 0], torch.tensor([[0, 5]]), slopes=torch.ones(H))
     with pytest.raises(ShapeError, match=r"\(G, N, N\)"):
         spd_score_mod(torch.zeros(1, 2, dtype=torch.int64), torch.zeros(1, 2, dtype=torch.int64), torch.zeros(2, 2),
                       slopes=torch.ones(H))
@@ -271,7 +274,7 @@ def test_bad_inputs_raise_shape_errors():
 
 @pytest.mark.parametrize("K", [5, 16, 32])
 def test_tree_distance_deep_random_forests_every_block(K):
-    """Random deep forests: LCAs fall in every block of the two-level ancestor lookup."""
+    """Random deep forests (depth up to K − 1): Euler-tour LCAs against the range-minimum reference."""
     rng = np.random.default_rng(K)
     n = 120
     parent = np.full(n, -1)
@@ -289,10 +292,9 @@ def test_tree_distance_deep_random_forests_every_block(K):
         depth[i] = depth[parent[i]] + 1
         path.append(i)
     assert depth.max() >= min(K - 1, 16)
-    anc, dep = ancestor_table(parent, max_depth=K)
     node = torch.as_tensor(rng.integers(0, n, size=90))
     dist = torch.as_tensor(tree_distance(parent))[node][:, node]
     q, k, v = qkv(1, node.numel(), seed=K)
-    mod = tree_distance_score_mod(anc[node][None], dep[node][None], slopes=alibi_slopes(H), unreachable=-40.0)
+    mod = tree_distance_score_mod(parent, node[None], slopes=alibi_slopes(H), unreachable=-40.0)
     ref = sdpa(q, k, v, alibi_distance_bias(dist, H, unreachable=-40.0)[None])
     torch.testing.assert_close(flex(q, k, v, mod), ref, rtol=0, atol=1e-5)

@@ -11,7 +11,7 @@ transformers = pytest.importorskip("transformers")
 
 from structpos.encoders import StructuralRoPE
 from structpos.exceptions import ShapeError
-from structpos.integrations.flex import ancestor_table, tree_distance_score_mod
+from structpos.integrations.flex import tree_distance_score_mod
 from structpos.integrations.transformers import (
     continue_axis0,
     install_structural_rope,
@@ -219,7 +219,6 @@ def test_bad_coordinates_raise_before_attention(bad):
 def test_flex_attention_function_equals_dense_bias_reference():
     """``structpos_flex`` with a tree-distance score_mod equals stock SDPA with the dense (causal + bias) mask."""
     parent = [-1, 0, 1, 1, 0, 4, 4, 6, 0, 8, 9, 9]
-    anc, depth = ancestor_table(parent, max_depth=8)
     node = torch.tensor([0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 10, 11])
     from structpos.encoders import tree_distance
 
@@ -233,8 +232,7 @@ def test_flex_attention_function_equals_dense_bias_reference():
         ref = model(x, attention_mask=dense.contiguous()).logits
         patch = install_structural_rope(model, A)
         model.set_attn_implementation(register_structural_attention("flex"))
-        patch.set_bias(score_mod=tree_distance_score_mod(anc[node][None].expand(2, -1, -1),
-                                                         depth[node][None].expand(2, -1), slopes=slopes))
+        patch.set_bias(score_mod=tree_distance_score_mod(parent, node[None].expand(2, -1), slopes=slopes))
         out = model(x, position_ids=index_coords(2, L)).logits
     torch.testing.assert_close(out, ref, rtol=0, atol=1e-5)
 

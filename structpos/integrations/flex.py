@@ -5,12 +5,11 @@ kv_idx)`` for every score and keeps only blocks allowed by a ``BlockMask`` built
 ``mask_mod(b, h, q_idx, kv_idx)``. The functions here close over per-token tensors of size
 O(L) (or a small per-graph table) and never materialise an L×L tensor:
 
-* :func:`tree_distance_score_mod` — tree distance ``d(m, n) = δ_m + δ_n − 2·δ(lca)``; the LCA
-  depth is the length of the longest common prefix of the two root paths minus one, read from
-  the ancestor table ``anc[n, t]`` (the ancestor of ``n`` at depth ``t``: two prefixes are
-  equal iff their last ancestors are the same node, so agreement is monotone in ``t``) in two
-  levels of ``⌈√K⌉`` independent lookups (a binary search would chain ``log₂ K`` dependent
-  lookups, which the compiler inlines into an exponentially large kernel);
+* :func:`tree_distance_score_mod` — tree distance ``d(m, n) = δ_m + δ_n − 2·δ(lca)``, the LCA
+  depth (= the length of the longest common prefix of the two root paths, minus one) read as a
+  range minimum over the Euler tour (:func:`euler_tables`): 8 independent lookups per score.
+  (A binary search over root-path prefixes chains ``log₂ K`` dependent lookups, which the
+  compiler inlines into a kernel that took minutes to build);
 * :func:`spd_score_mod` — graph shortest-path distance from a per-graph ``(G, N, N)`` table
   indexed by (graph id, node id): O(N²) per graph, not O(L²);
 * a distance ``d`` becomes a bias as in :mod:`structpos.encoders.attention_bias`: ALiBi-style
@@ -21,16 +20,14 @@ O(L) (or a small per-graph table) and never materialise an L×L tensor:
   chunks), :func:`causal_mask_mod`; combine with ``and_masks`` / ``or_masks``.
 
 Tokens with no node (special tokens: node ``-1`` / depth ``-1``) are *unreachable* in the
-distance biases and *global* (attend and are attended) in the masks. Tree distances are exact
-when every depth is below the ancestor table's width ``K``.
+distance biases and *global* (attend and are attended) in the masks.
 
 Examples
 --------
 >>> import torch
 >>> from torch.nn.attention.flex_attention import flex_attention
 >>> parent = [-1, 0, 0, 1]                       # a 4-node tree
->>> anc, depth = ancestor_table(parent, max_depth=4)
->>> mod = tree_distance_score_mod(anc[None], depth[None], slopes=torch.ones(2))
+>>> mod = tree_distance_score_mod(parent, torch.tensor([[0, 1, 2, 3]]), slopes=torch.ones(2))
 >>> q = k = v = torch.randn(1, 2, 4, 8)
 >>> out = flex_attention(q, k, v, score_mod=mod)
 >>> out.shape
@@ -52,7 +49,8 @@ from ..coords.tree import depth as tree_depth
 from ..exceptions import ShapeError, SpecError
 
 __all__ = [
-    "ancestor_table",
+    "euler_tables",
+    "full_block_mask",
     "block_mask",
     "causal_mask_mod",
     "dense_mask",
@@ -128,100 +126,121 @@ def _check_bias_params(slopes, table, num_heads: int | None = None):
 
 
 # --------------------------------------------------------------------------------- tree distance
-def ancestor_table(parent, max_depth: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(anc, depth)``: ``anc[n, t]`` is the ancestor of node ``n`` at depth ``t`` (``-1`` past its depth).
+def euler_tables(parent) -> dict[str, torch.Tensor]:
+    """Euler-tour tables of a preorder forest for O(1) LCA depths (range-minimum query).
+
+    The Euler tour ``E`` lists a node when the walk enters it and again after each child
+    (``2N − #roots`` entries per forest, trees one after another). With ``first[n]`` the first
+    position of ``n`` in ``E``, ``depth(lca(u, v)) = min(depth[E[l..r]])`` for
+    ``l, r = sorted(first[u], first[v])``, read from a sparse table
+    ``sparse[j, i] = min(depth[E[i .. i + 2^j − 1]])`` with two lookups at level
+    ``j = ⌊log₂(r − l + 1)⌋``. Memory O(N log N).
 
     Parameters
     ----------
     parent : array-like
-        Preorder parent array (``-1`` for roots; several roots make a forest).
-    max_depth : int
-        Width ``K`` of the table: depths ``≥ K`` keep their top ``K`` ancestors, and tree
-        distances involving them are then lower bounds.
+        Preorder parent array (``-1`` for roots).
 
     Returns
     -------
-    anc : torch.Tensor
-        int64 ``(N, K)``.
-    depth : torch.Tensor
-        int64 ``(N,)``.
+    dict
+        ``first``, ``depth``, ``root`` (``(N,)`` int64: Euler position, depth, root of each node) and
+        ``sparse`` (``(J, M)`` int64).
 
     Examples
     --------
-    >>> anc, d = ancestor_table([-1, 0, 1, 0], max_depth=3)
-    >>> anc.tolist(), d.tolist()
-    ([[0, -1, -1], [0, 1, -1], [0, 1, 2], [0, 3, -1]], [0, 1, 2, 1])
+    >>> t = euler_tables([-1, 0, 1, 0])
+    >>> t["first"].tolist(), t["depth"].tolist(), t["root"].tolist()
+    ([0, 1, 2, 5], [0, 1, 2, 1], [0, 0, 0, 0])
+    >>> t["sparse"][0].tolist()   # depths along the tour 0 1 2 1 0 3 0
+    [0, 1, 2, 1, 0, 1, 0]
     """
     p = check_parent(parent)
-    dep = tree_depth(p)
     n = p.size
-    anc = np.full((n, max_depth), -1, dtype=np.int64)
-    for i in range(n):  # preorder: the parent's row is complete before the child's
+    dep = tree_depth(p).astype(np.int64)
+    root = np.arange(n)
+    for i in range(n):
         if p[i] >= 0:
-            anc[i] = anc[p[i]]
-        if dep[i] < max_depth:
-            anc[i, dep[i]] = i
-    return torch.from_numpy(anc), torch.from_numpy(dep.astype(np.int64))
+            root[i] = root[p[i]]
+    tour, first, stack = [], np.zeros(n, dtype=np.int64), []
+    for i in range(n):  # preorder: close the subtrees that i is not in, then enter i
+        while stack and stack[-1] != p[i]:
+            stack.pop()
+            if stack:
+                tour.append(stack[-1])
+        first[i] = len(tour)
+        tour.append(i)
+        stack.append(i)
+    while stack:
+        stack.pop()
+        if stack:
+            tour.append(stack[-1])
+    level = dep[np.asarray(tour, dtype=np.int64)] if tour else np.zeros(0, dtype=np.int64)
+    rows = [level]
+    width = 1
+    while 2 * width <= len(level):
+        prev = rows[-1]
+        nxt = prev.copy()
+        nxt[: len(prev) - width] = np.minimum(prev[: len(prev) - width], prev[width:])
+        rows.append(nxt)
+        width *= 2
+    return {"first": torch.from_numpy(first), "depth": torch.from_numpy(dep), "root": torch.from_numpy(root),
+            "sparse": torch.from_numpy(np.stack(rows)) if len(level) else torch.zeros(1, 0, dtype=torch.int64)}
 
 
 def tree_distance_score_mod(
-    ancestors: torch.Tensor,
-    depth: torch.Tensor,
+    parent,
+    node,
     *,
     slopes: torch.Tensor | None = None,
     table: torch.Tensor | None = None,
     unreachable: float = float("-inf"),
 ) -> ScoreMod:
-    """``score + bias(d_tree(q, kv), h)`` from per-token ancestor rows.
+    """``score + bias(d_tree(q, kv), h)`` with ``d = δ_q + δ_kv − 2·δ(lca)`` from Euler-tour tables.
 
     Parameters
     ----------
-    ancestors : torch.Tensor
-        ``(B, L, K)`` ancestor node ids by depth (:func:`ancestor_table` gathered at each token's
-        node; rows of ``-1`` for tokens without a node).
-    depth : torch.Tensor
-        ``(B, L)`` depth of each token's node (``-1``: no node → unreachable).
+    parent : array-like
+        ``(N,)`` preorder parent array of the forest the tokens point into (several structures:
+        concatenate them as one forest with offset node ids).
+    node : torch.Tensor
+        ``(B, L)`` node of each token (``-1``: none → unreachable).
     slopes, table, unreachable
         See :func:`distance_to_bias`.
 
     Returns
     -------
     callable
-        ``score_mod(score, b, h, q_idx, kv_idx)``.
+        ``score_mod(score, b, h, q_idx, kv_idx)``: 8 lookups per score (no chain of dependent
+        lookups), per-token inputs O(L), tables O(N log N).
 
     Examples
     --------
-    >>> anc, d = ancestor_table([-1, 0, 0])
-    >>> mod = tree_distance_score_mod(anc[None], d[None], slopes=torch.ones(1))
+    >>> mod = tree_distance_score_mod([-1, 0, 0], torch.tensor([[0, 1, 2]]), slopes=torch.ones(1))
     >>> float(mod(torch.tensor(0.0), torch.tensor(0), torch.tensor(0), torch.tensor(1), torch.tensor(2)))
     -2.0
     """
-    anc = _tokens(ancestors, "ancestors", 3)
-    dep = _tokens(depth, "depth", 2)
-    if anc.shape[:2] != dep.shape:
-        raise ShapeError(f"ancestors (B, L, K) and depth (B, L) disagree: given {tuple(anc.shape)} and {tuple(dep.shape)}")
+    nid = _tokens(node, "node", 2)
+    t = euler_tables(parent)
+    n = t["first"].numel()
+    if nid.numel() and int(nid.max()) >= n:
+        raise ShapeError(f"node ids must be < N = {n} (the parent array's length); given max {int(nid.max())}")
     slopes, table = _check_bias_params(slopes, table)
-    _, L, K = anc.shape
-    flat = anc.reshape(-1).contiguous()
-    width = max(1, math.isqrt(K - 1) + 1) if K > 1 else 1  # ⌈√K⌉ depths per block
-    checkpoints = [min((c + 1) * width - 1, K - 1) for c in range(-(-K // width))]
-
-    def same_at(base_q, base_k, t):
-        a = flat[base_q + t]
-        return ((a == flat[base_k + t]) & (a >= 0)).to(torch.int64)
-
-    def lca_depth(b, q, kv):
-        # ancestors agree exactly on depths 0..depth(lca): count the agreeing depths in two levels
-        # (block checkpoints, then inside one block) — √K independent lookups per level, no long chain
-        base_q, base_k = (b * L + q) * K, (b * L + kv) * K
-        blocks = sum(same_at(base_q, base_k, t) for t in checkpoints)
-        inner = sum(same_at(base_q, base_k, (blocks * width + j).clamp(max=K - 1)) for j in range(width))
-        return torch.minimum(blocks * width + inner, torch.full_like(blocks, K)) - 1
+    safe = nid.clamp(min=0)
+    first = torch.where(nid >= 0, t["first"][safe], torch.zeros_like(nid)).contiguous()
+    dep = torch.where(nid >= 0, t["depth"][safe], torch.full_like(nid, -1)).contiguous()
+    root = torch.where(nid >= 0, t["root"][safe], torch.full_like(nid, -1)).contiguous()
+    sparse = t["sparse"].reshape(-1).contiguous()
+    m = t["sparse"].shape[1]
 
     def score_mod(score, b, h, q_idx, kv_idx):
+        fq, fk = first[b, q_idx], first[b, kv_idx]
+        lo, hi = torch.minimum(fq, fk), torch.maximum(fq, fk)
+        level = torch.floor(torch.log2((hi - lo + 1).to(torch.float32))).to(torch.int64)
+        span = torch.bitwise_left_shift(torch.ones_like(level), level)
+        lca = torch.minimum(sparse[level * m + lo], sparse[level * m + hi - span + 1])
         dq, dk = dep[b, q_idx], dep[b, kv_idx]
-        lca = lca_depth(b, q_idx, kv_idx)
-        ok = (lca >= 0) & (dq >= 0) & (dk >= 0)
+        ok = (root[b, q_idx] == root[b, kv_idx]) & (dq >= 0) & (dk >= 0)
         d = torch.where(ok, dq + dk - 2 * lca, torch.full_like(dq, -1))
         return score + distance_to_bias(d, h, slopes, table, unreachable).to(score.dtype)
 
@@ -465,6 +484,28 @@ def block_mask(mask_mod: MaskMod, B: int | None, H: int | None, Q: int, KV: int,
     return create_block_mask(mask_mod, B, H, Q, KV, device=device or "cpu", _compile=compile)
 
 
+def full_block_mask(q_len: int, kv_len: int, block: int = 128, device=None):
+    """A ``BlockMask`` with every ``block × block`` tile fully visible, built without an L×L tensor.
+
+    ``flex_attention(block_mask=None)`` uses one tile of the whole sequence, and the compiled CPU
+    kernel then allocates ``threads × L × L`` scratch; tiles of 128 keep it O(L).
+
+    Examples
+    --------
+    >>> full_block_mask(300, 300).shape
+    (1, 1, 300, 300)
+    """
+    from torch.nn.attention.flex_attention import BlockMask, noop_mask
+
+    nq, nk = -(-q_len // block), -(-kv_len // block)
+    zeros_num = torch.zeros(1, 1, nq, dtype=torch.int32, device=device)
+    zeros_idx = torch.zeros(1, 1, nq, nk, dtype=torch.int32, device=device)
+    full_num = torch.full((1, 1, nq), nk, dtype=torch.int32, device=device)
+    full_idx = torch.arange(nk, dtype=torch.int32, device=device).expand(1, 1, nq, nk).contiguous()
+    return BlockMask.from_kv_blocks(zeros_num, zeros_idx, full_num, full_idx, BLOCK_SIZE=block, mask_mod=noop_mask,
+                                    seq_lengths=(q_len, kv_len))
+
+
 _COMPILED: dict = {}
 
 
@@ -473,7 +514,8 @@ def flex(q, k, v, score_mod: ScoreMod | None = None, block_mask=None, *, scale=N
     """``flex_attention`` on ``(B, H, L, D)`` inputs; ``compile=True`` uses one cached compiled kernel.
 
     Eager FlexAttention materialises the scores (fine for tests and short sequences); the
-    compiled kernel streams blocks, so its extra memory is O(L).
+    compiled kernel streams 128-wide blocks (:func:`full_block_mask` when no mask is given), so
+    its extra memory is O(L).
 
     Examples
     --------
@@ -482,6 +524,8 @@ def flex(q, k, v, score_mod: ScoreMod | None = None, block_mask=None, *, scale=N
     torch.Size([1, 1, 4, 8])
     """
     fn = _flex_attention()
+    if block_mask is None:
+        block_mask = full_block_mask(q.shape[-2], k.shape[-2], device=q.device)
     if compile:
         fn = _COMPILED.get("fn") or _COMPILED.setdefault("fn", torch.compile(fn, fullgraph=True))
     with warnings.catch_warnings():
