@@ -289,19 +289,17 @@ def _resolve_language(language) -> tuple[Any, str]:
     return language, getattr(language, "name", None) or "custom"
 
 
-_TIMED_FROM_BYTES = 1 << 16  # below this size tree-sitter's worst case is about a second: parse untimed
-
-
 def _parse_timed(parser, data: bytes, timeout: float | None, name: str):
     """``parser.parse(data)``, cancelled after ``timeout`` seconds (LimitError ``record_timeout``).
 
     tree-sitter's error recovery is superlinear on some inputs (an unclosed ``def`` before
-    thousands of comment lines: 128 KB take ~5 s), and a C parse cannot be interrupted by a
-    signal, so large inputs are parsed through a read callback with a progress callback that
-    checks a deadline (the bare bytes path ignores progress callbacks). A cancelled parser is
+    thousands of comment lines: 128 KB take ~5 s; some 10 KB inputs take seconds), and a C
+    parse cannot be interrupted by a signal, so the input goes through a read callback with a
+    progress callback that checks a deadline (the bare bytes path ignores progress callbacks;
+    the callbacks cost no measurable time on the stdlib). A cancelled parser is
     reset, or its next parse would resume the cancelled one.
     """
-    if timeout is None or len(data) < _TIMED_FROM_BYTES:
+    if timeout is None:
         tree = parser.parse(data)
     else:
         deadline = time.monotonic() + timeout
@@ -397,8 +395,8 @@ def parse_code(
     SpecError
         No language given and none to guess.
     LimitError
-        ``max_input_bytes`` or ``max_nodes`` exceeded, or (inputs of 64 KiB and more) the
-        tree-sitter parse ran past ``record_timeout`` seconds.
+        ``max_input_bytes`` or ``max_nodes`` exceeded, or the tree-sitter parse ran past
+        ``record_timeout`` seconds.
 
     Examples
     --------
