@@ -28,7 +28,7 @@ Correctness columns (structpos): ``resid`` = max ‖Lu − λu‖, ``ortho`` = m
 (path, torus) or, where none exists (grid, regular, BA), against the best correct scipy answer,
 ``amb`` = modes flagged ambiguous.
 
-    python benchmarks/bench_spectra.py [--quick] [--cap SECONDS] [--only path,grid,...]
+    python benchmarks/bench_spectra.py [--quick] [--cap SECONDS] [--only path,grid,...] [--threads T]
 """
 
 from __future__ import annotations
@@ -210,7 +210,12 @@ def main(argv=None) -> None:
     ap.add_argument("--mem-gib", type=float, default=10.0, help="address-space limit per contender process")
     ap.add_argument("--only", default=None, help="comma-separated graph names: path,grid,regular,ba,torus")
     ap.add_argument("--verbose", action="store_true", help="structpos's progress messages on stderr")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="BLAS/OpenMP threads of every contender (1 is fairer on a machine busy with other work)")
     args = ap.parse_args(argv)
+    if args.threads:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(args.threads)  # inherited by the spawned contender processes
     cap = args.cap or (20.0 if args.quick else 60.0)
     scipy_methods = ["eigsh SA", "shift-invert", "lobpcg"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -219,7 +224,8 @@ def main(argv=None) -> None:
         if args.only:
             graphs = [g for g in graphs if g["name"] in args.only.split(",")]
         print(f"k = {K}; graphs built in {time.perf_counter() - t:.1f} s; cap {cap:.0f} s per scipy method; "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
+              f"{os.cpu_count()} CPUs, BLAS threads {args.threads or 'default'}, "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
         rows = []
         for g in graphs:
             res = {"structpos": run_capped("structpos", g, max(cap, 120.0), args.mem_gib, args.verbose)}

@@ -450,7 +450,7 @@ def _spectral_bound(L) -> float:
 
 
 def _lanczos_ncv(p: int, n: int) -> int:
-    return min(n - 1, max(2 * p + 1, 64))
+    return min(n - 1, max(3 * p, 32))
 
 
 # ---------------------------------------------------------------- methods
