@@ -150,3 +150,24 @@ def test_threaded_batch_is_identical_to_serial():
     np.testing.assert_allclose(serial[ptr[-2]:], ref, atol=1e-12)
     with pytest.raises(ValueError, match="workers"):
         random_walk_pe_batch(graphs, 7, workers=0)
+
+
+@pytest.mark.parametrize("symmetrize", [True, False])
+def test_blocked_sparse_path_equals_dense_matrix_powers(symmetrize):
+    """The sparse path works on blocks of rows (here 7, so blocks split the graph unevenly) and
+    equals the diagonals of dense matrix powers of P = D^{-1} A, walked directed or not."""
+    from structpos.coords._graph_utils import as_graph
+    from structpos.coords.random_walk import _sparse_rwse
+
+    rng = np.random.default_rng(2)
+    ei = random_graph(50, 120, rng, undirected=False, loops=True)
+    w = rng.uniform(0.5, 2.0, ei.shape[1])
+    got = _sparse_rwse(as_graph(ei, 50, w), 9, symmetrize, block_rows=7)
+    A = np.zeros((50, 50))
+    np.add.at(A, (ei[0], ei[1]), w)
+    if symmetrize:
+        A = np.maximum(A, A.T)
+    d = A.sum(1)
+    P = A / np.where(d > 0, d, 1)[:, None]
+    want = np.stack([np.diagonal(np.linalg.matrix_power(P, k)) for k in range(1, 10)], axis=1)
+    np.testing.assert_allclose(got, want, atol=1e-12)

@@ -1,7 +1,7 @@
-r"""Pairwise graph distances for attention biases: shortest-path (hop) distance and
+r"""Pairwise graph distances for attention biases: hop (shortest-path) distance and
 resistance distance.
 
-* **Shortest-path distance** (SPD, Graphormer): ``SPD[i, j]`` = the number of edges on a
+* **Hop distance** (:func:`hop_distances`; SPD in Graphormer): ``SPD[i, j]`` = the number of edges on a
   shortest path ``i → j`` (edge weights ignored), found by breadth-first search from every
   node (scipy's C implementation, ``O(N·(N + E))``), stopped at ``max_dist`` hops. Pairs further
   apart than ``max_dist``, or unreachable, get ``unreachable`` (default ``-1``).
@@ -11,6 +11,15 @@ resistance distance.
   ``R_ij = L⁺_ii + L⁺_jj − 2 L⁺_ij = Σ_{λ_k > 0} (u_k(i) − u_k(j))² / λ_k``.
   Computed per connected component as ``L⁺ = (L_C + J/n)^{-1} − J/n``; pairs in different
   components get ``inf``. Dense ``O(n³)`` per component: graphs over ``max_nodes`` nodes raise.
+* **Resistance between requested pairs** (:func:`resistance_distance_pairs`), for large graphs:
+  ``R_ij = (e_i − e_j)ᵀ L⁺ (e_i − e_j) = x_i − x_j`` with ``L x = e_i − e_j`` solved on the
+  component grounded at one node (``x_r = 0``; the reduced matrix is SPD) — a sparse LU when
+  its fill-in is small (the envelope test of :mod:`._sparse_eigen`), else conjugate gradients
+  preconditioned by the same pyamg smoothed-aggregation hierarchy as the AMG eigensolver. No
+  pseudo-inverse is formed.
+
+``shortest_path_distance`` is the former name of :func:`hop_distances` (kept as a deprecated
+alias: :func:`structpos.encoders.shortest_path_distance` has another contract).
 
 Both return dense ``(N, N)`` matrices; the ``*_batch`` functions return a list, and
 :func:`pad_pairwise` stacks a list into ``(B, N_max, N_max)`` with a validity mask.
@@ -18,19 +27,25 @@ Both return dense ``(N, N)`` matrices; the ``*_batch`` functions return a list, 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import warnings
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
+from scipy.sparse.linalg import splu
 
+from ..exceptions import EigenConvergenceError
 from ..structure import Structure, StructureError
 from ._graph_utils import edge_weights, adjacency, as_graph, output_like, to_output
 
 __all__ = [
+    "hop_distances",
+    "hop_distances_batch",
     "shortest_path_distance",
     "shortest_path_distance_batch",
     "resistance_distance",
+    "resistance_distance_pairs",
     "resistance_distance_batch",
     "pad_pairwise",
     "spd_coords",
@@ -40,7 +55,7 @@ __all__ = [
 RESISTANCE_MAX_NODES = 20000
 
 
-def shortest_path_distance(
+def hop_distances(
     edge_index: Any,
     num_nodes: int | None = None,
     max_dist: int | None = None,
@@ -48,8 +63,29 @@ def shortest_path_distance(
     directed: bool = False,
     unreachable: int = -1,
 ):
-    """``(N, N)`` int64 hop distances, capped at ``max_dist`` (farther/unreachable → ``unreachable``;
-    zero-weight edges are absent, other weights ignored)."""
+    """All-pairs hop distances ``(N, N)`` int64, capped at ``max_dist``.
+
+    Parameters
+    ----------
+    edge_index, num_nodes
+        The graph (any input of :func:`._graph_utils.as_graph`).
+    max_dist : int, optional
+        Pairs farther apart (and unreachable pairs) get ``unreachable``.
+    directed : bool
+        Follow edges only in their direction.
+    unreachable : int
+        Value of pairs beyond ``max_dist`` or unreachable.
+
+    Returns
+    -------
+    ndarray or tensor (N, N)
+        Zero-weight edges are absent; other weights are ignored.
+
+    Examples
+    --------
+    >>> hop_distances(np.array([[0, 1], [1, 2]]), 3).tolist()
+    [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
+    """
     g = as_graph(edge_index, num_nodes)
     if max_dist is not None and (int(max_dist) != max_dist or max_dist < 0):
         raise ValueError(f"max_dist must be a non-negative integer or None, got {max_dist!r}")
@@ -101,11 +137,182 @@ def resistance_distance(
     return to_output(R, output_like(edge_index))
 
 
-def shortest_path_distance_batch(graphs: Sequence[Any], max_dist: int | None = None, *,
-                                 directed: bool = False, unreachable: int = -1) -> list:
-    """:func:`shortest_path_distance` of every graph (a list of ``(N_g, N_g)`` matrices)."""
-    return [shortest_path_distance(g, max_dist=max_dist, directed=directed, unreachable=unreachable)
-            for g in graphs]
+def hop_distances_batch(graphs: Sequence[Any], max_dist: int | None = None, *,
+                        directed: bool = False, unreachable: int = -1) -> list:
+    """:func:`hop_distances` of every graph (a list of ``(N_g, N_g)`` matrices).
+
+    Examples
+    --------
+    >>> [d.shape for d in hop_distances_batch([(np.array([[0], [1]]), 2), (np.zeros((2, 0), int), 1)])]
+    [(2, 2), (1, 1)]
+    """
+    return [hop_distances(g, max_dist=max_dist, directed=directed, unreachable=unreachable) for g in graphs]
+
+
+def shortest_path_distance(*args, **kwargs):
+    """Deprecated alias of :func:`hop_distances` (same arguments and result).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     shortest_path_distance(np.array([[0], [1]]), 2).tolist()
+    [[0, 1], [1, 0]]
+    """
+    warnings.warn("structpos.coords.distance.shortest_path_distance is renamed hop_distances",
+                  DeprecationWarning, stacklevel=2)
+    return hop_distances(*args, **kwargs)
+
+
+def resistance_distance_pairs(
+    edge_index: Any,
+    pairs: Any,
+    num_nodes: int | None = None,
+    edge_weight: Any = None,
+    *,
+    method: Literal["auto", "factor", "amg-cg"] = "auto",
+    tol: float = 1e-10,
+):
+    """Effective resistances ``R_ij`` of the requested node pairs, without the ``N × N`` matrix.
+
+    Parameters
+    ----------
+    edge_index, num_nodes, edge_weight
+        The graph (symmetrised; weights are conductances).
+    pairs : array (P, 2) of node indices
+        The pairs ``(i, j)`` wanted.
+    method : {"auto", "factor", "amg-cg"}
+        ``"factor"``: sparse LU of the grounded Laplacian of each component; ``"amg-cg"``:
+        conjugate gradients preconditioned by pyamg smoothed aggregation (relative residual
+        ``tol``); ``"auto"``: factor when the reverse-Cuthill–McKee envelope is small (paths,
+        grids, planar graphs), else AMG-CG.
+    tol : float
+        Relative residual of the CG solves.
+
+    Returns
+    -------
+    ndarray (P,)
+        ``inf`` for pairs in different components, 0 for ``i == j``.
+
+    Raises
+    ------
+    StructureError
+        A pair names a node outside ``0..N-1``.
+    EigenConvergenceError
+        CG did not reach ``tol`` (carries the residuals).
+
+    Examples
+    --------
+    A 4-cycle: adjacent nodes ``3/4``, opposite nodes ``1``; another component: ``inf``.
+
+    >>> ei = np.array([[0, 1, 2, 3], [1, 2, 3, 0]])
+    >>> resistance_distance_pairs(ei, [[0, 1], [0, 2], [1, 1], [0, 4]], num_nodes=5).tolist()
+    [0.75, 1.0, 0.0, inf]
+    """
+    g = as_graph(edge_index, num_nodes, edge_weight)
+    P = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    n = g.num_nodes
+    if P.size and (P.min() < 0 or P.max() >= n):
+        bad = int(np.flatnonzero((P < 0).any(1) | (P >= n).any(1))[0])
+        raise StructureError(f"pair {tuple(P[bad])} names a node outside 0..{n - 1}", name=g.name,
+                             position=f"pair {bad}")
+    if method not in ("auto", "factor", "amg-cg"):
+        raise ValueError(f"unknown method {method!r} (use 'auto', 'factor' or 'amg-cg')")
+    out = np.full(len(P), np.inf)
+    out[P[:, 0] == P[:, 1]] = 0.0
+    A = adjacency(g)
+    ncomp, labels = connected_components(A, directed=False)
+    todo = np.flatnonzero((P[:, 0] != P[:, 1]) & (labels[P[:, 0]] == labels[P[:, 1]]))
+    if todo.size == 0:
+        return out
+    order = np.argsort(labels, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(labels, minlength=ncomp))[:-1])
+    pos = np.empty(n, dtype=np.int64)
+    for c in np.unique(labels[P[todo, 0]]):
+        nodes = members[c]
+        pos[nodes] = np.arange(len(nodes))
+        sel = todo[labels[P[todo, 0]] == c]
+        Ac = A[nodes][:, nodes]
+        Lc = (sp.diags(np.asarray(Ac.sum(axis=1)).ravel()) - Ac).tocsr()
+        x = _grounded_solve(Lc, pos[P[sel, 0]], pos[P[sel, 1]], method, tol, g.name)
+        out[sel] = x
+    return out
+
+
+def _grounded_solve(Lc, i: np.ndarray, j: np.ndarray, method: str, tol: float, name: str) -> np.ndarray:
+    """``x_i − x_j`` for ``Lc x = e_i − e_j`` (per pair), ``Lc`` grounded at its max-degree node."""
+    from ._sparse_eigen import FACTOR_ENVELOPE_MAX, _amg_preconditioner, _rcm_envelope
+
+    m = Lc.shape[0]
+    r = int(np.argmax(Lc.diagonal()))
+    keep = np.r_[0:r, r + 1:m]
+    M = Lc[keep][:, keep].tocsc()
+    idx = np.full(m, -1)
+    idx[keep] = np.arange(m - 1)
+    if method == "auto":
+        method = "factor" if _rcm_envelope(Lc) <= FACTOR_ENVELOPE_MAX else "amg-cg"
+    vals = np.empty(len(i))
+    chunk = 256
+    if method == "factor":
+        lu = splu(M, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+    else:
+        from scipy.sparse.linalg import cg
+
+        pre = _amg_preconditioner(Lc, np.zeros((m, 0)))
+        pre = _grounded_preconditioner(pre, keep, r, m)
+    for s in range(0, len(i), chunk):
+        ii, jj = i[s: s + chunk], j[s: s + chunk]
+        B = np.zeros((m - 1, len(ii)))
+        cols = np.arange(len(ii))
+        B[idx[ii[idx[ii] >= 0]], cols[idx[ii] >= 0]] += 1.0
+        B[idx[jj[idx[jj] >= 0]], cols[idx[jj] >= 0]] -= 1.0
+        if method == "factor":
+            X = lu.solve(B)
+        else:
+            X = np.empty_like(B)
+            for c in range(B.shape[1]):
+                X[:, c], info = cg(M, B[:, c], rtol=tol, maxiter=2000, M=pre)
+                if info != 0:
+                    res = float(np.linalg.norm(M @ X[:, c] - B[:, c]))
+                    raise EigenConvergenceError(f"CG for resistance did not converge (residual {res:.2e})",
+                                                residuals=[res], name=name)
+        full = np.zeros((m, X.shape[1]))
+        full[keep] = X
+        vals[s: s + chunk] = full[ii, cols] - full[jj, cols]
+    return vals
+
+
+def _grounded_preconditioner(pre, keep: np.ndarray, r: int, m: int):
+    """The AMG V-cycle ``V ≈ L⁺`` of the whole component as a preconditioner of the grounded
+    system: ``b ↦ Sᵀ V S b`` with ``S b`` = ``b`` padded by ``b_r = −Σb`` (a consistent
+    right-hand side) and ``Sᵀ y = y[keep] − y_r`` (the solution with ``x_r = 0``); symmetric."""
+    from scipy.sparse.linalg import LinearOperator
+
+    def mv(b):
+        full = np.zeros(m)
+        full[keep] = b
+        full[r] = -b.sum()
+        y = pre @ full
+        return y[keep] - y[r]
+
+    return LinearOperator((m - 1, m - 1), matvec=mv, dtype=np.float64)
+
+
+def shortest_path_distance_batch(*args, **kwargs):
+    """Deprecated alias of :func:`hop_distances_batch`.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     len(shortest_path_distance_batch([(np.array([[0], [1]]), 2)]))
+    1
+    """
+    warnings.warn("structpos.coords.distance.shortest_path_distance_batch is renamed hop_distances_batch",
+                  DeprecationWarning, stacklevel=2)
+    return hop_distances_batch(*args, **kwargs)
 
 
 def resistance_distance_batch(graphs: Sequence[Any], *, max_nodes: int = RESISTANCE_MAX_NODES) -> list:
@@ -137,7 +344,7 @@ def spd_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nda
     """Coordinate family ``spd[:max_dist]``: ``spd (N, N)`` hop distances (-1 beyond/unreachable);
     undirected unless the structure is ``directed``."""
     max_dist = int(arg) if arg else None
-    return {"spd": shortest_path_distance(as_graph(structure), max_dist=max_dist, directed=structure.directed)}
+    return {"spd": hop_distances(as_graph(structure), max_dist=max_dist, directed=structure.directed)}
 
 
 def resistance_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:

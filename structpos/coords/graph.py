@@ -3,19 +3,24 @@
 * :mod:`.laplacian` — :func:`laplacian_pe`, :func:`laplacian_pe_batch` (LapPE)
 * :mod:`.random_walk` — :func:`random_walk_pe`, :func:`random_walk_pe_batch` (RWSE)
 * :mod:`.magnetic` — :func:`magnetic_laplacian_pe`, :func:`magnetic_laplacian_pe_batch`
-* :mod:`.distance` — :func:`shortest_path_distance`, :func:`resistance_distance`, their
-  ``*_batch`` forms and :func:`pad_pairwise`
+* :mod:`.distance` — :func:`hop_distances`, :func:`resistance_distance`, their ``*_batch``
+  forms, :func:`resistance_distance_pairs` (large graphs, requested pairs) and :func:`pad_pairwise`
+  (``shortest_path_distance`` is the deprecated former name of :func:`hop_distances`)
 
 Every function takes ``edge_index (2, E)`` + ``num_nodes`` (numpy or torch; torch in → torch
 out), or a :class:`~structpos.Structure`, a PyG ``Data`` or an ``(edge_index, num_nodes)``
 tuple. PyG transforms: :mod:`structpos.transforms`.
 """
 
-from ._graph_utils import EigenConvergenceError
+from ..exceptions import EigenConvergenceError
+from ._spectrum import SolveReport, SpectralPE
 from .distance import (
+    hop_distances,
+    hop_distances_batch,
     pad_pairwise,
     resistance_distance,
     resistance_distance_batch,
+    resistance_distance_pairs,
     shortest_path_distance,
     shortest_path_distance_batch,
 )
@@ -26,15 +31,20 @@ from .random_walk import random_walk_pe, random_walk_pe_batch
 __all__ = [
     "EigenConvergenceError",
     "LapBatch",
+    "SpectralPE",
+    "SolveReport",
     "laplacian_pe",
     "laplacian_pe_batch",
     "random_walk_pe",
     "random_walk_pe_batch",
     "magnetic_laplacian_pe",
     "magnetic_laplacian_pe_batch",
+    "hop_distances",
+    "hop_distances_batch",
     "shortest_path_distance",
     "shortest_path_distance_batch",
     "resistance_distance",
     "resistance_distance_batch",
+    "resistance_distance_pairs",
     "pad_pairwise",
 ]

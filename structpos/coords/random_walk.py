@@ -17,7 +17,7 @@ not sum to 1).
 
 Computation: only ``O(√K)`` matrix products (baby-step/giant-step), since
 ``[P^{a+b}]_{ii} = Σ_m [P^a]_{im} [P^b]_{mi}`` is an elementwise product (see ``_dense_rwse``;
-the sparse path forms ``P, …, P^{⌈K/2⌉}``).
+the sparse path forms the rows of ``P, …, P^{⌈K/2⌉}`` one block of nodes at a time).
 Many small graphs: dense batched products per size group; large graphs (``N > dense_max``):
 sparse products, never densified.
 """
@@ -167,17 +167,41 @@ def _dense_rwse(A: np.ndarray, K: int, symmetric: bool) -> np.ndarray:
     return np.concatenate(blocks, axis=2)[:, :, :K]
 
 
-def _sparse_rwse(g: Graph, K: int, symmetrize: bool) -> np.ndarray:
+def _sparse_rwse(g: Graph, K: int, symmetrize: bool, *, block_rows: int = 2048) -> np.ndarray:
+    """RWSE of a large graph by sparse products, ``block_rows`` nodes at a time.
+
+    For a block ``R`` of nodes, the rows ``X_j = E_R M^j`` (``j = 1..h``, ``h = ⌈K/2⌉``) are
+    formed by sparse products; ``[M^j]_ii`` are their diagonal entries and
+    ``[M^{h+j}]_ii = Σ_m [M^h]_im [M^j]_mi`` a row-wise dot product with the rows of ``(Mᵀ)^j``
+    (for the symmetric ``M = D^{-1/2} A D^{-1/2}`` of an undirected walk these are the rows of
+    ``M^j`` themselves, and its diagonal powers equal those of ``P``). Memory is bounded by one
+    block's rows of ``M^h``, not the whole power; time grows with the size of ``h``-hop
+    neighbourhoods (small on meshes, road and code graphs; large on expanders)."""
     A = adjacency(g, symmetrize=symmetrize, self_loops=True)
     deg = np.asarray(A.sum(axis=1)).ravel()
-    inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
-    P = (sp.diags(inv) @ A).tocsr()
+    if symmetrize:
+        dinv = np.divide(1.0, np.sqrt(deg), out=np.zeros_like(deg), where=deg > 0)
+        M = (sp.diags(dinv) @ A @ sp.diags(dinv)).tocsr()
+        Mt = M
+    else:
+        inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
+        M = (sp.diags(inv) @ A).tocsr()
+        Mt = M.T.tocsr()
+    n = g.num_nodes
     h = (K + 1) // 2
-    powers = [P]
-    for _ in range(h - 1):
-        powers.append((powers[-1] @ P).tocsr())
-    cols = [p.diagonal() for p in powers]
-    top = powers[-1]
-    for j in range(1, K - h + 1):
-        cols.append(np.asarray(top.multiply(powers[j - 1].T.tocsr()).sum(axis=1)).ravel())
-    return np.stack(cols, axis=1)
+    out = np.zeros((n, K))
+    for start in range(0, n, block_rows):
+        rows = np.arange(start, min(n, start + block_rows))
+        local = np.arange(len(rows))
+        X = [M[rows]]  # rows of M^1 .. M^h
+        for _ in range(h - 1):
+            X.append((X[-1] @ M).tocsr())
+        Y = X if symmetrize else [Mt[rows]]
+        if not symmetrize:
+            for _ in range(K - h - 1):
+                Y.append((Y[-1] @ Mt).tocsr())
+        for j in range(h):
+            out[rows, j] = np.asarray(X[j][local, rows]).ravel()
+        for j in range(1, K - h + 1):  # k = h + j
+            out[rows, h + j - 1] = np.asarray(X[h - 1].multiply(Y[j - 1]).sum(axis=1)).ravel()
+    return out

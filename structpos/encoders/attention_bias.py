@@ -4,7 +4,7 @@
   ``d(i, j) = depth_i + depth_j − 2·depth(lca(i, j))``
   (:func:`structpos.coords.tree.tree_distance`: LCA by range-minimum over the preorder).
 * :func:`shortest_path_distance` — unweighted all-pairs BFS distances (Graphormer's SPD),
-  from :func:`structpos.coords.distance.shortest_path_distance`.
+  from :func:`structpos.coords.distance.hop_distances`.
 
 Unreachable pairs (different trees of a forest, different components) are ``-1``. A distance
 matrix becomes a bias added to attention logits by :class:`SPDBias` (one learned scalar per
@@ -21,7 +21,7 @@ from torch import nn
 
 from ..coords import tree as _tree_coords
 from ..coords._graph_utils import as_graph
-from ..coords.distance import shortest_path_distance as _coords_spd
+from ..coords.distance import hop_distances as _coords_spd
 from ..structure import Structure
 from ._tree import as_parent
 
@@ -37,7 +37,7 @@ def tree_distance(tree) -> np.ndarray:
 def shortest_path_distance(graph, num_nodes: int | None = None, directed: bool = False, max_distance: int | None = None) -> np.ndarray:
     """``(N, N)`` int64 hop distances; ``graph`` is a :class:`Structure` or an edge index ``(2, E)``.
 
-    A thin wrapper over :func:`structpos.coords.distance.shortest_path_distance` that keeps
+    A thin wrapper over :func:`structpos.coords.distance.hop_distances` that keeps
     this module's conventions: the result is always numpy, ``num_nodes`` defaults to
     ``max(edge_index) + 1``, and a Structure with an edge list uses its own ``directed``.
     ``max_distance`` caps the BFS (farther pairs count as unreachable, ``-1``).

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ..coords.distance import resistance_distance, shortest_path_distance
+from ..coords.distance import hop_distances, resistance_distance
 from ._base import BaseTransform, all_pairs, edge_weight_of
 
 
@@ -23,7 +23,7 @@ class AddShortestPathDistance(BaseTransform):
         self.max_dist, self.attr_name, self.directed = max_dist, attr_name, directed
 
     def forward(self, data: Any) -> Any:
-        D = shortest_path_distance(data.edge_index, data.num_nodes, self.max_dist, directed=self.directed)
+        D = hop_distances(data.edge_index, data.num_nodes, self.max_dist, directed=self.directed)
         device = data.edge_index.device
         data[f"{self.attr_name}_index"] = all_pairs(data.num_nodes, device)
         data[self.attr_name] = D.reshape(-1).to(device)
