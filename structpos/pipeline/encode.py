@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..exceptions import InputError, LimitError, SpecError, StructposError
+from ..exceptions import InputError, LimitError, SpecError
 from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from .arrow import BASE_COLUMNS, rows_to_table
 from .records import Record
@@ -70,7 +70,7 @@ class EncodeOptions:
         known = set(PARSERS) | {k for k, _ in self.extra_parsers}
         if self.kind is not None and self.kind not in known:
             raise SpecError(f"unknown input kind {self.kind!r}; known kinds: {', '.join(sorted(known))}", name="--kind")
-        for kind, target in self.extra_parsers:
+        for _kind, target in self.extra_parsers:
             load_parser(target)
         validate_spec(self.coords)
         return self
@@ -329,7 +329,7 @@ def prepare(kind: str | None, options: EncodeOptions) -> None:
         load_parser(extra[kind]) if kind in extra else get_parser(kind)
         for name, _ in coords_mod.parse_spec(options.coords):
             coords_mod.get(name)
-    except Exception:  # noqa: BLE001 - the record's own encoding reports it
+    except Exception:  # the record's own encoding reports it
         return
     _PREPARED.add(key)
 

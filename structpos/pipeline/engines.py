@@ -83,7 +83,7 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
     for k, ref in refs.items():
         try:
             per_record[k] = ray.get(ref, timeout=None if limit is None else limit + 5.0)
-        except Exception as e:  # noqa: BLE001 - the task died, was killed or timed out
+        except Exception as e:  # the task died, was killed or timed out
             ray.cancel(ref, force=True)
             stage = "timeout" if type(e).__name__ == "GetTimeoutError" else "worker"
             per_record[k] = (
@@ -149,7 +149,7 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
                 task = pending.pop(ref)
                 try:
                     table, errors, res = ray.get(ref)
-                except Exception as e:  # noqa: BLE001 - the worker died (OOM, segfault): isolate the record
+                except Exception as e:  # the worker died (OOM, segfault): isolate the record
                     yield _ray_per_record(ray, task, f"the shard's task failed ({_first_line(e)})")
                     continue
                 ids = [r.id for r in task.records]

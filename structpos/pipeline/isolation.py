@@ -124,7 +124,7 @@ def _worker_main(conn, state, parent_pid: int, max_memory: int | None) -> None: 
             conn.send(("done", encode_shard(task, on_record=on_record)))
         except OSError as e:
             conn.send(("oserror", e.errno, e.strerror or str(e), e.filename))
-        except BaseException as e:  # noqa: BLE001 - reported to the driver, which decides
+        except BaseException as e:  # reported to the driver, which decides
             conn.send(("fail", type(e).__name__, str(e)))
 
 

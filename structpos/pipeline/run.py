@@ -191,19 +191,26 @@ class _Encoding:
         self.skipped: list = []
         self.bar = None
 
+    def _selection(self) -> dict[str, Any]:
+        """What :func:`read_records` and :func:`count_records` share: which files and records to take."""
+        c = self.config
+        return {
+            "kind": c.kind,
+            "language": c.language,
+            "glob": c.glob,
+            "follow_symlinks": c.follow_symlinks,
+            "exclude": [self.out],
+        }
+
     def records(self) -> Iterator[Record]:
         c = self.config
         records = read_records(
             self.input,
-            kind=c.kind,
-            language=c.language,
             field=c.field,
             id_field=c.id_field,
-            glob=c.glob,
-            follow_symlinks=c.follow_symlinks,
             max_input_bytes=c.limits.max_input_bytes,
             skipped=self.skipped,
-            exclude=[self.out],
+            **self._selection(),
         )
         return records if c.max_records is None else itertools.islice(records, c.max_records)
 
@@ -224,14 +231,7 @@ class _Encoding:
 
     def encode(self) -> None:
         c = self.config
-        total = count_records(
-            self.input,
-            kind=c.kind,
-            language=c.language,
-            glob=c.glob,
-            follow_symlinks=c.follow_symlinks,
-            exclude=[self.out],
-        )
+        total = count_records(self.input, **self._selection())
         self.bar = _progress(total if c.max_records is None or total is None else min(total, c.max_records), c.progress)
         try:
             for res in ENGINES[c.engine](self.tasks(), workers=c.workers, address=c.ray_address):

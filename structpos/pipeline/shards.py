@@ -26,10 +26,10 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..exceptions import ResumeError
 from .arrow import rows_to_table
 from .encode import EncodeOptions, conform, encode_each, error_entry, output_schema
 from .records import Record
-from ..exceptions import ResumeError
 
 __all__ = [
     "ShardResult",
@@ -161,7 +161,7 @@ def _rows_table(per_record: list[tuple[list[dict], dict | None]], records: Seque
     try:
         return rows_to_table(rows)
     except Exception:  # find the record(s) at fault, one by one
-        for k, (ok, err) in enumerate(per_record):
+        for k, (ok, _err) in enumerate(per_record):
             if ok:
                 try:
                     rows_to_table(ok)
