@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         hint = "; rerun with --resume to continue" if getattr(args, "command", None) == "encode" else ""
         print(f"structpos: interrupted{hint}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception as e:  # noqa: BLE001 - the contract: one line, a non-zero status
+    except Exception as e:  # the contract: one line, a non-zero status
         if getattr(args, "debug", False):
             traceback.print_exc()
         print(error_line(e), file=sys.stderr)

@@ -18,6 +18,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from .exceptions import LimitError, SpecError
 
@@ -46,6 +47,16 @@ class Limits:
         Seconds one record may take in ``encode`` before it goes to the errors file.
     max_memory_bytes : int or None
         Address-space limit of an ``encode`` worker process.
+
+    Examples
+    --------
+    >>> from structpos import parse
+    >>> parse("[1, [2, 3]]", "json", limits=Limits(max_nodes=3))
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.LimitError: ...max_nodes: ... > 3; raise the limit to allow it)
+    >>> parse("[1, [2, 3]]", "json", limits=Limits(max_nodes=None)).num_nodes
+    5
     """
 
     max_input_bytes: int | None = 64 * 2**20
@@ -60,13 +71,32 @@ class Limits:
     def with_overrides(self, items: dict[str, str | int | float | None]) -> "Limits":
         """A copy with some fields replaced (values may be strings, as from the CLI).
 
+        Parameters
+        ----------
+        items : dict
+            ``{field name: value}``; a value is a number, a numeric string, or ``None`` /
+            ``"none"`` / ``"off"`` / ``""`` to turn the limit off.
+
+        Returns
+        -------
+        Limits
+
+        Raises
+        ------
+        SpecError
+            An unknown field name, a value that is not a number, or one that is not positive.
+
         Examples
         --------
         >>> Limits().with_overrides({"max_nodes": "100", "record_timeout": "none"}).max_nodes
         100
+        >>> Limits().with_overrides({"max_nodes": "-1"})
+        Traceback (most recent call last):
+        ...
+        structpos.exceptions.SpecError: limit max_nodes: must be positive, got '-1'
         """
         known = {f.name: f for f in fields(self)}
-        parsed: dict[str, int | float | None] = {}
+        parsed: dict[str, Any] = {}  # each value parsed for its own field (int, or float for record_timeout)
         for key, value in items.items():
             if key not in known:
                 raise SpecError(f"unknown limit {key!r}; known: {', '.join(known)}")
@@ -94,6 +124,26 @@ def check_limit(
 ) -> None:
     """Raise :class:`LimitError` when ``value > maximum`` (no-op when ``maximum`` is None).
 
+    Parameters
+    ----------
+    value : int or float
+        The measured amount.
+    maximum : int, float or None
+        The limit; ``None`` means unlimited.
+    limit : str
+        The limit's field name (named in the message, so the user knows what to raise).
+    what : str
+        What was measured (``"nodes"``, ``"bytes of input"``).
+    name : str, optional
+        The input (path, record id) named in the message.
+    position : optional
+        Where in the input (line:col, offset, node).
+
+    Raises
+    ------
+    LimitError
+        ``value > maximum``.
+
     Examples
     --------
     >>> check_limit(3, 5, "max_nodes", "nodes")
@@ -108,6 +158,19 @@ def check_limit(
 
 def resolve_limits(limits: "Limits | None") -> "Limits":
     """``limits``, or :data:`DEFAULT_LIMITS` when it is ``None``.
+
+    Parameters
+    ----------
+    limits : Limits or None
+
+    Returns
+    -------
+    Limits
+
+    Raises
+    ------
+    SpecError
+        ``limits`` is neither ``None`` nor a :class:`Limits`.
 
     Examples
     --------
@@ -125,6 +188,15 @@ def resolve_limits(limits: "Limits | None") -> "Limits":
 
 def node_budget(limits: "Limits | None") -> int:
     """The largest node count a parser may build (``sys.maxsize`` when ``max_nodes`` is off).
+
+    Parameters
+    ----------
+    limits : Limits or None
+        ``None`` means :data:`DEFAULT_LIMITS`.
+
+    Returns
+    -------
+    int
 
     Examples
     --------

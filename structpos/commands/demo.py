@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import numpy as np
+
+from ..structure import Structure
 
 CODE = '''def greet(name):
     if name:
@@ -48,23 +51,33 @@ def _show(title: str, structure, coords: dict, columns: list[str], max_rows: int
         print(f"... {structure.num_nodes - max_rows} more nodes")
 
 
-def run(args: argparse.Namespace) -> int:
-    from .. import compute_coords, parse
+def _parse_one(obj: Any, kind: str, **options: Any) -> Structure:
+    """:func:`structpos.parse` of an input that holds exactly one structure."""
+    from .. import parse
 
-    code = parse(CODE, "code", language="python", name="demo.py")
+    structure = parse(obj, kind, **options)
+    if not isinstance(structure, Structure):
+        raise TypeError(f"the {kind} demo input parsed into {len(structure)} structures, expected one")
+    return structure
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import compute_coords
+
+    code = _parse_one(CODE, "code", language="python", name="demo.py")
     c = compute_coords(code, "tree:6x8")
     _show("Python code (tree-sitter)", code, c, ["depth", "sibling", "parent", "subtree_size", "root_path"], args.max_rows)
 
-    js = parse(JSON, "json", name="demo.json")
+    js = _parse_one(JSON, "json", name="demo.json")
     c = compute_coords(js, "tree")
     _show("JSON", js, c, ["depth", "sibling", "parent", "subtree_size"], args.max_rows)
 
-    table = parse(TABLE, "table", name="demo.csv")
+    table = _parse_one(TABLE, "table", name="demo.csv")
     c = compute_coords(table, "table")
     _show("CSV table", table, c, ["row", "col", "rowspan", "colspan", "header"], args.max_rows)
 
     ei = np.array(GRAPH_EDGES).T
-    graph = parse(np.concatenate([ei, ei[::-1]], 1), "graph", num_nodes=5, name="demo-graph")
+    graph = _parse_one(np.concatenate([ei, ei[::-1]], 1), "graph", num_nodes=5, name="demo-graph")
     c = compute_coords(graph, "lap:2,rw:3")
     cols = [k for k in c if k.startswith(("lap", "rw"))]
     _show("Graph (4-cycle with a tail)", graph, c, cols, args.max_rows)

@@ -8,6 +8,7 @@ import json
 import signal
 import sys
 import threading
+from typing import Callable
 
 DESCRIPTION = """\
 Encode a corpus into Parquet shards of per-node coordinates, unattended: a record that cannot
@@ -90,24 +91,23 @@ def _limit_item(text: str) -> tuple[str, str] | int:
     return n
 
 
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
+def _int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type=``: an integer ``>= low``."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
+        return n
+
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
-    return n
+_positive_int = _int_at_least(1)
+_count = _int_at_least(0)
 
 
 def _limit_names() -> str:
@@ -136,6 +136,7 @@ def _with_tokenizer(options: dict, tokenizer: str | None) -> dict:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from ..coords import spec_syntax
     from ..parsers import PARSERS
 
     p = sub.add_parser(
@@ -163,8 +164,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     what.add_argument(
         "--coords",
         default="tree",
-        help="coordinate spec, comma separated: tree[:DxW], table, hier, lap[:k], "
-        "rw[:K], maglap[:k[:q]], spd[:max], resistance (default: tree); checked before any work starts",
+        help=f"coordinate spec, comma separated: {spec_syntax()} (default: tree); checked before any work starts",
     )
     what.add_argument(
         "--parser-opt",

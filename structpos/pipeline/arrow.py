@@ -29,6 +29,26 @@ def numeric_array(a: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
 
     Built from buffers rather than ``pa.array`` because that call imports pandas (~1 s of CPU
     in every fresh worker process).
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        A 1-D array of a numeric or boolean dtype.
+    valid : numpy.ndarray, optional
+        Boolean mask, ``False`` where the value is null (default: all valid).
+
+    Returns
+    -------
+    pyarrow.Array
+        Of the Arrow type matching ``a.dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> numeric_array(np.array([1, 2, 3]), np.array([True, False, True])).to_pylist()
+    [1, None, 3]
+    >>> numeric_array(np.array([True, False])).type
+    DataType(bool)
     """
     a = np.ascontiguousarray(a)
     n = len(a)
@@ -39,7 +59,23 @@ def numeric_array(a: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
 
 
 def string_array(values: Sequence[object | None]) -> pa.Array:
-    """Arrow ``string`` array (``None`` -> null) built from UTF-8 buffers (see :func:`numeric_array`)."""
+    """Arrow ``string`` array (``None`` -> null) built from UTF-8 buffers (see :func:`numeric_array`).
+
+    Parameters
+    ----------
+    values : sequence of object or None
+        Each value is stored as ``str(value)``; ``None`` becomes null.
+
+    Returns
+    -------
+    pyarrow.Array
+        ``string``, or ``large_string`` once the text passes 2 GiB.
+
+    Examples
+    --------
+    >>> string_array(["a", None, 3]).to_pylist()
+    ['a', None, '3']
+    """
     data = [b"" if v is None else str(v).encode("utf-8") for v in values]
     offsets = np.zeros(len(data) + 1, dtype=np.int64)
     np.cumsum(np.fromiter((len(b) for b in data), dtype=np.int64, count=len(data)), out=offsets[1:])
@@ -56,7 +92,29 @@ def _values(flat: np.ndarray) -> pa.Array:
 
 
 def list_column(arrays: Sequence[np.ndarray | None]) -> pa.Array:
-    """One Arrow list column from per-row arrays of equal rank (``None`` -> null)."""
+    """One Arrow list column from per-row arrays of equal rank (``None`` -> null).
+
+    Parameters
+    ----------
+    arrays : sequence of numpy.ndarray or None
+        One array per row, all of the same rank ``>= 1``; the first axis may differ between rows.
+
+    Returns
+    -------
+    pyarrow.Array
+        ``list<T>`` for rank 1, ``list<list<T>>`` for rank 2, ...; a null array when every row is ``None``.
+
+    Raises
+    ------
+    ValueError
+        A 0-d array, rows of different rank, or more than ``2**31`` values in one nesting level.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> list_column([np.array([[1, 2], [3, 4]]), None, np.zeros((0, 2), int)]).to_pylist()
+    [[[1, 2], [3, 4]], None, []]
+    """
     present = [np.asarray(a) for a in arrays if a is not None]
     if not present:
         return pa.nulls(len(arrays))
@@ -86,7 +144,26 @@ def list_column(arrays: Sequence[np.ndarray | None]) -> pa.Array:
 
 
 def string_list_column(arrays: Sequence[np.ndarray | None]) -> pa.Array:
-    """``list<string>`` column (node labels)."""
+    """``list<string>`` column (node labels), typed even when every row is ``None``.
+
+    Parameters
+    ----------
+    arrays : sequence of numpy.ndarray or None
+        One 1-D string array per row.
+
+    Returns
+    -------
+    pyarrow.Array
+        Of type ``list<string>``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> string_list_column([np.array(["a", "b"]), None]).to_pylist()
+    [['a', 'b'], None]
+    >>> string_list_column([None]).type
+    ListType(list<item: string>)
+    """
     col = list_column(arrays)
     if pa.types.is_null(col.type):
         return pa.nulls(len(arrays), type=pa.list_(pa.string()))
@@ -107,6 +184,31 @@ def rows_to_table(rows: list[dict], extra: dict[str, list] | None = None) -> pa.
     Columns: ``id``, ``kind``, ``num_nodes``, ``labels``, ``start``, ``end``, ``parent`` (null
     for non-trees), then one list column per coordinate in order of first appearance, then the
     ``extra`` columns (plain Python lists, e.g. error columns).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows as :func:`~structpos.pipeline.encode.encode_payload` returns them.
+    extra : dict of str to list, optional
+        More string columns, one value per row.
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    ValueError
+        A coordinate whose rows differ in rank (see :func:`list_column`).
+
+    Examples
+    --------
+    >>> from structpos.pipeline.encode import encode_payload
+    >>> t = rows_to_table(encode_payload("r1", "[1, 2]", "json", "tree"))
+    >>> t.column_names[:7] == list(BASE_COLUMNS)
+    True
+    >>> t.column("num_nodes").to_pylist()
+    [3]
     """
     cols: dict[str, pa.Array] = {
         "id": string_array([r["id"] for r in rows]),

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..exceptions import InputError, LimitError, SpecError, StructposError
+from ..exceptions import InputError, LimitError, SpecError
 from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from .arrow import BASE_COLUMNS, rows_to_table
 from .records import Record
@@ -70,7 +70,7 @@ class EncodeOptions:
         known = set(PARSERS) | {k for k, _ in self.extra_parsers}
         if self.kind is not None and self.kind not in known:
             raise SpecError(f"unknown input kind {self.kind!r}; known kinds: {', '.join(sorted(known))}", name="--kind")
-        for kind, target in self.extra_parsers:
+        for _kind, target in self.extra_parsers:
             load_parser(target)
         validate_spec(self.coords)
         return self
@@ -196,6 +196,52 @@ def encode_payload(
     A parser returning several structures (e.g. a CoNLL-U text with several sentences) gives
     rows ``id#<sent_id>`` (or ``id#<k>``). Coordinates whose name clashes with a base column
     are dropped when equal to it (``tree`` returns ``parent``) and otherwise prefixed ``coord_``.
+
+    Parameters
+    ----------
+    record_id : str
+        The record's id (used in rows and error messages).
+    payload : str, bytes or object
+        What the parser of ``kind`` takes (text, or a dict for ``graph``).
+    kind : str
+        An input kind (:data:`structpos.parsers.PARSERS`, or one of ``extra_parsers``).
+    coords : str
+        A coordinate spec (``"tree,lap:4"``); empty for no coordinates.
+    language : str, optional
+        The code language (``kind="code"``).
+    format : str, optional
+        The file format, when a file suffix fixed it (``"csv"``, ``"html"``, ...).
+    parser_options : mapping, optional
+        More keyword arguments of the parser.
+    limits : Limits, optional
+        Per-record limits (input bytes, nodes, ...).
+    extra_parsers : mapping of str to str, optional
+        More kinds, ``{kind: "module:function"}``.
+
+    Returns
+    -------
+    list of dict
+        One row per structure.
+
+    Raises
+    ------
+    ParseError
+        The payload does not parse as ``kind``.
+    LimitError
+        The payload or a structure exceeds a limit.
+    SpecError
+        A bad coordinate spec.
+
+    Examples
+    --------
+    >>> row, = encode_payload("r1", '{"a": [1, 2]}', "json", "tree,lap:2")
+    >>> row["num_nodes"], list(row["labels"])
+    (5, ['object', 'member:a', 'array', 'number', 'number'])
+    >>> row["coords"]["depth"].tolist(), row["coords"]["lap"].shape
+    ([0, 1, 2, 3, 3], (5, 2))
+    >>> conllu = "# sent_id = x\\n1\\tHi\\thi\\tINTJ\\t_\\t_\\t0\\troot\\t_\\t_\\n\\n" * 2
+    >>> [r["id"] for r in encode_payload("doc", conllu.replace("= x", "= y", 1), "conllu", "tree")]
+    ['doc#y', 'doc#x']
     """
     from ..coords import compute
     from .tokens import TOKENIZER_OPTION, add_token_columns
@@ -329,7 +375,7 @@ def prepare(kind: str | None, options: EncodeOptions) -> None:
         load_parser(extra[kind]) if kind in extra else get_parser(kind)
         for name, _ in coords_mod.parse_spec(options.coords):
             coords_mod.get(name)
-    except Exception:  # noqa: BLE001 - the record's own encoding reports it
+    except Exception:  # the record's own encoding reports it
         return
     _PREPARED.add(key)
 
@@ -467,6 +513,24 @@ def output_schema(options: EncodeOptions, kind: str | None = None) -> pa.Schema 
 
     ``None`` when the kind has no sample, or the sample does not encode (e.g. ``tree``
     coordinates asked of a table: then every record fails anyway).
+
+    Parameters
+    ----------
+    options : EncodeOptions
+        The options of the run.
+    kind : str, optional
+        The kind to learn it for (default: ``options.kind``).
+
+    Returns
+    -------
+    pyarrow.Schema or None
+
+    Examples
+    --------
+    >>> output_schema(EncodeOptions("json", "tree")).names[:3]
+    ['id', 'kind', 'num_nodes']
+    >>> output_schema(EncodeOptions(None, "tree")) is None
+    True
     """
     kind = kind or options.kind
     key = (kind, json.dumps(options.as_dict(), sort_keys=True, default=repr))
@@ -485,7 +549,30 @@ def output_schema(options: EncodeOptions, kind: str | None = None) -> pa.Schema 
 
 def conform(table: pa.Table, schema: pa.Schema | None) -> pa.Table:
     """``table`` with ``schema``'s columns first, in order and type (missing ones null); other
-    columns (error columns, unexpected coordinates) follow unchanged."""
+    columns (error columns, unexpected coordinates) follow unchanged.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+    schema : pyarrow.Schema or None
+        ``None`` returns ``table`` as it is.
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    pyarrow.ArrowInvalid
+        A column that cannot be cast to the schema's type.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> schema = pa.schema([("id", pa.string()), ("n", pa.int64())])
+    >>> conform(pa.table({"x": [1.5], "id": ["a"]}), schema).to_pydict()
+    {'id': ['a'], 'n': [None], 'x': [1.5]}
+    """
     if schema is None:
         return table
     cols, names = [], []

@@ -31,13 +31,57 @@ __all__ = ["run_serial", "run_processes", "run_ray", "ENGINES"]
 
 
 def run_serial(tasks: Iterable[ShardTask], workers: int = 0, **_) -> Iterator[ShardResult]:
-    """Encode each shard in this process (``SIGALRM`` per-record timeouts when in the main thread)."""
+    """Encode each shard in this process (``SIGALRM`` per-record timeouts when in the main thread).
+
+    Parameters
+    ----------
+    tasks : iterable of ShardTask
+        The shards to encode.
+    workers : int, optional
+        Ignored (the signature every engine shares).
+
+    Yields
+    ------
+    ShardResult
+        One per shard, in order, after its files are written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.encode import EncodeOptions
+    >>> recs = [Record("a", "[1]", "a"), Record("b", "[", "b")]
+    >>> task = ShardTask(0, recs, EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d1", "d2"])
+    >>> [(r.index, r.encoded, r.errors) for r in run_serial([task])]
+    [(0, 1, 1)]
+    """
     for task in tasks:
         yield encode_shard(replace(task, options=replace(task.options, timeout_in_process=True)))
 
 
 def run_processes(tasks: Iterable[ShardTask], workers: int = 1, **_) -> Iterator[ShardResult]:
-    """The ``local`` engine: isolated worker processes, or this process when ``workers == 0``."""
+    """The ``local`` engine: isolated worker processes, or this process when ``workers == 0``.
+
+    Parameters
+    ----------
+    tasks : iterable of ShardTask
+        The shards to encode; all share the options of the first.
+    workers : int, optional
+        ``spawn`` worker processes (each writes its own shards); 0 runs :func:`run_serial`.
+
+    Yields
+    ------
+    ShardResult
+        One per shard, in the order shards finish.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.encode import EncodeOptions
+    >>> out, opts = tempfile.mkdtemp(), EncodeOptions("json", "tree")
+    >>> tasks = [ShardTask(i, [Record(str(i), "[1, 2]", str(i))], opts, out, ["d"]) for i in range(2)]
+    >>> sorted(r.index for r in run_processes(tasks, workers=0))
+    [0, 1]
+    """
     if workers <= 0:
         yield from run_serial(tasks)
         return
@@ -83,7 +127,7 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
     for k, ref in refs.items():
         try:
             per_record[k] = ray.get(ref, timeout=None if limit is None else limit + 5.0)
-        except Exception as e:  # noqa: BLE001 - the task died, was killed or timed out
+        except Exception as e:  # the task died, was killed or timed out
             ray.cancel(ref, force=True)
             stage = "timeout" if type(e).__name__ == "GetTimeoutError" else "worker"
             per_record[k] = (
@@ -118,7 +162,37 @@ def _first_line(e: BaseException) -> str:
 
 
 def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = None, **_) -> Iterator[ShardResult]:
-    """The ``ray`` engine (see the module docstring)."""
+    """The ``ray`` engine (see the module docstring).
+
+    Parameters
+    ----------
+    tasks : iterable of ShardTask
+        The shards to encode (at most two per CPU of the cluster in flight).
+    workers : int, optional
+        CPUs of the local cluster started when none is running and ``address`` is ``None``.
+    address : str, optional
+        The address of an existing Ray cluster.
+
+    Yields
+    ------
+    ShardResult
+        One per shard, in the order shards finish; the driver writes each shard's files.
+
+    Raises
+    ------
+    ImportError
+        Ray is not installed (the ``ray`` extra).
+
+    Examples
+    --------
+    >>> ENGINES["ray"] is run_ray
+    True
+    >>> import tempfile  # starting Ray takes seconds, so this one is not run as a doctest
+    >>> from structpos.pipeline.encode import EncodeOptions
+    >>> task = ShardTask(0, [Record("a", "[1]", "a")], EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d"])
+    >>> [r.encoded for r in run_ray([task], workers=1)]  # doctest: +SKIP
+    [1]
+    """
     from ..parsers import require
 
     ray = require("ray", "ray", "--engine ray")
@@ -149,7 +223,7 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
                 task = pending.pop(ref)
                 try:
                     table, errors, res = ray.get(ref)
-                except Exception as e:  # noqa: BLE001 - the worker died (OOM, segfault): isolate the record
+                except Exception as e:  # the worker died (OOM, segfault): isolate the record
                     yield _ray_per_record(ray, task, f"the shard's task failed ({_first_line(e)})")
                     continue
                 ids = [r.id for r in task.records]

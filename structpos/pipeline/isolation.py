@@ -124,7 +124,7 @@ def _worker_main(conn, state, parent_pid: int, max_memory: int | None) -> None: 
             conn.send(("done", encode_shard(task, on_record=on_record)))
         except OSError as e:
             conn.send(("oserror", e.errno, e.strerror or str(e), e.filename))
-        except BaseException as e:  # noqa: BLE001 - reported to the driver, which decides
+        except BaseException as e:  # reported to the driver, which decides
             conn.send(("fail", type(e).__name__, str(e)))
 
 
@@ -143,7 +143,28 @@ class _Worker:
 
 @dataclass
 class WorkerPool:
-    """``workers`` processes encoding :class:`ShardTask` s with per-record isolation (see the module docstring)."""
+    """``workers`` processes encoding :class:`ShardTask` s with per-record isolation (see the module docstring).
+
+    Worker processes start on demand (``spawn``), one shard each at a time; a worker that dies
+    or hangs past the record timeout is replaced and its record becomes an error entry.
+
+    Parameters
+    ----------
+    workers : int
+        The most worker processes at once.
+    options : EncodeOptions
+        The options every shard is encoded with (timeouts enforced inside the workers).
+    grace : float, optional
+        Seconds past ``record_timeout`` before a worker stuck in C code is killed.
+
+    Examples
+    --------
+    >>> pool = WorkerPool(2, EncodeOptions("json", "tree"))
+    >>> list(pool.run([]))  # no shard, so no process is started; see run_isolated for a run
+    []
+    >>> pool.deaths
+    0
+    """
 
     workers: int
     options: EncodeOptions

@@ -484,6 +484,22 @@ def conllu_sentences(text: str) -> Iterator[tuple[str, int, str]]:
 
     A sentence is a maximal run of non-blank lines; its id is the ``# sent_id = ...`` comment
     or, lacking one, ``s<k>`` with ``k`` its 1-based ordinal in the file.
+
+    Parameters
+    ----------
+    text : str
+        CoNLL-U text.
+
+    Yields
+    ------
+    tuple of (str, int, str)
+        The sentence id, the 1-based line number of its first line, and its lines.
+
+    Examples
+    --------
+    >>> text = "# sent_id = a\\n1\\tHi\\n\\n\\n1\\tYo\\n"
+    >>> [(sid, line) for sid, line, _ in conllu_sentences(text)]
+    [('a', 1), ('s2', 5)]
     """
     lines = text.splitlines(keepends=True)
     k = 0

@@ -11,6 +11,7 @@ invariant ``records = encoded + errors`` over all shards and writes the merged `
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 import sys
 import time
@@ -44,7 +45,30 @@ DEFAULT_SHARD_SIZE = 1000
 
 @dataclass
 class EncodeSummary:
-    """What a run did: record counts (``records == encoded + errors``), shards, time, skipped files."""
+    """What a run did: record counts (``records == encoded + errors``), shards, time, skipped files.
+
+    Parameters
+    ----------
+    records, encoded, errors : int
+        Records read, records encoded, records in ``errors.jsonl``.
+    rows : int
+        Output rows (more than ``encoded`` when a record holds several structures).
+    shards, shards_skipped : int
+        Shards of the input, and those kept from a previous run (``--resume``).
+    seconds : float
+        Wall time of the run.
+    out_dir : Path
+        The output directory.
+    files_skipped : int, optional
+        Directory entries not read (reasons in ``manifest.json``).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> s = EncodeSummary(10, 9, 1, 12, 1, 0, 2.0, Path("out"))
+    >>> s.records == s.encoded + s.errors, s.records_per_second
+    (True, 5.0)
+    """
 
     records: int
     encoded: int
@@ -58,6 +82,7 @@ class EncodeSummary:
 
     @property
     def records_per_second(self) -> float:
+        """Records read per second of wall time (``inf`` for a run of no measurable time)."""
         return self.records / self.seconds if self.seconds > 0 else float("inf")
 
 
@@ -191,19 +216,26 @@ class _Encoding:
         self.skipped: list = []
         self.bar = None
 
+    def _selection(self) -> dict[str, Any]:
+        """What :func:`read_records` and :func:`count_records` share: which files and records to take."""
+        c = self.config
+        return {
+            "kind": c.kind,
+            "language": c.language,
+            "glob": c.glob,
+            "follow_symlinks": c.follow_symlinks,
+            "exclude": [self.out],
+        }
+
     def records(self) -> Iterator[Record]:
         c = self.config
         records = read_records(
             self.input,
-            kind=c.kind,
-            language=c.language,
             field=c.field,
             id_field=c.id_field,
-            glob=c.glob,
-            follow_symlinks=c.follow_symlinks,
             max_input_bytes=c.limits.max_input_bytes,
             skipped=self.skipped,
-            exclude=[self.out],
+            **self._selection(),
         )
         return records if c.max_records is None else itertools.islice(records, c.max_records)
 
@@ -224,14 +256,7 @@ class _Encoding:
 
     def encode(self) -> None:
         c = self.config
-        total = count_records(
-            self.input,
-            kind=c.kind,
-            language=c.language,
-            glob=c.glob,
-            follow_symlinks=c.follow_symlinks,
-            exclude=[self.out],
-        )
+        total = count_records(self.input, **self._selection())
         self.bar = _progress(total if c.max_records is None or total is None else min(total, c.max_records), c.progress)
         try:
             for res in ENGINES[c.engine](self.tasks(), workers=c.workers, address=c.ray_address):
@@ -330,9 +355,35 @@ def encode_to_parquet(
 
 
 def read_output(out_dir: str | Path) -> pa.Table:
-    """All rows of an encoding, shards concatenated in input order (schemas unified)."""
-    import json
+    """All rows of an encoding, shards concatenated in input order (schemas unified).
 
+    Parameters
+    ----------
+    out_dir : str or Path
+        The output directory of :func:`encode_to_parquet`.
+
+    Returns
+    -------
+    pyarrow.Table
+        Empty when no shard was written.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``out_dir`` holds no ``manifest.json``.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> src = os.path.join(d, "in.jsonl")
+    >>> _ = open(src, "w").write("".join(json.dumps({"text": t}) + "\\n" for t in ["[1]", "[2, [3]]"]))
+    >>> _ = encode_to_parquet(src, os.path.join(d, "out"), kind="json", coords="tree", workers=0,
+    ...                       shard_size=1, progress=False)
+    >>> t = read_output(os.path.join(d, "out"))
+    >>> t.column("id").to_pylist(), t.column("num_nodes").to_pylist()
+    (['1', '2'], [2, 4])
+    """
     out = Path(out_dir)
     data = json.loads((out / MANIFEST).read_text())
     tables = [pq.read_table(out / e["file"]) for _, e in sorted(data["shards"].items())]
@@ -342,8 +393,32 @@ def read_output(out_dir: str | Path) -> pa.Table:
 
 
 def read_errors(out_dir: str | Path) -> list[dict]:
-    """The entries of ``errors.jsonl``."""
-    import json
+    """The entries of ``errors.jsonl``.
 
+    Parameters
+    ----------
+    out_dir : str or Path
+        The output directory of a finished :func:`encode_to_parquet`.
+
+    Returns
+    -------
+    list of dict
+        One per failed record, in input order (keys ``id``, ``shard``, ``stage``, ``error_type``, ``message``, ...).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``out_dir`` holds no ``errors.jsonl`` (the run has not finished).
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> src = os.path.join(d, "in.jsonl")
+    >>> _ = open(src, "w").write("".join(json.dumps({"text": t}) + "\\n" for t in ["[1]", "[2,"]))
+    >>> _ = encode_to_parquet(src, os.path.join(d, "out"), kind="json", coords="tree", workers=0, progress=False)
+    >>> [(e["id"], e["stage"], e["error_type"]) for e in read_errors(os.path.join(d, "out"))]
+    [('2', 'parse', 'ParseError')]
+    """
     text = (Path(out_dir) / ERRORS).read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]

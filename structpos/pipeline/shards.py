@@ -26,10 +26,10 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..exceptions import ResumeError
 from .arrow import rows_to_table
 from .encode import EncodeOptions, conform, encode_each, error_entry, output_schema
 from .records import Record
-from ..exceptions import ResumeError
 
 __all__ = [
     "ShardResult",
@@ -54,7 +54,25 @@ MAX_SKIPPED_LISTED = 1000
 
 
 def shard_paths(out_dir: Path, index: int) -> tuple[Path, Path]:
-    """``(parquet file, errors file)`` of shard ``index``."""
+    """``(parquet file, errors file)`` of shard ``index``.
+
+    Parameters
+    ----------
+    out_dir : Path
+        The output directory.
+    index : int
+        The shard's index.
+
+    Returns
+    -------
+    tuple of Path
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> [p.as_posix() for p in shard_paths(Path("out"), 3)]
+    ['out/part-00003.parquet', 'out/errors/part-00003.jsonl']
+    """
     return out_dir / f"part-{index:05d}.parquet", out_dir / "errors" / f"part-{index:05d}.jsonl"
 
 
@@ -63,6 +81,30 @@ def _tmp(path: Path) -> Path:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then ``os.replace`` it into place.
+
+    A reader (or a resumed run) sees the old file or the whole new one, never part of it.
+
+    Parameters
+    ----------
+    path : Path
+        The file to write; its parent directories are created.
+    data : bytes
+
+    Raises
+    ------
+    OSError
+        The file cannot be written (disk full, permission).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> p = Path(tempfile.mkdtemp()) / "sub" / "f.json"
+    >>> atomic_write_bytes(p, b"{}")
+    >>> p.read_bytes(), [q.name for q in p.parent.iterdir()]
+    (b'{}', ['f.json'])
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp(path)
     with open(tmp, "wb") as fh:
@@ -78,6 +120,32 @@ def _atomic_write_table(path: Path, table: pa.Table) -> None:
 
 @dataclass
 class ShardResult:
+    """The counts of one finished shard, as the manifest keeps them.
+
+    Parameters
+    ----------
+    index : int
+        The shard's index.
+    records, encoded, errors : int
+        Records of the shard (``records == encoded + errors``).
+    rows : int
+        Rows written (more than ``encoded`` when a record holds several structures).
+    first_id, last_id : str or None
+        The ids of the shard's first and last records.
+    seconds : float
+        Time spent encoding it.
+    digest : str, optional
+        :func:`shard_digest` of its records, set once the shard is written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.encode import EncodeOptions
+    >>> res = encode_shard(ShardTask(0, [Record("a", "[1]", "a")], EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d"]))
+    >>> res.records == res.encoded + res.errors, res.first_id, res.digest == shard_digest(["a"], ["d"])
+    (True, 'a', True)
+    """
+
     index: int
     records: int
     encoded: int
@@ -97,6 +165,34 @@ class ShardTask:
     kept in the shard's index file for ``--resume``; ``preset`` maps a record's position to an
     error entry used instead of encoding it (a record that killed a worker, or one in the errors
     of the run being resumed).
+
+    Parameters
+    ----------
+    index : int
+        The shard's index.
+    records : sequence of Record
+        Its records, in input order.
+    options : EncodeOptions
+        How to encode them.
+    out_dir : str
+        The output directory.
+    digests : sequence of str, optional
+        The records' content hashes.
+    preset : dict of int to dict, optional
+        Error entries to use instead of encoding the records at these positions.
+    retries : int, optional
+        How often the shard was started again after a worker died.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.encode import EncodeOptions, error_entry
+    >>> recs = [Record("a", "[1]", "a"), Record("b", "[2]", "b")]
+    >>> known = {1: error_entry(recs[1], "MemoryError", "killed its worker", "worker")}
+    >>> task = ShardTask(0, recs, EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d1", "d2"], known)
+    >>> res = encode_shard(task)
+    >>> res.encoded, res.errors
+    (1, 1)
     """
 
     index: int
@@ -123,7 +219,25 @@ def shard_digest(ids: Sequence[str], digests: Sequence[str]) -> str:
 
 
 def index_path(out_dir: Path, index: int) -> Path:
-    """The shard's index file: its record ids and content hashes."""
+    """The shard's index file: its record ids and content hashes.
+
+    Parameters
+    ----------
+    out_dir : Path
+        The output directory.
+    index : int
+        The shard's index.
+
+    Returns
+    -------
+    Path
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> index_path(Path("out"), 12).as_posix()
+    'out/index/part-00012.json'
+    """
     return out_dir / "index" / f"part-{index:05d}.json"
 
 
@@ -135,7 +249,37 @@ def write_shard(
     ids: Sequence[str] = (),
     digests: Sequence[str] = (),
 ) -> None:
-    """Atomically write shard ``index``: its index file, its errors file, then its Parquet file."""
+    """Atomically write shard ``index``: its index file, its errors file, then its Parquet file.
+
+    Parameters
+    ----------
+    out_dir : Path
+        The output directory.
+    index : int
+        The shard's index.
+    table : pyarrow.Table
+        The shard's rows.
+    errors : sequence of dict
+        Its error entries (:func:`~structpos.pipeline.encode.error_entry`).
+    ids, digests : sequence of str, optional
+        Its record ids and content hashes (the index file; an error line gets its record's hash).
+
+    Raises
+    ------
+    OSError
+        A file cannot be written.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> import pyarrow as pa
+    >>> out = Path(tempfile.mkdtemp())
+    >>> write_shard(out, 0, pa.table({"id": ["a"]}), [{"id": "b", "stage": "parse"}], ["a", "b"], ["d1", "d2"])
+    >>> json.loads(shard_paths(out, 0)[1].read_text())
+    {'id': 'b', 'shard': 0, 'stage': 'parse', 'digest': 'd2'}
+    >>> json.loads(index_path(out, 0).read_text())["ids"]
+    ['a', 'b']
+    """
     parquet, errfile = shard_paths(out_dir, index)
     digest_of = dict(zip(ids, digests))
     lines = "".join(
@@ -161,7 +305,7 @@ def _rows_table(per_record: list[tuple[list[dict], dict | None]], records: Seque
     try:
         return rows_to_table(rows)
     except Exception:  # find the record(s) at fault, one by one
-        for k, (ok, err) in enumerate(per_record):
+        for k, (ok, _err) in enumerate(per_record):
             if ok:
                 try:
                     rows_to_table(ok)
@@ -181,7 +325,38 @@ def encode_shard_table(
     preset: Mapping[int, dict] | None = None,
     on_record: Callable[[int], None] | None = None,
 ) -> tuple[pa.Table, list[dict], ShardResult]:
-    """Encode one shard's records (no I/O): ``(table, errors, result)``."""
+    """Encode one shard's records (no I/O): ``(table, errors, result)``.
+
+    Parameters
+    ----------
+    index : int
+        The shard's index.
+    records : sequence of Record
+        Its records.
+    options : EncodeOptions
+        How to encode them.
+    preset : mapping of int to dict, optional
+        Error entries to use instead of encoding the records at these positions.
+    on_record : callable, optional
+        Called with each record's position before it is encoded.
+
+    Returns
+    -------
+    table : pyarrow.Table
+        The rows, conformed to :func:`~structpos.pipeline.encode.output_schema` when possible.
+    errors : list of dict
+        One entry per failed record.
+    result : ShardResult
+        The counts (no ``digest`` yet).
+
+    Examples
+    --------
+    >>> from structpos.pipeline.encode import EncodeOptions
+    >>> recs = [Record("a", "[1, 2]", "a"), Record("b", "{", "b")]
+    >>> table, errors, res = encode_shard_table(0, recs, EncodeOptions("json", "tree"))
+    >>> table.num_rows, [e["id"] for e in errors], res.records
+    (1, ['b'], 2)
+    """
     t0 = time.perf_counter()
     per_record = list(encode_each(records, options, preset=preset, on_record=on_record))
     table = _rows_table(per_record, records)
@@ -234,12 +409,57 @@ def _skipped_summary(skipped: Sequence[dict]) -> dict:
 
 
 def options_hash(options: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of the options that determine the output."""
+    """SHA-256 of the canonical JSON of the options that determine the output (16 hex digits).
+
+    Parameters
+    ----------
+    options : dict
+        JSON-serializable options.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> options_hash({"a": 1, "b": 2}) == options_hash({"b": 2, "a": 1})
+    True
+    >>> options_hash({"a": 1}) == options_hash({"a": 2})
+    False
+    """
     return hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class Manifest:
-    """``manifest.json``: options, their hash, and one entry per finished shard."""
+    """``manifest.json``: options, their hash, and one entry per finished shard.
+
+    Parameters
+    ----------
+    out_dir : Path
+        The output directory.
+    options : dict
+        The options that determine the output (:meth:`EncodeConfig.described`).
+    shard_size : int
+        Records per shard.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.encode import EncodeOptions
+    >>> out = Path(tempfile.mkdtemp())
+    >>> recs = [Record("a", "[1]", "a")]
+    >>> m = Manifest(out, {"coords": "tree"}, shard_size=1)
+    >>> m.add(encode_shard(ShardTask(0, recs, EncodeOptions("json", "tree"), str(out), ["d"])))
+    >>> m.save()
+    >>> m.totals()
+    {'records': 1, 'encoded': 1, 'errors': 0, 'rows': 1}
+    >>> Manifest.load_for_resume(out, {"coords": "tree"}, 1).is_done(0, recs, ["d"])
+    True
+    >>> Manifest.load_for_resume(out, {"coords": "lap"}, 1)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ResumeError: ...: written with different options (coords: 'tree' -> 'lap'); ...
+    """
 
     def __init__(self, out_dir: Path, options: dict[str, Any], shard_size: int):
         self.out_dir = out_dir
@@ -253,6 +473,7 @@ class Manifest:
 
     @property
     def path(self) -> Path:
+        """``out_dir / "manifest.json"``."""
         return self.out_dir / MANIFEST
 
     @classmethod
@@ -340,6 +561,7 @@ class Manifest:
         }
 
     def totals(self) -> dict[str, int]:
+        """``records``, ``encoded``, ``errors`` and ``rows`` summed over the finished shards."""
         keys = ("records", "encoded", "errors", "rows")
         return {k: sum(int(e[k]) for e in self.shards.values()) for k in keys}
 

@@ -29,7 +29,25 @@ __all__ = ["Skipped", "walk_files", "open_regular", "read_bounded", "special_kin
 
 @dataclass(frozen=True)
 class Skipped:
-    """A directory entry that was not read: its path relative to the root and why."""
+    """A directory entry that was not read: its path relative to the root and why.
+
+    Parameters
+    ----------
+    path : str
+        The entry's path relative to the walked directory.
+    reason : str
+        Why it was not read (``"symlink"``, ``"fifo"``, ``"unknown suffix"``, ...).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, "a.json"), "w").write("[]")
+    >>> os.symlink(os.path.join(d, "a.json"), os.path.join(d, "b.json"))
+    >>> files, skipped = walk_files(d)
+    >>> [rel for rel, _ in files], [(s.path, s.reason.split(" ")[0]) for s in skipped]
+    (['a.json'], [('b.json', 'symlink')])
+    """
 
     path: str
     reason: str
