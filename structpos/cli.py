@@ -95,7 +95,28 @@ def error_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (errors print one line, see the module docstring)."""
+    """Run the command line; returns the exit status (errors print one line, see the module docstring).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success; 1 when ``encode`` could encode no record; 2 for an error the user can
+        fix (arguments, input, limits, output directory); 3 for an internal error; 130 when
+        interrupted. Nothing is raised: every error is printed as one line on stderr.
+
+    Examples
+    --------
+    >>> main(["--version"])
+    structpos ...
+    0
+    >>> main(["encode", "no-such-file.jsonl", "--out", "out"])  # prints the error line on stderr
+    2
+    """
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a usage error already printed on one line

@@ -158,7 +158,23 @@ class ShapeError(InputError):
 
 
 class SolverError(StructposError, RuntimeError):
-    """An iterative solver did not converge (also a :class:`RuntimeError`)."""
+    """An iterative solver did not converge (also a :class:`RuntimeError`).
+
+    Parameters
+    ----------
+    message : str
+        What failed.
+    name : str, optional
+        The input (path, record id).
+    position : optional
+        Where in the input.
+
+    Examples
+    --------
+    >>> e = SolverError("did not converge in 100 iterations", name="g.json")
+    >>> str(e), isinstance(e, RuntimeError)
+    ('g.json: did not converge in 100 iterations', True)
+    """
 
 
 class EigenConvergenceError(SolverError):
@@ -177,4 +193,20 @@ class EigenConvergenceError(SolverError):
 
 
 class ResumeError(StructposError, RuntimeError):
-    """The output directory cannot be resumed (other options, another run holds it, ...)."""
+    """The output directory cannot be resumed (other options, another run holds it, ...).
+
+    Parameters
+    ----------
+    message : str
+        Why.
+    name : str, optional
+        The output directory.
+    position : optional
+        Unused by the pipeline.
+
+    Examples
+    --------
+    >>> e = ResumeError("written with different options", name="enc/")
+    >>> str(e), isinstance(e, RuntimeError)
+    ('enc/: written with different options', True)
+    """
