@@ -64,7 +64,27 @@ class EncodeOptions:
             object.__setattr__(self, "extra_parsers", tuple(sorted(self.extra_parsers.items())))
 
     def validate(self) -> "EncodeOptions":
-        """Fail fast on an unknown kind or coordinate family (before any record is read)."""
+        """Fail fast on an unknown kind or coordinate family (before any record is read).
+
+        Returns
+        -------
+        EncodeOptions
+            ``self``.
+
+        Raises
+        ------
+        SpecError
+            An unknown kind, an ``extra_parsers`` target that does not import, or a bad coordinate spec.
+
+        Examples
+        --------
+        >>> EncodeOptions("json", "tree").validate().kind
+        'json'
+        >>> EncodeOptions("json", "nosuch").validate()
+        Traceback (most recent call last):
+        ...
+        structpos.exceptions.SpecError: ...unknown coordinate family 'nosuch'...
+        """
         from ..parsers import PARSERS
 
         known = set(PARSERS) | {k for k, _ in self.extra_parsers}
@@ -76,7 +96,20 @@ class EncodeOptions:
         return self
 
     def as_dict(self) -> dict:
-        """What determines the output (kept in the manifest; a resume with other values is refused)."""
+        """What determines the output (kept in the manifest; a resume with other values is refused).
+
+        Returns
+        -------
+        dict
+            JSON-serializable: ``kind``, ``coords``, ``language``, ``parser_options``, ``limits``
+            (and ``extra_parsers`` when set).
+
+        Examples
+        --------
+        >>> d = EncodeOptions("json", "tree", parser_options={"max_depth": 3}).as_dict()
+        >>> d["coords"], d["parser_options"]
+        ('tree', [['max_depth', 3]])
+        """
         return {"kind": self.kind, "coords": self.coords, "language": self.language,
                 "parser_options": [list(kv) for kv in self.parser_options], "limits": _limits_dict(self.limits),
                 **({"extra_parsers": [list(kv) for kv in self.extra_parsers]} if self.extra_parsers else {})}
@@ -641,6 +674,29 @@ class EncodeBatch:
         self.keep_errors = keep_errors
 
     def records(self, batch: Any, indices: Sequence[int] | None = None) -> list[Record]:
+        """The batch's records: payload, id and kind per row (a null payload is a record that fails).
+
+        Parameters
+        ----------
+        batch : mapping, pyarrow.Table or pandas.DataFrame
+            The batch (see the class docstring).
+        indices : sequence of int, optional
+            The rows' indices in the dataset (HF ``with_indices=True``), the ids when there is no ``id_column``.
+
+        Returns
+        -------
+        list of Record
+
+        Raises
+        ------
+        KeyError
+            The batch has no ``text_column``.
+
+        Examples
+        --------
+        >>> [(r.id, r.payload) for r in EncodeBatch("json", "tree").records({"text": ["[1]", None]}, [7, 8])]
+        [('7', '[1]'), ('8', None)]
+        """
         cols = _columns(batch)
         if self.text_column not in cols:
             raise KeyError(f"batch has no column {self.text_column!r} (columns: {', '.join(cols)})")

@@ -212,7 +212,24 @@ class WorkerPool:
 
     def run(self, tasks: Iterable[ShardTask]) -> Iterator[ShardResult]:
         """Encode ``tasks``, one shard per worker at a time (so at most ``workers`` shards are in memory,
-        however large the input), yielding results as shards finish."""
+        however large the input), yielding results as shards finish.
+
+        The workers are stopped when the iteration ends, fails or is abandoned.
+
+        Parameters
+        ----------
+        tasks : iterable of ShardTask
+            The shards; each worker writes the shards it encodes.
+
+        Yields
+        ------
+        ShardResult
+            One per shard; a record that killed or hung its worker is one of its errors.
+
+        Examples
+        --------
+        See :class:`WorkerPool` and :func:`run_isolated`.
+        """
         it = iter(tasks)
         queue: list[ShardTask] = []  # shards to start again after a worker death
         exhausted = False

@@ -127,7 +127,17 @@ class EncodeConfig:
     progress: bool | None = None
 
     def encode_options(self) -> EncodeOptions:
-        """The per-record options the workers get."""
+        """The per-record options the workers get.
+
+        Returns
+        -------
+        EncodeOptions
+
+        Examples
+        --------
+        >>> EncodeConfig(kind="json", coords="lap:2", parser_options={"max_depth": 3}).encode_options().parser_options
+        (('max_depth', 3),)
+        """
         return EncodeOptions(
             self.kind,
             self.coords,
@@ -138,7 +148,26 @@ class EncodeConfig:
         )
 
     def validate(self) -> "EncodeConfig":
-        """Check every option before any work starts (:class:`~structpos.exceptions.SpecError` naming it)."""
+        """Check every option before any work starts (:class:`~structpos.exceptions.SpecError` naming it).
+
+        Returns
+        -------
+        EncodeConfig
+            ``self``.
+
+        Raises
+        ------
+        SpecError
+            A count out of range, an unknown engine, ``resume`` with ``overwrite``, or a bad
+            per-record option (see :meth:`EncodeOptions.validate`).
+
+        Examples
+        --------
+        >>> EncodeConfig(kind="json", shard_size=0).validate()
+        Traceback (most recent call last):
+        ...
+        structpos.exceptions.SpecError: --shard-size: must be >= 1, got 0
+        """
         for name, value, low in (
             ("--shard-size", self.shard_size, 1),
             ("--workers", self.workers, 0),
@@ -154,7 +183,25 @@ class EncodeConfig:
         return self
 
     def described(self, input: Path) -> dict:
-        """The options that determine the output (a resume with other ones is refused)."""
+        """The options that determine the output (a resume with other ones is refused).
+
+        Parameters
+        ----------
+        input : Path
+            The input (kept as an absolute path).
+
+        Returns
+        -------
+        dict
+            JSON-serializable; how to read the input plus :meth:`EncodeOptions.as_dict`.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> d = EncodeConfig(kind="json", glob="*.json").described(Path("corpus"))
+        >>> d["glob"], d["kind"], Path(d["input"]).is_absolute()
+        ('*.json', 'json', True)
+        """
         return {
             "input": str(input.resolve()),
             "field": self.field,
