@@ -37,6 +37,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The ``structpos`` argument parser with every available subcommand.
 
+    Returns
+    -------
+    argparse.ArgumentParser
+        Its usage errors exit with status 2 after one line on stderr.
+
     Examples
     --------
     >>> build_parser().parse_args(["encode", "in.jsonl", "--out", "o"]).coords
@@ -70,6 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def error_line(exc: BaseException) -> str:
     """The one line printed for ``exc``: ``structpos: error: <input> at <position>: <message>``.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The error; one the user cannot cause is called an internal error.
+
+    Returns
+    -------
+    str
 
     Examples
     --------

@@ -82,6 +82,11 @@ class StructposError(Exception):
 class InputError(StructposError, ValueError):
     """Bad input or a bad option (also a :class:`ValueError`).
 
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
+
     Examples
     --------
     >>> isinstance(InputError("x"), ValueError)
@@ -91,6 +96,11 @@ class InputError(StructposError, ValueError):
 
 class ParseError(InputError):
     """Input that cannot be parsed, or that forms no valid :class:`~structpos.Structure`.
+
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
 
     Examples
     --------
@@ -140,6 +150,11 @@ class LimitError(InputError):
 class SpecError(InputError):
     """A bad coordinate spec (``"lap:abc"``) or encoder option.
 
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
+
     Examples
     --------
     >>> str(SpecError("'abc' is not an integer", name="lap:abc"))
@@ -149,6 +164,11 @@ class SpecError(InputError):
 
 class ShapeError(InputError):
     """A tensor whose shape, dtype or axis count does not fit (message: expected vs given).
+
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
 
     Examples
     --------
@@ -162,12 +182,8 @@ class SolverError(StructposError, RuntimeError):
 
     Parameters
     ----------
-    message : str
-        What failed.
-    name : str, optional
-        The input (path, record id).
-    position : optional
-        Where in the input.
+    message, name, position
+        As for :class:`StructposError`.
 
     Examples
     --------
@@ -179,6 +195,13 @@ class SolverError(StructposError, RuntimeError):
 
 class EigenConvergenceError(SolverError):
     """An eigensolver did not converge; ``residuals`` holds ‖Lu − λu‖ per returned mode when known.
+
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
+    residuals : array_like, optional
+        ‖Lu − λu‖ per returned mode.
 
     Examples
     --------
@@ -197,12 +220,8 @@ class ResumeError(StructposError, RuntimeError):
 
     Parameters
     ----------
-    message : str
-        Why.
-    name : str, optional
-        The output directory.
-    position : optional
-        Unused by the pipeline.
+    message, name, position
+        As for :class:`StructposError`.
 
     Examples
     --------

@@ -46,6 +46,11 @@ def limit_memory(max_bytes: int | None) -> None:
     The cap never goes below what the process already maps plus 256 MiB, so that a worker
     can still start.
 
+    Parameters
+    ----------
+    max_bytes : int or None
+        The address-space cap in bytes.
+
     Examples
     --------
     >>> limit_memory(None)  # no limit: nothing changes
@@ -353,6 +358,20 @@ def _death_reason(proc) -> str:
 
 def run_isolated(shards: Iterable[ShardTask], options: EncodeOptions, workers: int) -> Iterator[ShardResult]:
     """Run ``shards`` on a :class:`WorkerPool` of ``workers`` processes.
+
+    Parameters
+    ----------
+    shards : iterable of ShardTask
+        The shards (each worker writes the shards it encodes).
+    options : EncodeOptions
+        The options of every shard.
+    workers : int
+        Worker processes (at least 1).
+
+    Yields
+    ------
+    ShardResult
+        One per shard, in the order shards finish.
 
     Examples
     --------

@@ -96,6 +96,41 @@ class EncodeConfig:
     (directories), ``max_records``. How to run: ``shard_size``, ``workers``, ``engine``,
     ``ray_address``, ``resume``, ``retry_errors``, ``overwrite``, ``progress``.
 
+    Parameters
+    ----------
+    kind : str, optional
+        The input kind (default: each file's own, from its suffix).
+    coords : str, optional
+        The coordinate spec (default ``"tree"``).
+    language : str, optional
+        Code language(s), comma separated.
+    parser_options : mapping, optional
+        More parser keyword arguments.
+    limits : Limits, optional
+        Per-record limits (size, nodes, time, memory).
+    extra_parsers : mapping of str to str, optional
+        More input kinds, ``{kind: "module:function"}``.
+    field, id_field : str, optional
+        JSONL / Parquet: the payload field (default ``"text"``) and the id field (default: line / row number).
+    glob : str, optional
+        Directories: read only the files matching this pattern, each as ``kind``.
+    follow_symlinks : bool, optional
+        Directories: follow symlinks.
+    max_records : int, optional
+        Encode only the first records.
+    shard_size : int, optional
+        Records per shard.
+    workers : int, optional
+        Worker processes (0: this process).
+    engine : {"local", "ray"}, optional
+        Who runs the shards.
+    ray_address : str, optional
+        An existing Ray cluster.
+    resume, retry_errors, overwrite : bool, optional
+        Continue a run in the output directory (retrying its errors), or replace it.
+    progress : bool, optional
+        Show a progress bar (default: when stderr is a terminal).
+
     Examples
     --------
     >>> EncodeConfig(kind="json", coords="tree").validate().workers

@@ -207,6 +207,18 @@ class ShardTask:
 def shard_digest(ids: Sequence[str], digests: Sequence[str]) -> str:
     """One hash of a shard's record ids and content hashes (what ``--resume`` compares).
 
+    Parameters
+    ----------
+    ids : sequence of str
+        The shard's record ids.
+    digests : sequence of str
+        Their content hashes.
+
+    Returns
+    -------
+    str
+        32 hex digits.
+
     Examples
     --------
     >>> shard_digest(["a", "b"], ["01", "02"]) == shard_digest(["a", "b"], ["01", "03"])
@@ -381,6 +393,23 @@ def encode_shard_table(
 
 def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = None) -> ShardResult:
     """Encode a shard and write it atomically (the worker-side unit of the local engines).
+
+    Parameters
+    ----------
+    task : ShardTask
+        The shard.
+    on_record : callable, optional
+        Called with each record's position before it is encoded.
+
+    Returns
+    -------
+    ShardResult
+        With its ``digest`` set.
+
+    Raises
+    ------
+    OSError
+        The shard's files cannot be written.
 
     Examples
     --------
