@@ -26,18 +26,16 @@ GRAPH_EDGES = [(0, 1), (1, 2), (2, 3), (3, 0), (3, 4)]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``structpos demo`` on ``sub`` (``func`` = :func:`run`).
+    """Register ``structpos demo`` on ``sub``, the ``structpos`` subcommands (``func`` = :func:`run`).
 
     Parameters
     ----------
     sub : argparse._SubParsersAction
-        The subcommands of the ``structpos`` parser.
 
     Examples
     --------
-    >>> sub = argparse.ArgumentParser(prog="structpos").add_subparsers()
-    >>> add_parser(sub)
-    >>> sub.choices["demo"].parse_args(["--max-rows", "3"]).max_rows
+    >>> from structpos.cli import build_parser
+    >>> build_parser().parse_args(["demo", "--max-rows", "3"]).max_rows
     3
     """
     p = sub.add_parser("demo", help="print coordinates for small embedded examples")

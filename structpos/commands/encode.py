@@ -157,18 +157,18 @@ def _with_tokenizer(options: dict, tokenizer: str | None) -> dict:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``structpos encode`` and its arguments on ``sub`` (``func`` = :func:`run_command`).
+    """Register ``structpos encode`` and its arguments (``func`` = :func:`run_command`).
 
     Parameters
     ----------
     sub : argparse._SubParsersAction
-        The subcommands of the ``structpos`` parser.
+        The subparsers of the ``structpos`` command line (:func:`structpos.cli.build_parser`).
 
     Examples
     --------
-    >>> sub = argparse.ArgumentParser(prog="structpos").add_subparsers()
-    >>> add_parser(sub)
-    >>> args = sub.choices["encode"].parse_args(["in.jsonl", "--out", "enc", "--coords", "lap:4", "--workers", "0"])
+    >>> p = argparse.ArgumentParser(prog="structpos")
+    >>> add_parser(p.add_subparsers())
+    >>> args = p.parse_args(["encode", "in.jsonl", "--out", "enc", "--coords", "lap:4", "--workers", "0"])
     >>> args.coords, args.workers, args.func is run_command
     ('lap:4', 0, True)
     """

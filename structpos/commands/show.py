@@ -22,15 +22,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     Parameters
     ----------
     sub : argparse._SubParsersAction
-        The subcommands of the ``structpos`` parser.
+        Where ``structpos`` keeps its subcommands.
 
     Examples
     --------
-    >>> sub = argparse.ArgumentParser(prog="structpos").add_subparsers()
-    >>> add_parser(sub)
-    >>> args = sub.choices["show"].parse_args(["a.json", "-o", "a.svg", "--parser-opt", "max_depth=2"])
-    >>> args.output, args.parser_opt, args.max_nodes
-    ('a.svg', [('max_depth', 2)], 200)
+    >>> from structpos.cli import build_parser
+    >>> args = build_parser().parse_args(["show", "a.json", "-o", "a.svg", "--parser-opt", "max_depth=2"])
+    >>> args.output, args.parser_opt, args.max_nodes, args.func is run
+    ('a.svg', [('max_depth', 2)], 200, True)
     """
     p = sub.add_parser(
         "show",
