@@ -37,6 +37,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The ``structpos`` argument parser with every available subcommand.
 
+    Returns
+    -------
+    argparse.ArgumentParser
+        Its usage errors exit with status 2 after one line on stderr.
+
     Examples
     --------
     >>> build_parser().parse_args(["encode", "in.jsonl", "--out", "o"]).coords
@@ -71,6 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
 def error_line(exc: BaseException) -> str:
     """The one line printed for ``exc``: ``structpos: error: <input> at <position>: <message>``.
 
+    Parameters
+    ----------
+    exc : BaseException
+        The error; one the user cannot cause is called an internal error.
+
+    Returns
+    -------
+    str
+
     Examples
     --------
     >>> from structpos.exceptions import ParseError
@@ -95,7 +109,28 @@ def error_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (errors print one line, see the module docstring)."""
+    """Run the command line; returns the exit status (errors print one line, see the module docstring).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success; 1 when ``encode`` could encode no record; 2 for an error the user can
+        fix (arguments, input, limits, output directory); 3 for an internal error; 130 when
+        interrupted. Nothing is raised: every error is printed as one line on stderr.
+
+    Examples
+    --------
+    >>> main(["--version"])
+    structpos ...
+    0
+    >>> main(["encode", "no-such-file.jsonl", "--out", "out"])  # prints the error line on stderr
+    2
+    """
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a usage error already printed on one line

@@ -82,6 +82,11 @@ class StructposError(Exception):
 class InputError(StructposError, ValueError):
     """Bad input or a bad option (also a :class:`ValueError`).
 
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
+
     Examples
     --------
     >>> isinstance(InputError("x"), ValueError)
@@ -91,6 +96,11 @@ class InputError(StructposError, ValueError):
 
 class ParseError(InputError):
     """Input that cannot be parsed, or that forms no valid :class:`~structpos.Structure`.
+
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
 
     Examples
     --------
@@ -140,6 +150,11 @@ class LimitError(InputError):
 class SpecError(InputError):
     """A bad coordinate spec (``"lap:abc"``) or encoder option.
 
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
+
     Examples
     --------
     >>> str(SpecError("'abc' is not an integer", name="lap:abc"))
@@ -150,6 +165,11 @@ class SpecError(InputError):
 class ShapeError(InputError):
     """A tensor whose shape, dtype or axis count does not fit (message: expected vs given).
 
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
+
     Examples
     --------
     >>> str(ShapeError("coords must be (B, L, 3), got (2, 5, 2)"))
@@ -158,11 +178,30 @@ class ShapeError(InputError):
 
 
 class SolverError(StructposError, RuntimeError):
-    """An iterative solver did not converge (also a :class:`RuntimeError`)."""
+    """An iterative solver did not converge (also a :class:`RuntimeError`).
+
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
+
+    Examples
+    --------
+    >>> e = SolverError("did not converge in 100 iterations", name="g.json")
+    >>> str(e), isinstance(e, RuntimeError)
+    ('g.json: did not converge in 100 iterations', True)
+    """
 
 
 class EigenConvergenceError(SolverError):
     """An eigensolver did not converge; ``residuals`` holds ‖Lu − λu‖ per returned mode when known.
+
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
+    residuals : array_like, optional
+        ‖Lu − λu‖ per returned mode.
 
     Examples
     --------
@@ -177,4 +216,16 @@ class EigenConvergenceError(SolverError):
 
 
 class ResumeError(StructposError, RuntimeError):
-    """The output directory cannot be resumed (other options, another run holds it, ...)."""
+    """The output directory cannot be resumed (other options, another run holds it, ...).
+
+    Parameters
+    ----------
+    message, name, position
+        As for :class:`StructposError`.
+
+    Examples
+    --------
+    >>> e = ResumeError("written with different options", name="enc/")
+    >>> str(e), isinstance(e, RuntimeError)
+    ('enc/: written with different options', True)
+    """

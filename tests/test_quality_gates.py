@@ -51,11 +51,16 @@ def test_docs_build_strict(tmp_path):
 # goal is the whole package (``pkgutil.walk_packages(structpos.__path__)``).
 DOCUMENTED = [
     "structpos.align",
+    "structpos.cli",
+    "structpos.commands.demo",
+    "structpos.commands.encode",
+    "structpos.commands.show",
     "structpos.coords",
     "structpos.coords.hierarchy",
     "structpos.coords.table",
     "structpos.coords.tree",
     "structpos.encoders.registry",
+    "structpos.exceptions",
     "structpos.limits",
     "structpos.pipeline.arrow",
     "structpos.pipeline.encode",

@@ -26,6 +26,18 @@ GRAPH_EDGES = [(0, 1), (1, 2), (2, 3), (3, 0), (3, 4)]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``structpos demo`` on ``sub``, the ``structpos`` subcommands (``func`` = :func:`run`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+
+    Examples
+    --------
+    >>> from structpos.cli import build_parser
+    >>> build_parser().parse_args(["demo", "--max-rows", "3"]).max_rows
+    3
+    """
     p = sub.add_parser("demo", help="print coordinates for small embedded examples")
     p.add_argument("--max-rows", type=int, default=12, help="rows to print per example")
     p.set_defaults(func=run)
@@ -62,6 +74,26 @@ def _parse_one(obj: Any, kind: str, **options: Any) -> Structure:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``structpos demo``: print the coordinates of the embedded code, JSON, table and graph, then of tokens.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        With ``max_rows``, the rows printed per example.
+
+    Returns
+    -------
+    int
+        0.
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...     status = run(argparse.Namespace(max_rows=2))
+    >>> status, [line.split(":")[0] for line in out.getvalue().splitlines() if line.startswith("== ")]
+    (0, ['== Python code (tree-sitter)', '== JSON', '== CSV table', '== Graph (4-cycle with a tail)', '== Tokens of the code aligned to their deepest AST node'])
+    """
     from .. import compute_coords
 
     code = _parse_one(CODE, "code", language="python", name="demo.py")

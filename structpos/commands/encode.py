@@ -63,7 +63,28 @@ exit status: 0 done; 1 no record could be encoded; 2 bad arguments, input or out
 """
 
 
-def _parser_option(text: str) -> tuple[str, object]:
+def parser_option(text: str) -> tuple[str, object]:
+    """``--parser-opt KEY=VALUE`` (an argparse ``type=``): VALUE read as JSON when it is JSON, else as text.
+
+    Parameters
+    ----------
+    text : str
+        ``KEY=VALUE``.
+
+    Returns
+    -------
+    tuple of (str, object)
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        No ``=``, or an empty key.
+
+    Examples
+    --------
+    >>> parser_option("max_depth=3"), parser_option("sep=;"), parser_option('keys=["a"]')
+    (('max_depth', 3), ('sep', ';'), ('keys', ['a']))
+    """
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
@@ -136,6 +157,21 @@ def _with_tokenizer(options: dict, tokenizer: str | None) -> dict:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``structpos encode`` and its arguments (``func`` = :func:`run_command`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subparsers of the ``structpos`` command line (:func:`structpos.cli.build_parser`).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(prog="structpos")
+    >>> add_parser(p.add_subparsers())
+    >>> args = p.parse_args(["encode", "in.jsonl", "--out", "enc", "--coords", "lap:4", "--workers", "0"])
+    >>> args.coords, args.workers, args.func is run_command
+    ('lap:4', 0, True)
+    """
     from ..coords import spec_syntax
     from ..parsers import PARSERS
 
@@ -169,7 +205,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     what.add_argument(
         "--parser-opt",
         action="append",
-        type=_parser_option,
+        type=parser_option,
         default=[],
         metavar="KEY=VALUE",
         help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable",
@@ -234,7 +270,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    """The :class:`~structpos.pipeline.EncodeConfig` of parsed ``encode`` arguments (validated)."""
+    """The :class:`~structpos.pipeline.EncodeConfig` of parsed ``encode`` arguments (validated).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Arguments parsed by the ``encode`` parser (:func:`add_parser`).
+
+    Returns
+    -------
+    EncodeConfig
+
+    Raises
+    ------
+    SpecError
+        A bad option or combination (``--retry-errors`` without ``--resume``, a bad ``--coords``, ...).
+
+    Examples
+    --------
+    >>> from structpos.cli import build_parser
+    >>> args = build_parser().parse_args(["encode", "in.jsonl", "--out", "o", "--limit", "max_nodes=50", "--limit", "7"])
+    >>> config = config_from_args(args)
+    >>> config.limits.max_nodes, config.max_records
+    (50, 7)
+    >>> config_from_args(build_parser().parse_args(["encode", "in", "--out", "o", "--retry-errors"]))
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: --retry-errors: only makes sense with --resume
+    """
     from ..exceptions import SpecError
     from ..limits import DEFAULT_LIMITS
     from ..pipeline import DEFAULT_SHARD_SIZE, EncodeConfig
@@ -288,7 +351,37 @@ def _terminate_as_interrupt():
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run ``structpos encode``; errors propagate to :func:`structpos.cli.main` (one line each)."""
+    """Run ``structpos encode``; errors propagate to :func:`structpos.cli.main` (one line each).
+
+    Prints one summary line; the paths of ``errors.jsonl`` and of the skipped-entry list go to stderr.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Arguments parsed by the ``encode`` parser (:func:`add_parser`).
+
+    Returns
+    -------
+    int
+        0, or 1 when there were records and none could be encoded.
+
+    Raises
+    ------
+    SpecError, ResumeError, InputError, OSError
+        See :func:`~structpos.pipeline.encode_to_parquet`.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> from structpos.cli import build_parser
+    >>> d = tempfile.mkdtemp()
+    >>> src = os.path.join(d, "in.jsonl")
+    >>> _ = open(src, "w").write(json.dumps({"text": "[1, 2]"}) + "\\n")
+    >>> argv = ["encode", src, "--kind", "json", "--out", os.path.join(d, "o"), "--workers", "0"]
+    >>> run_command(build_parser().parse_args(argv))
+    1 records: 1 encoded (1 rows), 0 errors; 1 shards (0 resumed) in ...s (... records/s) -> .../o
+    0
+    """
     from ..pipeline import encode_to_parquet
 
     config = config_from_args(args)

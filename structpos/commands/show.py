@@ -4,19 +4,33 @@ with the rotary score heatmap against tree/graph distance (headless; HTML is sel
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..exceptions import InputError, SpecError
+from .encode import parser_option
 
 DEFAULT_COORDS = {"graph": "lap:4", "table": "table"}
 ROPE_PREFERENCE = [("depth", "sibling"), ("row", "col"), ("lap",), ("rw",)]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``structpos show`` and its arguments on ``sub`` (``func`` = :func:`run`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        Where ``structpos`` keeps its subcommands.
+
+    Examples
+    --------
+    >>> from structpos.cli import build_parser
+    >>> args = build_parser().parse_args(["show", "a.json", "-o", "a.svg", "--parser-opt", "max_depth=2"])
+    >>> args.output, args.parser_opt, args.max_nodes, args.func is run
+    ('a.svg', [('max_depth', 2)], 200, True)
+    """
     p = sub.add_parser(
         "show",
         help="draw a structure coloured by a coordinate, with a rotary-score vs distance heatmap",
@@ -26,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="input file: code, JSON, CoNLL-U, CSV/TSV/HTML table, Markdown, ..., or a graph (.edgelist/.adjlist/.gml/.graphml)")
     p.add_argument("--kind", help="input kind (default: from the file suffix)")
     p.add_argument("--language", help="code language (default: from the file suffix)")
-    p.add_argument("--parser-opt", action="append", default=[], metavar="KEY=VALUE", help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable")
+    p.add_argument("--parser-opt", action="append", type=parser_option, default=[], metavar="KEY=VALUE", help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable")
     p.add_argument("--index", type=int, default=0, help="which structure when the file holds several (e.g. CoNLL-U sentence), 0-based")
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg, .pdf or .html")
     p.add_argument("--coords", default=None, help="coordinate spec, e.g. 'tree' or 'lap:8,rw:16' (default: tree for trees, table for tables, lap:4 for graphs)")
@@ -69,22 +83,48 @@ def _check_args(args: argparse.Namespace) -> tuple[Path, tuple[int, int]]:
     return path, _parse_size(args.size)
 
 
-def _parser_options(args) -> dict:
-    """``--parser-opt KEY=VALUE`` pairs (as ``structpos encode``: VALUE read as JSON when it is JSON)."""
-    opts: dict = {}
-    for item in args.parser_opt:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SpecError(f"must be KEY=VALUE, got {item!r}", name="--parser-opt")
-        try:
-            opts[key] = json.loads(value)
-        except json.JSONDecodeError:
-            opts[key] = value
-    return opts
-
 
 def load_structure(path: Path, kind: str | None, language: str | None, options: dict, index: int):
-    """Parse ``path`` as ``kind`` (guessed from the suffix when ``None``); pick structure ``index``."""
+    """Parse ``path`` as ``kind`` (guessed from the suffix when ``None``); pick structure ``index``.
+
+    Parameters
+    ----------
+    path : Path
+        The input file (a graph file by its suffix: see :data:`GRAPH_READERS`).
+    kind : str or None
+        The input kind; ``None`` guesses it from the suffix.
+    language : str or None
+        The code language; ``None`` guesses it from the suffix.
+    options : dict
+        More parser options.
+    index : int
+        Which structure when the file holds several (negative counts from the end).
+
+    Returns
+    -------
+    Structure
+
+    Raises
+    ------
+    InputError
+        The kind or language cannot be guessed, the file is not UTF-8, or it holds no structure.
+    SpecError
+        ``index`` is out of range.
+    ParseError
+        The file does not parse as ``kind``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "a.json"
+    >>> _ = p.write_text('{"a": [1, 2]}')
+    >>> load_structure(p, None, None, {}, 0).num_nodes
+    5
+    >>> load_structure(p.with_suffix(".xyz"), None, None, {}, 0)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.InputError: ...a.xyz: cannot guess the kind from the suffix '.xyz'; pass --kind
+    """
     from ..parsers import parse
     from ..pipeline.records import kind_for_path
 
@@ -120,7 +160,32 @@ GRAPH_READERS = {".edgelist": "read_edgelist", ".edges": "read_edgelist", ".adjl
 
 
 def read_graph_file(path: Path):
-    """A networkx graph from ``.graphml``/``.gml``/``.adjlist`` or an edge list (``u v`` per line, any other suffix)."""
+    """A networkx graph from ``.graphml``/``.gml``/``.adjlist`` or an edge list (``u v`` per line, any other suffix).
+
+    Parameters
+    ----------
+    path : Path
+        The graph file.
+
+    Returns
+    -------
+    networkx.Graph
+
+    Raises
+    ------
+    InputError
+        The file cannot be read as a graph of that format.
+    ImportError
+        networkx is not installed (the ``graph`` extra).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "g.edgelist"
+    >>> _ = p.write_text("0 1\\n1 2\\n")
+    >>> sorted(read_graph_file(p).edges())
+    [('0', '1'), ('1', '2')]
+    """
     from ..parsers import require
 
     nx = require("networkx", "graph", "reading graph files")
@@ -132,13 +197,50 @@ def read_graph_file(path: Path):
 
 
 def default_spec(structure) -> str:
+    """The coordinate spec ``show`` draws when ``--coords`` is not given.
+
+    ``tree`` for trees, ``table`` for tables, ``lap:4`` for graphs.
+
+    Parameters
+    ----------
+    structure : Structure
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from structpos import parse
+    >>> default_spec(parse("[1]", "json")), default_spec(parse("a,b\\n1,2\\n", "table"))
+    ('tree', 'table')
+    """
     if structure.parent is not None and structure.kind != "table":
         return "tree"
     return DEFAULT_COORDS.get(structure.kind, "tree" if structure.parent is not None else "lap:4")
 
 
 def default_rope_names(coords: dict) -> list[str] | None:
-    """First preference group whose coordinates were all computed, else ``None`` (all numeric)."""
+    """First preference group whose coordinates were all computed, else ``None`` (all numeric).
+
+    The groups, in order: ``depth, sibling``; ``row, col``; ``lap``; ``rw``.
+
+    Parameters
+    ----------
+    coords : dict
+        Computed coordinates by name.
+
+    Returns
+    -------
+    list of str or None
+
+    Examples
+    --------
+    >>> default_rope_names({"row": 0, "col": 0, "lap": 0})
+    ['row', 'col']
+    >>> default_rope_names({"spd": 0}) is None
+    True
+    """
     for group in ROPE_PREFERENCE:
         if all(g in coords for g in group):
             return list(group)
@@ -146,11 +248,41 @@ def default_rope_names(coords: dict) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``structpos show``: parse, compute coordinates, draw, save; prints the output path.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Arguments parsed by the ``show`` parser (:func:`add_parser`).
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    InputError
+        The input file is missing or cannot be parsed, or the output directory does not exist.
+    SpecError
+        A bad argument (output type, ``--size``, ``--coords``, ...).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from structpos.cli import build_parser
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, "a.json"), "w").write('{"a": [1, 2]}')
+    >>> run(build_parser().parse_args(["show", os.path.join(d, "a.json"), "-o", os.path.join(d, "a.html"),
+    ...                                "--no-similarity"]))
+    wrote .../a.html
+    0
+    """
     from .. import viz
     from ..coords import compute
 
     path, size = _check_args(args)
-    options = _parser_options(args)
+    options = dict(args.parser_opt)
     full = load_structure(path, args.kind, args.language, options, args.index)
     spec = args.coords or default_spec(full)
     coords = compute(full, spec)

@@ -34,6 +34,23 @@ __all__ = ["EncodeOptions", "encode_payload", "encode_one", "encode_records", "e
 class EncodeOptions:
     """What to do with each record: the parser kind/options, the coordinate spec and the limits.
 
+    Parameters
+    ----------
+    kind : str or None
+        The input kind; ``None`` takes each record's own kind.
+    coords : str
+        The coordinate spec (``"tree,lap:8"``).
+    language : str, optional
+        The code language(s).
+    parser_options : tuple of (str, object) pairs, or a mapping
+        More parser keyword arguments (a mapping is stored as sorted pairs).
+    limits : Limits, optional
+        Per-record limits.
+    extra_parsers : tuple of (str, str) pairs, or a mapping
+        More input kinds, ``(kind, "module:function")``.
+    timeout_in_process : bool, optional
+        Enforce ``limits.record_timeout`` with ``SIGALRM`` in the encoding thread.
+
     Examples
     --------
     >>> from structpos.limits import Limits
@@ -64,7 +81,27 @@ class EncodeOptions:
             object.__setattr__(self, "extra_parsers", tuple(sorted(self.extra_parsers.items())))
 
     def validate(self) -> "EncodeOptions":
-        """Fail fast on an unknown kind or coordinate family (before any record is read)."""
+        """Fail fast on an unknown kind or coordinate family (before any record is read).
+
+        Returns
+        -------
+        EncodeOptions
+            ``self``.
+
+        Raises
+        ------
+        SpecError
+            An unknown kind, an ``extra_parsers`` target that does not import, or a bad coordinate spec.
+
+        Examples
+        --------
+        >>> EncodeOptions("json", "tree").validate().kind
+        'json'
+        >>> EncodeOptions("json", "nosuch").validate()
+        Traceback (most recent call last):
+        ...
+        structpos.exceptions.SpecError: ...unknown coordinate family 'nosuch'...
+        """
         from ..parsers import PARSERS
 
         known = set(PARSERS) | {k for k, _ in self.extra_parsers}
@@ -76,7 +113,20 @@ class EncodeOptions:
         return self
 
     def as_dict(self) -> dict:
-        """What determines the output (kept in the manifest; a resume with other values is refused)."""
+        """What determines the output (kept in the manifest; a resume with other values is refused).
+
+        Returns
+        -------
+        dict
+            JSON-serializable: ``kind``, ``coords``, ``language``, ``parser_options``, ``limits``
+            (and ``extra_parsers`` when set).
+
+        Examples
+        --------
+        >>> d = EncodeOptions("json", "tree", parser_options={"max_depth": 3}).as_dict()
+        >>> d["coords"], d["parser_options"]
+        ('tree', [['max_depth', 3]])
+        """
         return {"kind": self.kind, "coords": self.coords, "language": self.language,
                 "parser_options": [list(kv) for kv in self.parser_options], "limits": _limits_dict(self.limits),
                 **({"extra_parsers": [list(kv) for kv in self.extra_parsers]} if self.extra_parsers else {})}
@@ -84,6 +134,20 @@ class EncodeOptions:
 
 def load_parser(target: str):
     """The function named by ``"module:function"`` (a parser from outside structpos).
+
+    Parameters
+    ----------
+    target : str
+        ``"module:function"``; the module is imported.
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    SpecError
+        Not of the form ``module:function``, or the module or function cannot be found.
 
     Examples
     --------
@@ -107,6 +171,16 @@ def _limits_dict(limits: Limits) -> dict:
 
 def validate_spec(spec: str) -> list[tuple[str, str | None]]:
     """Check a ``--coords`` spec before any work starts (the coordinate registry's validators).
+
+    Parameters
+    ----------
+    spec : str
+        Comma-separated ``family[:argument]`` items.
+
+    Returns
+    -------
+    list of tuple of (str, str or None)
+        ``(family, argument)`` per item.
 
     Raises
     ------
@@ -299,6 +373,23 @@ def error_entry(record: Record, exc_type: str, message: str, stage: str, offset:
     ``error_type``, ``message`` (naming input and position) and ``offset`` (the position
     inside the record, e.g. ``"3:7"``, when the error knows it).
 
+    Parameters
+    ----------
+    record : Record
+        The failed record.
+    exc_type : str
+        The exception's class name.
+    message : str
+        What went wrong (prefixed with the record's place when it does not name it already).
+    stage : str
+        Where it failed.
+    offset : optional
+        The position inside the record.
+
+    Returns
+    -------
+    dict
+
     Examples
     --------
     >>> r = Record("5", "{", "in.jsonl line 5", "json", input="in.jsonl", position="line 5")
@@ -327,6 +418,23 @@ def record_timer(seconds: float | None, name: str = ""):
     Uses ``SIGALRM`` (POSIX, main thread only; elsewhere a no-op): Python code is interrupted
     between bytecodes; C code that never returns is the encode workers' driver's job (it kills
     the worker and records the record as timed out).
+
+    Parameters
+    ----------
+    seconds : float or None
+        The time budget; ``None`` means no limit.
+    name : str, optional
+        The record named in the error.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        Arms the alarm on entry, disarms it on exit.
+
+    Raises
+    ------
+    LimitError
+        Inside the ``with`` block, once ``seconds`` have passed.
 
     Examples
     --------
@@ -360,6 +468,15 @@ _PREPARED: set = set()
 def prepare(kind: str | None, options: EncodeOptions) -> None:
     """Import the parser of ``kind`` and the coordinate families once, outside any record's time budget.
 
+    Errors are left for the records' own encoding to report.
+
+    Parameters
+    ----------
+    kind : str or None
+        The records' kind (``None``: nothing to import for the parser).
+    options : EncodeOptions
+        The options (coordinate spec, extra parsers).
+
     Examples
     --------
     >>> prepare("json", EncodeOptions("json", "tree"))
@@ -382,6 +499,20 @@ def prepare(kind: str | None, options: EncodeOptions) -> None:
 
 def encode_one(rec: Record, options: EncodeOptions) -> tuple[list[dict], dict | None]:
     """Encode one record: ``(rows, None)`` or ``([], error entry)``, never raising for the record's fault.
+
+    Parameters
+    ----------
+    rec : Record
+        The record (one that failed to read carries its error and is not parsed).
+    options : EncodeOptions
+        How to encode it.
+
+    Returns
+    -------
+    rows : list of dict
+        As :func:`encode_payload` returns them.
+    error : dict or None
+        Its :func:`error_entry`.
 
     Examples
     --------
@@ -419,6 +550,19 @@ def encode_each(
     on_record: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[list[dict], dict | None]]:
     """``(rows, error entry or None)`` per record, in order (see :func:`encode_records`).
+
+    Parameters
+    ----------
+    records : iterable of Record
+    options : EncodeOptions
+    preset : mapping of int to dict, optional
+        Error entries used instead of encoding the records at these positions.
+    on_record : callable, optional
+        Called with each record's position before it is encoded.
+
+    Yields
+    ------
+    tuple of (list of dict, dict or None)
 
     Examples
     --------
@@ -613,6 +757,32 @@ class EncodeBatch:
     ``limits`` (:class:`~structpos.limits.Limits`) bounds each record as in ``structpos encode``
     (no per-record timeout or memory limit here: those need the encode workers).
 
+    Parameters
+    ----------
+    kind : str or None
+        The input kind; ``None`` takes it from ``kind_column``.
+    coords : str
+        The coordinate spec.
+    text_column : str, optional
+        The payload column.
+    id_column : str, optional
+        The record id column.
+    kind_column : str, optional
+        A column holding each record's kind.
+    language : str, optional
+        The code language.
+    keep_errors : bool, optional
+        Keep a failed record as a row with its error (default) or drop it.
+    limits : Limits, optional
+        Per-record limits.
+    **parser_options
+        More parser keyword arguments.
+
+    Raises
+    ------
+    SpecError
+        An unknown kind or a bad coordinate spec (at construction, before any batch).
+
     Examples
     --------
     >>> fn = EncodeBatch("json", "tree")
@@ -641,6 +811,29 @@ class EncodeBatch:
         self.keep_errors = keep_errors
 
     def records(self, batch: Any, indices: Sequence[int] | None = None) -> list[Record]:
+        """The batch's records: payload, id and kind per row (a null payload is a record that fails).
+
+        Parameters
+        ----------
+        batch : mapping, pyarrow.Table or pandas.DataFrame
+            The batch (see the class docstring).
+        indices : sequence of int, optional
+            The rows' indices in the dataset (HF ``with_indices=True``), the ids when there is no ``id_column``.
+
+        Returns
+        -------
+        list of Record
+
+        Raises
+        ------
+        KeyError
+            The batch has no ``text_column``.
+
+        Examples
+        --------
+        >>> [(r.id, r.payload) for r in EncodeBatch("json", "tree").records({"text": ["[1]", None]}, [7, 8])]
+        [('7', '[1]'), ('8', None)]
+        """
         cols = _columns(batch)
         if self.text_column not in cols:
             raise KeyError(f"batch has no column {self.text_column!r} (columns: {', '.join(cols)})")

@@ -46,6 +46,11 @@ def limit_memory(max_bytes: int | None) -> None:
     The cap never goes below what the process already maps plus 256 MiB, so that a worker
     can still start.
 
+    Parameters
+    ----------
+    max_bytes : int or None
+        The address-space cap in bytes.
+
     Examples
     --------
     >>> limit_memory(None)  # no limit: nothing changes
@@ -212,7 +217,24 @@ class WorkerPool:
 
     def run(self, tasks: Iterable[ShardTask]) -> Iterator[ShardResult]:
         """Encode ``tasks``, one shard per worker at a time (so at most ``workers`` shards are in memory,
-        however large the input), yielding results as shards finish."""
+        however large the input), yielding results as shards finish.
+
+        The workers are stopped when the iteration ends, fails or is abandoned.
+
+        Parameters
+        ----------
+        tasks : iterable of ShardTask
+            The shards; each worker writes the shards it encodes.
+
+        Yields
+        ------
+        ShardResult
+            One per shard; a record that killed or hung its worker is one of its errors.
+
+        Examples
+        --------
+        See :class:`WorkerPool` and :func:`run_isolated`.
+        """
         it = iter(tasks)
         queue: list[ShardTask] = []  # shards to start again after a worker death
         exhausted = False
@@ -336,6 +358,20 @@ def _death_reason(proc) -> str:
 
 def run_isolated(shards: Iterable[ShardTask], options: EncodeOptions, workers: int) -> Iterator[ShardResult]:
     """Run ``shards`` on a :class:`WorkerPool` of ``workers`` processes.
+
+    Parameters
+    ----------
+    shards : iterable of ShardTask
+        The shards (each worker writes the shards it encodes).
+    options : EncodeOptions
+        The options of every shard.
+    workers : int
+        Worker processes (at least 1).
+
+    Yields
+    ------
+    ShardResult
+        One per shard, in the order shards finish.
 
     Examples
     --------

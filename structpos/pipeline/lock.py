@@ -38,6 +38,16 @@ def _holder(out: Path) -> str:
 def lock_output(out: str | Path) -> Iterator[Path]:
     """Hold an exclusive lock on directory ``out`` (created if missing) for the ``with`` block.
 
+    Parameters
+    ----------
+    out : str or Path
+        The output directory.
+
+    Yields
+    ------
+    Path
+        ``out``, locked until the block ends.
+
     Raises
     ------
     ResumeError

@@ -83,6 +83,21 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 class Record:
     """One unit of work: ``payload`` parsed as ``kind`` becomes one (or more) output rows.
 
+    Parameters
+    ----------
+    id : str
+        The record id (unique within the input).
+    payload : object
+        What the parser takes (text, bytes, or a dict for graphs); ``None`` for a record that could not be read.
+    where : str
+        Input and position, for error messages.
+    kind, language, format : str, optional
+        How to parse it (``None``: the run's ``--kind`` / ``--language``).
+    read_error : tuple of (str, str), optional
+        ``(error type, message)`` when the record could not even be read.
+    input, position : str, optional
+        The input it comes from and where in it.
+
     Examples
     --------
     >>> r = Record("7", "[1]", "in.jsonl line 7", "json", input="in.jsonl", position="line 7")
@@ -111,6 +126,15 @@ def record_digest(record: Record) -> str:
 
     ``--resume`` compares it with the one in the manifest to re-encode records that changed.
 
+    Parameters
+    ----------
+    record : Record
+
+    Returns
+    -------
+    str
+        16 hex digits.
+
     Examples
     --------
     >>> a, b = Record("1", "[1]", "x", "json"), Record("1", "[2]", "x", "json")
@@ -132,6 +156,16 @@ def record_digest(record: Record) -> str:
 
 def kind_for_path(path: str | Path) -> tuple[str, str | None] | None:
     """``(kind, language)`` guessed from the suffix, or ``None`` when unknown.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file name or path.
+
+    Returns
+    -------
+    tuple of (str, str or None), or None
+        The kind and, for code, the language.
 
     Examples
     --------
@@ -178,6 +212,12 @@ def read_records(
     exclude : sequence of paths
         Directories not to enter (an output directory inside the input directory).
 
+    Yields
+    ------
+    Record
+        One per JSONL line / Parquet row / file (a CoNLL-U file: one per sentence); a record
+        that cannot be read carries its ``read_error`` instead of raising.
+
     Raises
     ------
     InputError
@@ -205,6 +245,14 @@ def read_records(
 
 def check_input(path: str | Path) -> Path:
     """``path`` as a ``Path`` if it is a directory or a regular file (symlinks followed), else raise.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    Path
 
     Raises
     ------
@@ -239,6 +287,18 @@ def count_records(
     exclude: Sequence[str | Path] = (),
 ) -> int | None:
     """The number of records :func:`read_records` will yield when that is cheap to know, else ``None``.
+
+    Parameters
+    ----------
+    path : str or Path
+        As for :func:`read_records`.
+    kind, language, glob, follow_symlinks, exclude
+        As for :func:`read_records` (they select a directory's files).
+
+    Returns
+    -------
+    int or None
+        Known for JSONL (non-blank lines), Parquet (rows) and directories without CoNLL-U files.
 
     Examples
     --------

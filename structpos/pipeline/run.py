@@ -96,6 +96,41 @@ class EncodeConfig:
     (directories), ``max_records``. How to run: ``shard_size``, ``workers``, ``engine``,
     ``ray_address``, ``resume``, ``retry_errors``, ``overwrite``, ``progress``.
 
+    Parameters
+    ----------
+    kind : str, optional
+        The input kind (default: each file's own, from its suffix).
+    coords : str, optional
+        The coordinate spec (default ``"tree"``).
+    language : str, optional
+        Code language(s), comma separated.
+    parser_options : mapping, optional
+        More parser keyword arguments.
+    limits : Limits, optional
+        Per-record limits (size, nodes, time, memory).
+    extra_parsers : mapping of str to str, optional
+        More input kinds, ``{kind: "module:function"}``.
+    field, id_field : str, optional
+        JSONL / Parquet: the payload field (default ``"text"``) and the id field (default: line / row number).
+    glob : str, optional
+        Directories: read only the files matching this pattern, each as ``kind``.
+    follow_symlinks : bool, optional
+        Directories: follow symlinks.
+    max_records : int, optional
+        Encode only the first records.
+    shard_size : int, optional
+        Records per shard.
+    workers : int, optional
+        Worker processes (0: this process).
+    engine : {"local", "ray"}, optional
+        Who runs the shards.
+    ray_address : str, optional
+        An existing Ray cluster.
+    resume, retry_errors, overwrite : bool, optional
+        Continue a run in the output directory (retrying its errors), or replace it.
+    progress : bool, optional
+        Show a progress bar (default: when stderr is a terminal).
+
     Examples
     --------
     >>> EncodeConfig(kind="json", coords="tree").validate().workers
@@ -127,7 +162,17 @@ class EncodeConfig:
     progress: bool | None = None
 
     def encode_options(self) -> EncodeOptions:
-        """The per-record options the workers get."""
+        """The per-record options the workers get.
+
+        Returns
+        -------
+        EncodeOptions
+
+        Examples
+        --------
+        >>> EncodeConfig(kind="json", coords="lap:2", parser_options={"max_depth": 3}).encode_options().parser_options
+        (('max_depth', 3),)
+        """
         return EncodeOptions(
             self.kind,
             self.coords,
@@ -138,7 +183,26 @@ class EncodeConfig:
         )
 
     def validate(self) -> "EncodeConfig":
-        """Check every option before any work starts (:class:`~structpos.exceptions.SpecError` naming it)."""
+        """Check every option before any work starts (:class:`~structpos.exceptions.SpecError` naming it).
+
+        Returns
+        -------
+        EncodeConfig
+            ``self``.
+
+        Raises
+        ------
+        SpecError
+            A count out of range, an unknown engine, ``resume`` with ``overwrite``, or a bad
+            per-record option (see :meth:`EncodeOptions.validate`).
+
+        Examples
+        --------
+        >>> EncodeConfig(kind="json", shard_size=0).validate()
+        Traceback (most recent call last):
+        ...
+        structpos.exceptions.SpecError: --shard-size: must be >= 1, got 0
+        """
         for name, value, low in (
             ("--shard-size", self.shard_size, 1),
             ("--workers", self.workers, 0),
@@ -154,7 +218,25 @@ class EncodeConfig:
         return self
 
     def described(self, input: Path) -> dict:
-        """The options that determine the output (a resume with other ones is refused)."""
+        """The options that determine the output (a resume with other ones is refused).
+
+        Parameters
+        ----------
+        input : Path
+            The input (kept as an absolute path).
+
+        Returns
+        -------
+        dict
+            JSON-serializable; how to read the input plus :meth:`EncodeOptions.as_dict`.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> d = EncodeConfig(kind="json", glob="*.json").described(Path("corpus"))
+        >>> d["glob"], d["kind"], Path(d["input"]).is_absolute()
+        ('*.json', 'json', True)
+        """
         return {
             "input": str(input.resolve()),
             "field": self.field,

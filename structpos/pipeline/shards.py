@@ -207,6 +207,18 @@ class ShardTask:
 def shard_digest(ids: Sequence[str], digests: Sequence[str]) -> str:
     """One hash of a shard's record ids and content hashes (what ``--resume`` compares).
 
+    Parameters
+    ----------
+    ids : sequence of str
+        The shard's record ids.
+    digests : sequence of str
+        Their content hashes.
+
+    Returns
+    -------
+    str
+        32 hex digits.
+
     Examples
     --------
     >>> shard_digest(["a", "b"], ["01", "02"]) == shard_digest(["a", "b"], ["01", "03"])
@@ -382,6 +394,23 @@ def encode_shard_table(
 def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = None) -> ShardResult:
     """Encode a shard and write it atomically (the worker-side unit of the local engines).
 
+    Parameters
+    ----------
+    task : ShardTask
+        The shard.
+    on_record : callable, optional
+        Called with each record's position before it is encoded.
+
+    Returns
+    -------
+    ShardResult
+        With its ``digest`` set.
+
+    Raises
+    ------
+    OSError
+        The shard's files cannot be written.
+
     Examples
     --------
     >>> import tempfile
@@ -480,7 +509,30 @@ class Manifest:
     def load_for_resume(cls, out_dir: Path, options: dict[str, Any], shard_size: int) -> "Manifest":
         """The manifest to continue, or a fresh one when ``out_dir`` has none.
 
-        Raises :class:`ResumeError` when it was written with other options."""
+        Parameters
+        ----------
+        out_dir : Path
+            The output directory.
+        options : dict
+            The options of this run.
+        shard_size : int
+            Records per shard in this run.
+
+        Returns
+        -------
+        Manifest
+            With the finished shards of the previous run.
+
+        Raises
+        ------
+        ResumeError
+            The manifest was written with other options or shard size (the message lists the
+            changes), or it cannot be read.
+
+        Examples
+        --------
+        See :class:`Manifest`.
+        """
         m = cls(out_dir, options, shard_size)
         if not m.path.exists():
             return m
@@ -508,7 +560,27 @@ class Manifest:
         self, index: int, records: Sequence[Record], digests: Sequence[str], *, retry_errors: bool = False
     ) -> bool:
         """Shard ``index`` is finished and still right: entry, intact files, the same records
-        with the same content, and (with ``retry_errors``) no errors to retry."""
+        with the same content, and (with ``retry_errors``) no errors to retry.
+
+        Parameters
+        ----------
+        index : int
+            The shard's index.
+        records : sequence of Record
+            The records the input now holds for this shard.
+        digests : sequence of str
+            Their content hashes.
+        retry_errors : bool, optional
+            Count a shard with errors as not done.
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        See :class:`Manifest`.
+        """
         e = self.shards.get(index)
         if e is None:
             return False
@@ -529,7 +601,34 @@ class Manifest:
 
     def known_errors(self, index: int, records: Sequence[Record], digests: Sequence[str]) -> dict[int, dict]:
         """Errors of the previous run that still hold: ``{position: entry}`` for records of shard
-        ``index`` that are unchanged (same id, same content) and were in its errors."""
+        ``index`` that are unchanged (same id, same content) and were in its errors.
+
+        Parameters
+        ----------
+        index : int
+            The shard's index.
+        records : sequence of Record
+            The records the input now holds for this shard.
+        digests : sequence of str
+            Their content hashes.
+
+        Returns
+        -------
+        dict of int to dict
+            Empty when the shard is unknown or its errors file cannot be read.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from structpos.pipeline.encode import EncodeOptions
+        >>> out, recs = Path(tempfile.mkdtemp()), [Record("a", "[1]", "a"), Record("b", "[", "b")]
+        >>> m = Manifest(out, {}, shard_size=2)
+        >>> m.add(encode_shard(ShardTask(0, recs, EncodeOptions("json", "tree"), str(out), ["d1", "d2"])))
+        >>> {k: e["id"] for k, e in m.known_errors(0, recs, ["d1", "d2"]).items()}
+        {1: 'b'}
+        >>> m.known_errors(0, recs, ["d1", "changed"])
+        {}
+        """
         if index not in self.shards:
             return {}
         try:
@@ -545,13 +644,25 @@ class Manifest:
         return known
 
     def drop(self, index: int) -> None:
-        """Forget shard ``index`` and delete its files."""
+        """Forget shard ``index`` and delete its files.
+
+        Parameters
+        ----------
+        index : int
+            The shard's index (one not recorded is a no-op).
+        """
         self.shards.pop(index, None)
         for p in (*shard_paths(self.out_dir, index), index_path(self.out_dir, index)):
             p.unlink(missing_ok=True)
 
     def add(self, res: ShardResult) -> None:
-        """Record a finished shard (its files are already in place)."""
+        """Record a finished shard (its files are already in place).
+
+        Parameters
+        ----------
+        res : ShardResult
+            The shard's counts and digest.
+        """
         parquet, errfile = shard_paths(self.out_dir, res.index)
         self.shards[res.index] = {
             "file": parquet.name,
@@ -566,7 +677,18 @@ class Manifest:
         return {k: sum(int(e[k]) for e in self.shards.values()) for k in keys}
 
     def save(self, *, min_interval: float = 0.0) -> None:
-        """Write the manifest atomically (skipped if the last save is under ``min_interval`` s old)."""
+        """Write the manifest atomically (skipped if the last save is under ``min_interval`` s old).
+
+        Parameters
+        ----------
+        min_interval : float, optional
+            Seconds; 0 always writes.
+
+        Raises
+        ------
+        OSError
+            The manifest cannot be written.
+        """
         now = time.monotonic()
         if min_interval and now - self._saved_at < min_interval:
             return

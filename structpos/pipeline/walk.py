@@ -56,6 +56,15 @@ class Skipped:
 def special_kind(mode: int) -> str | None:
     """The name of a non-regular file type (``"fifo"``, ``"socket"``, ...), ``None`` for a regular file.
 
+    Parameters
+    ----------
+    mode : int
+        ``st_mode`` of an ``os.stat`` result.
+
+    Returns
+    -------
+    str or None
+
     Examples
     --------
     >>> import stat
@@ -194,6 +203,18 @@ def open_regular(path: str | Path, *, follow_symlinks: bool = False) -> int:
     Never blocks (``O_NONBLOCK``: a FIFO opens at once and is then refused) and, unless
     ``follow_symlinks``, never follows a symlink (``O_NOFOLLOW``).
 
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    follow_symlinks : bool, optional
+        Open the target of a symlink.
+
+    Returns
+    -------
+    int
+        A file descriptor, open for reading; the caller closes it.
+
     Raises
     ------
     InputError
@@ -230,6 +251,19 @@ def open_regular(path: str | Path, *, follow_symlinks: bool = False) -> int:
 
 def read_bounded(fd: int, max_bytes: int | None, *, name: str) -> bytes:
     """Read all of ``fd`` (then close it), refusing more than ``max_bytes`` (``None``: no bound).
+
+    Parameters
+    ----------
+    fd : int
+        An open file descriptor (closed on return).
+    max_bytes : int or None
+        The most bytes accepted.
+    name : str
+        The input named in the error.
+
+    Returns
+    -------
+    bytes
 
     Raises
     ------
