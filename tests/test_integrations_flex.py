@@ -17,11 +17,11 @@ from structpos.align import token_coords
 from structpos.encoders import SPDBias, alibi_distance_bias, alibi_slopes, hierarchy_coords, tree_distance
 from structpos.exceptions import ShapeError
 from structpos.integrations.flex import (
-    euler_tables,
     block_mask,
     causal_mask_mod,
     dense_mask,
     document_mask_mod,
+    euler_tables,
     flex,
     graph_kv_mask_mod,
     hierarchy_mask_mod,

@@ -36,7 +36,6 @@ torch.Size([1, 2, 4, 8])
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 from typing import Literal
@@ -49,14 +48,14 @@ from ..coords.tree import depth as tree_depth
 from ..exceptions import ShapeError, SpecError
 
 __all__ = [
-    "euler_tables",
-    "full_block_mask",
     "block_mask",
     "causal_mask_mod",
     "dense_mask",
     "distance_to_bias",
     "document_mask_mod",
+    "euler_tables",
     "flex",
+    "full_block_mask",
     "graph_kv_mask_mod",
     "hf_flex_attention",
     "hierarchy_mask_mod",
