@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.flex_attention import and_masks
+from torch.nn.attention.flex_attention import and_masks, create_mask
 
 import structpos
 from structpos.align import token_coords
 from structpos.encoders import SPDBias, alibi_distance_bias, alibi_slopes, hierarchy_coords, tree_distance
 from structpos.exceptions import ShapeError
 from structpos.integrations.flex import (
-    euler_tables,
     block_mask,
     causal_mask_mod,
     dense_mask,
     document_mask_mod,
+    euler_tables,
     flex,
     graph_kv_mask_mod,
     hierarchy_mask_mod,
@@ -298,3 +298,23 @@ def test_tree_distance_deep_random_forests_every_block(K):
     mod = tree_distance_score_mod(parent, node[None], slopes=alibi_slopes(H), unreachable=-40.0)
     ref = sdpa(q, k, v, alibi_distance_bias(dist, H, unreachable=-40.0)[None])
     torch.testing.assert_close(flex(q, k, v, mod), ref, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("Q,KV", [(300, 300), (128, 520), (77, 77)])
+def test_chunked_block_mask_equals_create_block_mask(Q, KV):
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    g = torch.Generator().manual_seed(Q + KV)
+    doc = torch.sort(torch.randint(0, 4, (KV,), generator=g)).values
+
+    def mm(b, h, q_idx, kv_idx):  # documents + causal with an offset, and a sparse stripe
+        qd = doc[(q_idx + KV - Q).clamp(min=0)]
+        return ((qd == doc[kv_idx]) & (kv_idx <= q_idx + KV - Q)) | (kv_idx % 97 == 0)
+
+    ours = block_mask(mm, 2, None, Q, KV)
+    ref = create_block_mask(mm, 2, None, Q, KV, device="cpu")
+    assert torch.equal(ours.to_dense(), ref.to_dense())
+    assert torch.equal(ours.kv_num_blocks + ours.full_kv_num_blocks, ref.kv_num_blocks + ref.full_kv_num_blocks)
+    q, k, v = (torch.randn(2, H, n, D, generator=g) for n in (Q, KV, KV))
+    dense = create_mask(mm, 2, 1, Q, KV, device="cpu")
+    torch.testing.assert_close(flex(q, k, v, block_mask=ours), sdpa(q, k, v, mask=dense), rtol=0, atol=1e-5)

@@ -187,6 +187,20 @@ def test_generate_with_kv_cache_follows_the_continuation_rule(family, allocation
     assert (alt[:, L:] - ref[:, L:]).abs().max() > 1e-4
 
 
+@pytest.mark.parametrize("family", ["llama", "gemma"])
+def test_generate_without_coordinates_is_the_stock_model(family):
+    x = ids()
+    kw = {"attention_mask": torch.ones_like(x), "max_new_tokens": 4, "do_sample": False, "output_logits": True,
+          "return_dict_in_generate": True}
+    with torch.no_grad():
+        ref = make_model(family, "sdpa").generate(x, **kw)
+        model = make_model(family, "sdpa")
+        install_structural_rope(model, A)
+        out = model.generate(x, **kw)
+    assert torch.equal(out.sequences, ref.sequences)
+    torch.testing.assert_close(torch.stack(out.logits, 1), torch.stack(ref.logits, 1), rtol=0, atol=1e-5)
+
+
 def test_custom_rule_and_explicit_decode_coordinates():
     model = make_model("llama", "sdpa")
     patch = install_structural_rope(model, A, rule=lambda last, n: last[:, None, :].expand(-1, n, -1) + 2)
@@ -305,3 +319,21 @@ def test_partial_rotary_model():
         out, shifted = model(x, position_ids=c).logits, model(x, position_ids=c + 3).logits
     torch.testing.assert_close(same, ref, rtol=0, atol=1e-5)
     torch.testing.assert_close(shifted, out, rtol=0, atol=1e-5)
+
+
+def test_flex_attention_function_generate_with_cache():
+    """Decode steps through ``structpos_flex`` (score_mod on absolute indices) equal one full forward."""
+    parent = [-1, 0, 1, 1, 0, 4, 4, 6, 0, 8, 9, 9, 9, 12, 12, 0, 15]
+    new = 4
+    node = torch.tensor([0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 10, 11, 13, 14, 15, 16])  # prompt 12 + 4 generated
+    model = make_model("mistral", "sdpa")
+    patch = install_structural_rope(model, A)
+    model.set_attn_implementation(register_structural_attention("flex"))
+    patch.set_bias(score_mod=tree_distance_score_mod(parent, node[None].expand(2, -1), slopes=torch.full((4,), 0.3)))
+    x = ids()
+    with torch.no_grad():
+        gen = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new, do_sample=False,
+                             output_logits=True, return_dict_in_generate=True)
+        # no structural coordinates were given: 1-D positions on every axis, as the stock model
+        full = model(gen.sequences, position_ids=index_coords(2, L + new), use_cache=False).logits
+    torch.testing.assert_close(torch.stack(gen.logits, 1), full[:, L - 1 : L + new - 1], rtol=0, atol=1e-4)

@@ -36,7 +36,6 @@ torch.Size([1, 2, 4, 8])
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 from typing import Literal
@@ -49,14 +48,14 @@ from ..coords.tree import depth as tree_depth
 from ..exceptions import ShapeError, SpecError
 
 __all__ = [
-    "euler_tables",
-    "full_block_mask",
     "block_mask",
     "causal_mask_mod",
     "dense_mask",
     "distance_to_bias",
     "document_mask_mod",
+    "euler_tables",
     "flex",
+    "full_block_mask",
     "graph_kv_mask_mod",
     "hf_flex_attention",
     "hierarchy_mask_mod",
@@ -470,18 +469,52 @@ def dense_mask(mask_mod: MaskMod, B: int, H: int, Q: int, KV: int, device=None) 
     return create_mask(mask_mod, B, H, Q, KV, device=device or "cpu")
 
 
-def block_mask(mask_mod: MaskMod, B: int | None, H: int | None, Q: int, KV: int, device=None, compile: bool = False):
-    """``create_block_mask`` (``compile=True`` evaluates the mask in blocks without an L×L tensor).
+def block_mask(mask_mod: MaskMod, B: int | None, H: int | None, Q: int, KV: int, device=None, *, block: int = 128):
+    """A ``BlockMask`` for ``mask_mod``, evaluated one row of ``block`` queries at a time.
+
+    Equals ``create_block_mask(mask_mod, B, H, Q, KV)``, but never holds more than
+    ``B·H·block·KV`` mask values at once (``create_block_mask`` without compiling evaluates the
+    whole ``B·H·Q·KV`` mask): O(L) memory for a fixed block size. Tiles that are entirely visible
+    are marked *full* (no ``mask_mod`` call inside them); partly visible tiles are *partial*.
 
     Examples
     --------
     >>> bm = block_mask(causal_mask_mod(), 1, 1, 256, 256)
-    >>> bm.shape
-    (1, 1, 256, 256)
+    >>> bm.shape, bm.kv_num_blocks.tolist(), bm.full_kv_num_blocks.tolist()
+    ((1, 1, 256, 256), [[[1, 1]]], [[[0, 1]]])
     """
-    from torch.nn.attention.flex_attention import create_block_mask
+    from torch.nn.attention.flex_attention import BlockMask, create_mask
 
-    return create_block_mask(mask_mod, B, H, Q, KV, device=device or "cpu", _compile=compile)
+    Bm, Hm = B or 1, H or 1
+    nq, nk = -(-Q // block), -(-KV // block)
+    partial = torch.zeros(Bm, Hm, nq, nk, dtype=torch.bool, device=device)
+    full = torch.zeros_like(partial)
+    for i in range(nq):
+        rows = min(block, Q - i * block)
+        off = i * block
+
+        def shifted(b, h, q_idx, kv_idx, off=off):
+            return mask_mod(b, h, q_idx + off, kv_idx)
+
+        m = create_mask(shifted, Bm, Hm, rows, KV, device=device or "cpu")  # (B, H, rows, KV)
+        pad = nk * block - KV
+        if pad:
+            m = torch.nn.functional.pad(m, (0, pad), value=False)
+        tiles = m.unflatten(-1, (nk, block))  # (B, H, rows, nk, block)
+        any_ = tiles.any(dim=-1).any(dim=-2)
+        valid_cols = torch.arange(nk * block, device=m.device).unflatten(0, (nk, block)) < KV
+        all_ = (tiles | ~valid_cols).all(dim=-1).all(dim=-2)
+        full[:, :, i] = all_
+        partial[:, :, i] = any_ & ~all_
+    return BlockMask.from_kv_blocks(*_ordered(partial), *_ordered(full), BLOCK_SIZE=block, mask_mod=mask_mod,
+                                    seq_lengths=(Q, KV))
+
+
+def _ordered(tiles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(num_blocks, indices)`` of the True tiles of each block row, True ones first."""
+    num = tiles.sum(-1).to(torch.int32)
+    idx = torch.argsort((~tiles).to(torch.int8), dim=-1, stable=True).to(torch.int32)
+    return num, idx
 
 
 def full_block_mask(q_len: int, kv_len: int, block: int = 128, device=None):

@@ -26,7 +26,8 @@ them in a :class:`CoordinateState`, and passes the token index on. **Coordinate 
 with ``last`` the ``(B, A)`` coordinates of the last token seen; the default
 :func:`continue_axis0` adds ``1, 2, …, n`` to axis 0 and copies the other axes (a generated
 token extends the sequence axis and stays in the structure of the last prompt token). Explicit
-3-D ``position_ids`` on a decode step override the rule.
+3-D ``position_ids`` on a decode step override the rule; a prompt given no structural
+coordinates keeps 1-D positions on every axis (the stock model) while generating.
 
 ``allocation="per_head"`` (or per-head mixing) cannot be expressed as one ``(B, L, D)`` cos/sin:
 the rotary module then returns the identity and the attention function registered by
@@ -115,8 +116,10 @@ class CoordinateState:
     >>> st = CoordinateState(num_axes=2)
     >>> st.resolve(None, batch=1, length=3, past=0).tolist()
     [[[0, 0], [1, 1], [2, 2]]]
+    >>> st.resolve(torch.tensor([[[0, 0], [1, 5], [2, 5]]]), batch=1, length=3, past=0).shape
+    torch.Size([1, 3, 2])
     >>> st.resolve(None, batch=1, length=1, past=3).tolist()  # continues axis 0, copies axis 1
-    [[[3, 2]]]
+    [[[3, 5]]]
     """
 
     num_axes: int
@@ -126,6 +129,7 @@ class CoordinateState:
     keys: torch.Tensor | None = None
     padding: torch.Tensor | None = None
     extras: dict = field(default_factory=dict)
+    structural: bool = False
 
     def _check(self, coords: torch.Tensor, batch: int, length: int, what: str) -> torch.Tensor:
         expected = (batch, length, self.num_axes)
@@ -142,15 +146,19 @@ class CoordinateState:
         """Coordinates ``(B, L, A)`` of the incoming tokens; updates ``current``, ``keys``.
 
         Order: 3-D ``position_ids``; the pending coordinates at a prefill; the continuation
-        rule after a prefill; 2-D ``position_ids`` (or the token index) on every axis.
+        rule after a prefill that had structural coordinates; 2-D ``position_ids`` (or the
+        token index) on every axis — so a sequence given no structure runs as the stock model.
         """
+        if past == 0:
+            self.structural = False
         if position_ids is not None and position_ids.dim() == 3:
-            coords = self._check(position_ids, batch, length, "position_ids")
+            coords, self.structural = self._check(position_ids, batch, length, "position_ids"), True
         elif past == 0 and self.pending is not None:
             coords, self.pending = self._check(self.pending.to(device), batch, length, "set_coordinates()"), None
-        elif past > 0 and self.keys is not None and self.keys.shape[0] == batch:
+            self.structural = True
+        elif past > 0 and self.structural and self.keys is not None and self.keys.shape[0] == batch:
             coords = self.rule(self.keys[:, -1], length).to(self.keys.dtype)
-        else:
+        else:  # no structure given for this sequence: 1-D positions on every axis (the stock model)
             if position_ids is None:
                 position_ids = torch.arange(past, past + length, device=device)[None].expand(batch, length)
             coords = position_ids[..., None].expand(*position_ids.shape, self.num_axes)
