@@ -13,7 +13,10 @@ aliases, so a member whose value is an alias spans its key only).
 
 from __future__ import annotations
 
-from ..limits import Limits, node_budget
+import time
+
+from ..exceptions import LimitError
+from ..limits import Limits, node_budget, resolve_limits
 from ..structure import Structure, StructureError
 from . import require
 from ._input import clean_label, read_text
@@ -38,11 +41,39 @@ def _key(node, text: str, constructor, yaml):
     return text[node.start_mark.index:node.end_mark.index]
 
 
+def _compose_all(yaml, text: str, timeout: float | None, name: str) -> list:
+    """``yaml.compose_all(text, SafeLoader)``, stopped after ``timeout`` seconds (LimitError ``record_timeout``).
+
+    PyYAML's scanner rechecks every open flow level's possible simple key at each token, so a
+    few KB of nested ``[[[[`` take seconds (quadratic); the deadline is checked once per token
+    fetch, which costs nothing measurable.
+    """
+    deadline = float("inf") if timeout is None else time.monotonic() + timeout
+
+    class Loader(yaml.SafeLoader):
+        def fetch_more_tokens(self):
+            if time.monotonic() > deadline:
+                raise LimitError(f"PyYAML still scanning after {timeout} s", limit="record_timeout",
+                                 value=round(time.monotonic() - deadline + timeout, 1), maximum=timeout, name=name,
+                                 position=f"line:col {self.line + 1}:{self.column + 1}")
+            return super().fetch_more_tokens()
+
+    loader = Loader(text)
+    try:
+        docs = []
+        while loader.check_node():
+            docs.append(loader.get_node())
+        return docs
+    finally:
+        loader.dispose()
+
+
 def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
     """Parse YAML text into a ``kind="tree"`` Structure (see the module docstring).
 
     ``text``: a ``str``, bytes or a path (UTF-8 unless a BOM says otherwise); ``limits``:
-    ``max_input_bytes`` and ``max_nodes`` apply. Member labels have lone surrogates (from
+    ``max_input_bytes`` and ``max_nodes`` apply, and PyYAML's scan stops at ``record_timeout``
+    seconds (its scanner is quadratic in the depth of nested flow collections). Member labels have lone surrogates (from
     ``"\\ud800"`` escapes) replaced by U+FFFD; the ``key`` attribute keeps the key as PyYAML reads it.
 
     Examples
@@ -54,7 +85,7 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
     yaml = require("yaml", "text", "parse_yaml")
     text, name = read_text(text, name=name, default="<yaml>", limits=limits)
     try:
-        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        docs = _compose_all(yaml, text, resolve_limits(limits).record_timeout, name)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         pos = f"line:col {mark.line + 1}:{mark.column + 1}" if mark else None
