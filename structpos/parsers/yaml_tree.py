@@ -8,7 +8,9 @@ and scalars labelled by their resolved tag (``str``, ``int``, ``float``, ``bool`
 ``null``, ``timestamp``, ...). A stream of several documents gets a ``stream`` root.
 An alias of an already emitted node becomes a leaf ``alias`` with no span (the anchor's
 subtree is not copied, so a self-referencing alias cannot loop; PyYAML keeps no marks for
-aliases, so a member whose value is an alias spans its key only).
+aliases, so a member whose value is an alias spans its key only). So does an alias to a node
+anchored inside a complex mapping key (``? {a: &x 1}``): keys get no nodes, only the
+``member:<key text>`` label.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ def _key(node, text: str, constructor, yaml):
             return node.value
         return key if isinstance(key, (str, int, float, bool)) or key is None else node.value
     return text[node.start_mark.index:node.end_mark.index]
+
+
+def _inside(node, b: TreeBuilder, parent: int) -> bool:
+    """Whether ``node``'s marks lie inside ``parent``'s span (not so for an alias to a node
+    anchored elsewhere, e.g. inside a complex mapping key, which has no nodes of its own)."""
+    if parent < 0 or b.start[parent] < 0:
+        return True
+    return b.start[parent] <= node.start_mark.index and node.end_mark.index <= b.end[parent]
 
 
 def _compose_all(yaml, text: str, timeout: float | None, name: str) -> list:
@@ -106,14 +116,16 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
         node, parent, key, index, is_member = stack.pop()
         if is_member:  # node is a (key node, value node) pair; the key may be None ("~: x")
             key_node, value = node
-            # an alias value lies elsewhere (its anchor's marks): the member then spans the key only
-            end = key_node.end_mark.index if id(value) in seen else value.end_mark.index
+            # an alias value lies elsewhere (its anchor's marks, maybe inside a complex key that
+            # got no nodes): the member then spans the key only and its value is an alias leaf
+            here = id(value) not in seen and value.start_mark.index >= key_node.end_mark.index
+            end = value.end_mark.index if here else key_node.end_mark.index
             label = f"member:{clean_label(str(key))}"
             member = b.add(label, parent, key_node.start_mark.index, end, key=key, index=index)
-            stack.append((value, member, None, -1, False))
+            stack.append((value if here else None, member, None, -1, False))
             continue
-        if id(node) in seen:
-            b.add("alias", parent, index=index)
+        if node is None or id(node) in seen or not _inside(node, b, parent):
+            b.add("alias", parent, index=index)  # a node already emitted, or anchored elsewhere
             continue
         seen.add(id(node))
         s, e = node.start_mark.index, node.end_mark.index
