@@ -223,3 +223,16 @@ def test_yaml_aliases_and_errors():
         parse_yaml("a: [1, 2\nb: 3", name="y.yaml")
     docs = parse_yaml("---\na: 1\n---\n- 2\n")
     assert docs.labels[0] == "stream" and list(docs.labels[docs.parent == 0]) == ["object", "array"]
+
+
+def test_yaml_alias_to_a_node_anchored_in_a_complex_key_is_a_leaf():
+    # found by benchmarks/fuzz.py: the anchored node lies inside a key, which gets no nodes, so
+    # the alias must not copy it (its marks lie outside the member's span)
+    for text in ("a: 1\nb:\n  ? c: &x {d: e}\n  f: *x\n", "? &x [1]\n: a\nl: [*x, *x]\n"):
+        s = parse_yaml(text).validate()
+        composed = yaml.compose(text)
+        assert composed is not None
+        aliases = [i for i in range(len(s)) if s.labels[i] == "alias"]
+        assert aliases and all(s.start[i] == -1 for i in aliases)
+        spans = s.start >= 0
+        assert (s.end[spans] >= s.start[spans]).all()

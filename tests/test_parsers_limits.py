@@ -149,6 +149,16 @@ def test_slow_tree_sitter_parse_stops_at_record_timeout():
     assert parse(small, "code", language="python").num_nodes == ref.root_node.descendant_count
 
 
+def test_slow_yaml_scan_stops_at_record_timeout():
+    pytest.importorskip("yaml")
+    deep = "[" * 4000 + "]" * 4000  # PyYAML's scanner is quadratic in the flow nesting depth
+    t = time.perf_counter()
+    with pytest.raises(LimitError) as e:
+        parse(deep, "yaml", limits=Limits(record_timeout=0.2))
+    assert e.value.limit == "record_timeout" and time.perf_counter() - t < 3
+    assert parse("a: [1, [2]]", "yaml", limits=Limits(record_timeout=0.2)).num_nodes == 6
+
+
 def test_code_language_is_never_a_silent_default(tmp_path):
     with pytest.raises(SpecError, match="language"):
         parse("x = 1\n", "code")

@@ -8,12 +8,17 @@ and scalars labelled by their resolved tag (``str``, ``int``, ``float``, ``bool`
 ``null``, ``timestamp``, ...). A stream of several documents gets a ``stream`` root.
 An alias of an already emitted node becomes a leaf ``alias`` with no span (the anchor's
 subtree is not copied, so a self-referencing alias cannot loop; PyYAML keeps no marks for
-aliases, so a member whose value is an alias spans its key only).
+aliases, so a member whose value is an alias spans its key only). So does an alias to a node
+anchored inside a complex mapping key (``? {a: &x 1}``): keys get no nodes, only the
+``member:<key text>`` label.
 """
 
 from __future__ import annotations
 
-from ..limits import Limits, node_budget
+import time
+
+from ..exceptions import LimitError
+from ..limits import Limits, node_budget, resolve_limits
 from ..structure import Structure, StructureError
 from . import require
 from ._input import clean_label, read_text
@@ -38,11 +43,47 @@ def _key(node, text: str, constructor, yaml):
     return text[node.start_mark.index:node.end_mark.index]
 
 
+def _inside(node, b: TreeBuilder, parent: int) -> bool:
+    """Whether ``node``'s marks lie inside ``parent``'s span (not so for an alias to a node
+    anchored elsewhere, e.g. inside a complex mapping key, which has no nodes of its own)."""
+    if parent < 0 or b.start[parent] < 0:
+        return True
+    return b.start[parent] <= node.start_mark.index and node.end_mark.index <= b.end[parent]
+
+
+def _compose_all(yaml, text: str, timeout: float | None, name: str) -> list:
+    """``yaml.compose_all(text, SafeLoader)``, stopped after ``timeout`` seconds (LimitError ``record_timeout``).
+
+    PyYAML's scanner rechecks every open flow level's possible simple key at each token, so a
+    few KB of nested ``[[[[`` take seconds (quadratic); the deadline is checked once per token
+    fetch, which costs nothing measurable.
+    """
+    deadline = float("inf") if timeout is None else time.monotonic() + timeout
+
+    class Loader(yaml.SafeLoader):
+        def fetch_more_tokens(self):
+            if time.monotonic() > deadline:
+                raise LimitError(f"PyYAML still scanning after {timeout} s", limit="record_timeout",
+                                 value=round(time.monotonic() - deadline + timeout, 1), maximum=timeout, name=name,
+                                 position=f"line:col {self.line + 1}:{self.column + 1}")
+            return super().fetch_more_tokens()
+
+    loader = Loader(text)
+    try:
+        docs = []
+        while loader.check_node():
+            docs.append(loader.get_node())
+        return docs
+    finally:
+        loader.dispose()
+
+
 def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
     """Parse YAML text into a ``kind="tree"`` Structure (see the module docstring).
 
     ``text``: a ``str``, bytes or a path (UTF-8 unless a BOM says otherwise); ``limits``:
-    ``max_input_bytes`` and ``max_nodes`` apply. Member labels have lone surrogates (from
+    ``max_input_bytes`` and ``max_nodes`` apply, and PyYAML's scan stops at ``record_timeout``
+    seconds (its scanner is quadratic in the depth of nested flow collections). Member labels have lone surrogates (from
     ``"\\ud800"`` escapes) replaced by U+FFFD; the ``key`` attribute keeps the key as PyYAML reads it.
 
     Examples
@@ -54,7 +95,7 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
     yaml = require("yaml", "text", "parse_yaml")
     text, name = read_text(text, name=name, default="<yaml>", limits=limits)
     try:
-        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        docs = _compose_all(yaml, text, resolve_limits(limits).record_timeout, name)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         pos = f"line:col {mark.line + 1}:{mark.column + 1}" if mark else None
@@ -75,14 +116,16 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
         node, parent, key, index, is_member = stack.pop()
         if is_member:  # node is a (key node, value node) pair; the key may be None ("~: x")
             key_node, value = node
-            # an alias value lies elsewhere (its anchor's marks): the member then spans the key only
-            end = key_node.end_mark.index if id(value) in seen else value.end_mark.index
+            # an alias value lies elsewhere (its anchor's marks, maybe inside a complex key that
+            # got no nodes): the member then spans the key only and its value is an alias leaf
+            here = id(value) not in seen and value.start_mark.index >= key_node.end_mark.index
+            end = value.end_mark.index if here else key_node.end_mark.index
             label = f"member:{clean_label(str(key))}"
             member = b.add(label, parent, key_node.start_mark.index, end, key=key, index=index)
-            stack.append((value, member, None, -1, False))
+            stack.append((value if here else None, member, None, -1, False))
             continue
-        if id(node) in seen:
-            b.add("alias", parent, index=index)
+        if node is None or id(node) in seen or not _inside(node, b, parent):
+            b.add("alias", parent, index=index)  # a node already emitted, or anchored elsewhere
             continue
         seen.add(id(node))
         s, e = node.start_mark.index, node.end_mark.index
