@@ -27,7 +27,7 @@ produced the answer and any fallback taken. Methods:
 ``lobpcg``
     Plain LOBPCG (no preconditioner), kept for comparison.
 
-``auto`` picks: ``dense`` up to ``dense_max`` rows; else a 30-step Lanczos estimate of the
+``auto`` picks: ``dense`` up to ``dense_max`` rows; else a 20-step Lanczos estimate of the
 smallest eigenvalue on ``Z^⊥``: ``>= WELL_CONDITIONED`` → ``lanczos``; else ``shift-invert``
 when the envelope of the reverse-Cuthill–McKee ordering (an upper bound on a band
 factorisation's fill, about ten times the minimum-degree fill on 2-D grids) is below
@@ -290,7 +290,7 @@ def _auto_chain(L, Z, dense_max: int) -> tuple[list[str], str]:
             f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries (fill-in too large): AMG-LOBPCG")
 
 
-def _lowest_ritz(L, Z, steps: int = 30) -> float:
+def _lowest_ritz(L, Z, steps: int = 20) -> float:
     """Smallest Ritz value of ``steps`` Lanczos steps on ``Z^⊥`` (an upper bound of λ_min there)."""
     n = L.shape[0]
     steps = min(steps, n - Z.shape[1])
@@ -413,7 +413,11 @@ def _project(X, Z):
     """``X`` with its components along the orthonormal columns of ``Z`` removed."""
     if Z.shape[1] == 0:
         return X
-    return X - Z @ (Z.conj().T @ X)
+    if Z.shape[1] == 1 and X.ndim == 1:  # the hot path of every solve: one null vector
+        z = Z[:, 0]
+        return X - z * np.vdot(z, X)
+    Zh = Z.T.conj() if np.iscomplexobj(Z) else Z.T
+    return X - Z @ (Zh @ X)
 
 
 def _rayleigh_ritz(L, Z, U):
@@ -497,13 +501,17 @@ class _Context:
 
     def _shift_invert(self, p, ZD, tol):
         F, n = self._factor(), self.n
+        extra = ZD[:, self.Z.shape[1]:]  # found vectors deflated by a completeness round
 
-        def mv(x):
-            return _project(F.solve(_project(x, ZD)), ZD)
+        def mv(x):  # F.solve projects off Z itself
+            if extra.shape[1] == 0:
+                return F.solve(x)
+            return _project(F.solve(_project(x, extra)), extra)
 
         op = LinearOperator((n, n), matvec=mv, matmat=mv, dtype=self.L.dtype)
         v0 = _start(n, 1, self.L.dtype, ZD)[:, 0]
-        theta, U = eigsh(op, k=p, which="LM", v0=v0, tol=tol, ncv=min(n - 1, max(2 * p + 1, 20)),
+        ncv = max(2 * p + 1, 20) if extra.shape[1] == 0 else max(2 * p + 1, 8)  # a round wants one pair
+        theta, U = eigsh(op, k=p, which="LM", v0=v0, tol=tol, ncv=min(n - 1, ncv),
                          maxiter=self.maxiter or 10 * n)
         return 1.0 / np.real(theta) + F.sigma, U
 
