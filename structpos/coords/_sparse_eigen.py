@@ -372,8 +372,6 @@ def _solve_checked(L, Z, m, method, tol, maxiter, say):
     else:
         raise _Failed("completeness rounds did not settle")
     w, U = w[:m], U[:, :m]
-    if method == "shift-invert":
-        w = ctx.refine_eigenvalues(U, w)
     _accept(L, Z, w, U, method)
     return w, U, notes
 
@@ -514,19 +512,6 @@ class _Context:
         theta, U = eigsh(op, k=p, which="LM", v0=v0, tol=tol, ncv=min(n - 1, ncv),
                          maxiter=self.maxiter or 10 * n)
         return 1.0 / np.real(theta) + F.sigma, U
-
-    def refine_eigenvalues(self, U, w):
-        """``λ_j = 1 / (u_jᴴ L⁺ u_j)`` (+ σ): relative accuracy for tiny eigenvalues, where the
-        Rayleigh quotient ``uᴴLu`` has an absolute rounding error of ~ε (1e-5 relative for the
-        smallest eigenvalue of a 1M-node path). Kept only where it agrees with ``w`` to the
-        residual bound."""
-        F = self._factor()
-        theta = np.real(np.sum(U.conj() * F.solve(U), axis=0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lam = 1.0 / theta + F.sigma
-        res = np.linalg.norm(self.L @ U - U * w, axis=0)
-        ok = np.isfinite(lam) & (np.abs(lam - w) <= res + 1e-14)
-        return np.where(ok, lam, w)
 
     # -- LOBPCG, optionally AMG-preconditioned
     def _lobpcg(self, p, ZD, *, amg: bool):
