@@ -239,7 +239,6 @@ def main(argv=None) -> None:
 
 
 def report_row(g: dict, res: dict, cap: float, methods: list[str]) -> None:
-    ours = res["structpos"]
     ref, ref_kind = g["ref"], g["ref_kind"]
     correct = {}
     for m in methods:
@@ -292,7 +291,7 @@ def summary(rows, cap: float, methods: list[str]) -> None:
             ok = ours["resid"] <= 1e-6 and ours["ortho"] <= 1e-8 and (ref is None or rel_err(ours["eigvals"], ref) <= 1e-6)
             ratio = ours["wall"] / bt
             ratio_s = f"{ratio:.2f}x" if best else f"<{ratio:.2f}x"
-            print(f"{g['label']:22s} {ours['wall']:9.1f}s {best_s:>22s} {ratio_s:>8s} {str(ok):>8s} "
+            print(f"{g['label']:22s} {ours['wall']:9.1f}s {best_s:>22s} {ratio_s:>8s} {ok!s:>8s} "
                   f"{ours['rss_mib']:7.0f}M")
         else:
             print(f"{g['label']:22s} {ours.get('error', '?'):>10s} {best_s:>22s}")

@@ -54,8 +54,9 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -65,12 +66,12 @@ from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator
 from ..exceptions import EigenConvergenceError
 
 __all__ = [
-    "EigenResult",
-    "smallest_eigenpairs",
-    "SparseMethod",
-    "SPARSE_METHODS",
-    "SHIFT",
     "RESIDUAL_MAX",
+    "SHIFT",
+    "SPARSE_METHODS",
+    "EigenResult",
+    "SparseMethod",
+    "smallest_eigenpairs",
 ]
 
 SparseMethod = Literal["auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"]
@@ -216,8 +217,9 @@ def smallest_eigenpairs(
     t0 = time.perf_counter()
     if m == 0:
         return EigenResult(np.zeros(0), np.zeros((n, 0), dtype=L.dtype), np.zeros(0), 0.0, "none")
+    envelope = None
     if method == "auto":
-        chain, why = _auto_chain(L, Z, dense_max)
+        chain, why, envelope = _auto_chain(L, Z, dense_max)
         say(f"{n:,} rows, {L.nnz:,} nonzeros: {why}")
     else:
         chain = [method]
@@ -226,7 +228,7 @@ def smallest_eigenpairs(
     for i, meth in enumerate(chain):
         if meth == "dense" and i > 0 and n > DENSE_FALLBACK_MAX:
             continue
-        est = _memory_estimate(L, m, meth)
+        est = _memory_estimate(L, m, meth, envelope)
         if meth != "dense":
             say(f"{meth}: {m} eigenpairs, memory estimate {_fmt_bytes(est)}")
         try:
@@ -275,19 +277,19 @@ def _fmt_bytes(b: float) -> str:
 
 
 # ---------------------------------------------------------------- method choice
-def _auto_chain(L, Z, dense_max: int) -> tuple[list[str], str]:
+def _auto_chain(L, Z, dense_max: int) -> tuple[list[str], str, float | None]:
     n = L.shape[0]
     if n <= dense_max:
-        return ["dense"], "dense eigh"
+        return ["dense"], "dense eigh", None
     low = _lowest_ritz(L, Z)
     if low >= WELL_CONDITIONED:
-        return ["lanczos", "amg", "dense"], f"smallest eigenvalue ≈ {low:.3g} (well conditioned): Lanczos"
+        return ["lanczos", "amg", "dense"], f"smallest eigenvalue ≈ {low:.3g} (well conditioned): Lanczos", None
     env = _rcm_envelope(L)
     if env <= FACTOR_ENVELOPE_MAX:
         return (["shift-invert", "amg", "dense"],
-                f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries: shift-invert with a sparse LU")
+                f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries: shift-invert with a sparse LU", env)
     return (["amg", "lanczos", "dense"],
-            f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries (fill-in too large): AMG-LOBPCG")
+            f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries (fill-in too large): AMG-LOBPCG", env)
 
 
 def _lowest_ritz(L, Z, steps: int = 20) -> float:
@@ -328,16 +330,21 @@ def _rcm_envelope(L) -> float:
     return float(np.sum(rows - first))
 
 
-def _memory_estimate(L, m: int, method: str) -> int:
-    """Bytes a solve is expected to hold at its peak (vectors, matrix, factor or hierarchy)."""
+def _memory_estimate(L, m: int, method: str, envelope: float | None = None) -> int:
+    """Bytes a solve is expected to hold at its peak (vectors, matrix, factor or hierarchy).
+
+    The LU fill is estimated as ``max(envelope / 8, 2 nnz(L))`` entries (measured: SuperLU's
+    minimum-degree fill is 1/8-1/12 of the RCM envelope on 2-D grids, ``2 nnz`` on paths), or
+    ``12 nnz(L)`` without an envelope; each fill entry costs a value and an index, twice (SuperLU
+    keeps a working copy while it factorises)."""
     n, item = L.shape[0], np.dtype(L.dtype).itemsize
     matrix = L.nnz * (item + 4) + (n + 1) * 4
     if method == "dense":
         return 3 * n * n * item
     if method == "shift-invert":
         basis = n * max(2 * m + 1, 20) * item
-        factor = 12 * matrix  # measured: SuperLU MMD fill of 2-D grids ≈ 10-15x nnz(L)
-        return matrix + factor + basis
+        fill = max(envelope / 8, 2 * L.nnz) if envelope is not None else 12 * L.nnz
+        return int(3 * matrix + 2 * fill * (item + 4) + basis)
     if method == "lanczos":
         return matrix + n * _lanczos_ncv(m, n) * item * 2
     return matrix * 4 + n * 3 * (m + _extra(m)) * item * 4  # amg / lobpcg: hierarchy + LOBPCG blocks

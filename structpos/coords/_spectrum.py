@@ -16,14 +16,22 @@ basis still is; compare projectors).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SpectralPE", "SolveReport", "DEGENERACY_ATOL", "DEGENERACY_RTOL", "ambiguous_modes", "merge_modes",
-           "edge_rayleigh_quotients"]
+__all__ = [
+    "DEGENERACY_ATOL",
+    "DEGENERACY_RTOL",
+    "SolveReport",
+    "SpectralPE",
+    "ambiguous_modes",
+    "edge_rayleigh_quotients",
+    "merge_modes",
+]
 
 DEGENERACY_ATOL = 1e-12
 DEGENERACY_RTOL = 1e-6
