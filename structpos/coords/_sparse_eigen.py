@@ -389,9 +389,12 @@ def _tie_tol(lam: float) -> float:
 
 def _extra(m: int, method: str = "lobpcg") -> int:
     """Extra vectors beyond the ``m`` wanted: a LOBPCG block needs room for a degenerate cluster
-    cut at ``m`` (``m // 2``, at least 4); the Krylov methods rely on the completeness rounds
-    and take 2 (faster convergence of the last wanted Ritz pairs)."""
-    return 2 if method in ("shift-invert", "lanczos") else max(4, m // 2)
+    cut at ``m`` (``m // 2``, at least 4). The Krylov methods are not block methods — ARPACK
+    finds copies of a degenerate eigenvalue only through rounding, whatever the count asked —
+    and rely on the completeness rounds: Lanczos takes 2 extra (faster convergence of the last
+    wanted Ritz pairs in clustered spectra), shift-invert none (its inverted spectrum is
+    well separated)."""
+    return {"shift-invert": 0, "lanczos": 2}.get(method, max(4, m // 2))
 
 
 def _accept(L, Z, w, U, method):
