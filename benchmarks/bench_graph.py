@@ -85,7 +85,7 @@ def main(argv=None) -> None:
 
     from torch_geometric.transforms import AddLaplacianEigenvectorPE, AddRandomWalkPE
 
-    from structpos.coords._eigen import SHIFT
+    SHIFT = -1e-6  # the direct scipy call keeps the shift structpos used before its solver layer
     from structpos.coords.laplacian import laplacian_pe, laplacian_pe_batch
     from structpos.coords.random_walk import random_walk_pe_batch
 

@@ -94,14 +94,12 @@ def test_lappe_on_families_with_known_spectra(name, method):
     assert r.report.methods and "dense" not in r.report.methods  # the large-graph path ran
     if method != "auto":
         assert set(r.report.methods) == {method}
-    deg = np.asarray(abs(L).sum(1)).ravel() * 0 + np.asarray(L.diagonal())  # 1 on non-isolated nodes
     A = nx.to_scipy_sparse_array(nx.Graph([tuple(e) for e in ei.T]), nodelist=range(n))
     d = np.asarray(A.sum(1)).ravel()
     comps = [list(cc) for cc in nx.connected_components(nx.Graph([tuple(e) for e in ei.T]))]
     trivial = np.zeros((n, len(comps)))
     for j, cc in enumerate(comps):
         trivial[cc, j] = np.sqrt(d[cc] / d[cc].sum())
-    assert deg.shape == (n,)
     check_modes(L, np.asarray(r.pe), np.asarray(r.eigvals), np.asarray(r.mask), r.ambiguous,
                 spectrum[c: c + K], spectrum[c + K], trivial=trivial)
     assert r.report.max_residual <= 1e-6 and r.report.orthogonality <= 1e-8
@@ -111,11 +109,11 @@ def test_ambiguous_flags_when_the_cut_splits_an_eigenspace():
     """k = 5 on a hypercube Q_9 (eigenvalue 2/9 has multiplicity 9): every kept mode is ambiguous;
     on the 20 x 24 torus with k = 4 (two complete pairs) none is, with k = 5 the fifth is (a
     4-fold eigenvalue is cut); the batched dense path flags the same."""
-    ei, n, L, spectrum, c = reference("hypercube")
+    ei, n, _, spectrum, _ = reference("hypercube")
     for method in ("auto", "dense"):
         r = laplacian_pe(ei, n, 5, method=method, dense_max=50)
         assert np.asarray(r.ambiguous).all()
-    ei, n, L, spectrum, c = reference("torus")
+    ei, n, _, spectrum, _ = reference("torus")
     r = laplacian_pe(ei, n, 4, dense_max=50)
     assert not np.asarray(r.ambiguous).any()
     assert np.abs(spectrum[5] - spectrum[4]) > 1e-3 and np.abs(spectrum[5] - spectrum[6]) < 1e-12
@@ -129,11 +127,11 @@ def test_ambiguous_flags_when_the_cut_splits_an_eigenspace():
 def test_identical_components_give_whole_eigenspaces_across_components():
     """Three identical cycles: each eigenvalue's multiplicity triples; the sparse path (large
     components) keeps every copy and the projector onto each kept cluster is the reference one."""
-    ei, n, L, spectrum, c = reference("identical_components")
+    ei, n, L, spectrum, _ = reference("identical_components")
     r = laplacian_pe(ei, n, 7, dense_max=50)  # λ_1 has multiplicity 6: modes 1-6 whole, mode 7 cut
     np.testing.assert_allclose(r.eigvals[:6], spectrum[3:9], atol=1e-12)
     assert not np.asarray(r.ambiguous)[:6].any() and r.ambiguous[6]
-    w, U = np.linalg.eigh(L.toarray())
+    _, U = np.linalg.eigh(L.toarray())
     P_ref = U[:, 3:9] @ U[:, 3:9].T
     np.testing.assert_allclose(r.pe[:, :6] @ r.pe[:, :6].T, P_ref, atol=1e-8)
 
@@ -197,7 +195,7 @@ def test_completeness_check_recovers_missed_degenerate_copies():
     """A complex Hermitian matrix with a 6-fold smallest eigenvalue (six identical magnetic
     cycles beside a longer one, as one matrix): single-vector Krylov sees one vector per
     eigenspace in exact arithmetic and can miss copies; the layer returns all of them."""
-    cyc = lambda m: np.stack([np.arange(m), (np.arange(m) + 1) % m])  # noqa: E731
+    cyc = lambda m: np.stack([np.arange(m), (np.arange(m) + 1) % m])
     path = np.stack([np.arange(149), np.arange(1, 150)])
     blocks = [magnetic_dense(cyc(97), 97, 0.1)] * 6 + [magnetic_dense(path, 150, 0.1)]
     L = sp.block_diag(blocks, format="csr")
@@ -215,7 +213,7 @@ def test_non_convergence_raises_with_residuals_and_auto_falls_back():
     with pytest.raises(EigenConvergenceError) as info:
         laplacian_pe(ei, n, K, method="lobpcg", dense_max=50, maxiter=2)
     assert info.value.residuals is not None and np.max(info.value.residuals) > 1e-6
-    ei, n, L, spectrum, c = reference("random_regular")
+    ei, n, _, spectrum, _ = reference("random_regular")
     r = laplacian_pe(ei, n, K, dense_max=50, maxiter=1)  # Lanczos and AMG-LOBPCG stop at once: dense
     assert r.report.methods == ("dense",) and any("fallback" in note for note in r.report.notes)
     np.testing.assert_allclose(r.eigvals, spectrum[1: K + 1], atol=1e-10)

@@ -9,8 +9,9 @@ around the pool), while heavy groups run one after another with BLAS's own threa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 from ._eigen import SMALL, single_blas_thread
 from ._graph_utils import auto_workers

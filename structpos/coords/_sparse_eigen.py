@@ -27,7 +27,7 @@ produced the answer and any fallback taken. Methods:
 ``lobpcg``
     Plain LOBPCG (no preconditioner), kept for comparison.
 
-``auto`` picks: ``dense`` up to ``dense_max`` rows; else a 30-step Lanczos estimate of the
+``auto`` picks: ``dense`` up to ``dense_max`` rows; else a 20-step Lanczos estimate of the
 smallest eigenvalue on ``Z^⊥``: ``>= WELL_CONDITIONED`` → ``lanczos``; else ``shift-invert``
 when the envelope of the reverse-Cuthill–McKee ordering (an upper bound on a band
 factorisation's fill, about ten times the minimum-degree fill on 2-D grids) is below
@@ -54,8 +54,9 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -65,12 +66,12 @@ from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator
 from ..exceptions import EigenConvergenceError
 
 __all__ = [
-    "EigenResult",
-    "smallest_eigenpairs",
-    "SparseMethod",
-    "SPARSE_METHODS",
-    "SHIFT",
     "RESIDUAL_MAX",
+    "SHIFT",
+    "SPARSE_METHODS",
+    "EigenResult",
+    "SparseMethod",
+    "smallest_eigenpairs",
 ]
 
 SparseMethod = Literal["auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"]
@@ -216,8 +217,9 @@ def smallest_eigenpairs(
     t0 = time.perf_counter()
     if m == 0:
         return EigenResult(np.zeros(0), np.zeros((n, 0), dtype=L.dtype), np.zeros(0), 0.0, "none")
+    envelope = None
     if method == "auto":
-        chain, why = _auto_chain(L, Z, dense_max)
+        chain, why, envelope = _auto_chain(L, Z, dense_max)
         say(f"{n:,} rows, {L.nnz:,} nonzeros: {why}")
     else:
         chain = [method]
@@ -226,7 +228,7 @@ def smallest_eigenpairs(
     for i, meth in enumerate(chain):
         if meth == "dense" and i > 0 and n > DENSE_FALLBACK_MAX:
             continue
-        est = _memory_estimate(L, m, meth)
+        est = _memory_estimate(L, m, meth, envelope)
         if meth != "dense":
             say(f"{meth}: {m} eigenpairs, memory estimate {_fmt_bytes(est)}")
         try:
@@ -275,22 +277,22 @@ def _fmt_bytes(b: float) -> str:
 
 
 # ---------------------------------------------------------------- method choice
-def _auto_chain(L, Z, dense_max: int) -> tuple[list[str], str]:
+def _auto_chain(L, Z, dense_max: int) -> tuple[list[str], str, float | None]:
     n = L.shape[0]
     if n <= dense_max:
-        return ["dense"], "dense eigh"
+        return ["dense"], "dense eigh", None
     low = _lowest_ritz(L, Z)
     if low >= WELL_CONDITIONED:
-        return ["lanczos", "amg", "dense"], f"smallest eigenvalue ≈ {low:.3g} (well conditioned): Lanczos"
+        return ["lanczos", "amg", "dense"], f"smallest eigenvalue ≈ {low:.3g} (well conditioned): Lanczos", None
     env = _rcm_envelope(L)
     if env <= FACTOR_ENVELOPE_MAX:
         return (["shift-invert", "amg", "dense"],
-                f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries: shift-invert with a sparse LU")
+                f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries: shift-invert with a sparse LU", env)
     return (["amg", "lanczos", "dense"],
-            f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries (fill-in too large): AMG-LOBPCG")
+            f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries (fill-in too large): AMG-LOBPCG", env)
 
 
-def _lowest_ritz(L, Z, steps: int = 30) -> float:
+def _lowest_ritz(L, Z, steps: int = 20) -> float:
     """Smallest Ritz value of ``steps`` Lanczos steps on ``Z^⊥`` (an upper bound of λ_min there)."""
     n = L.shape[0]
     steps = min(steps, n - Z.shape[1])
@@ -328,16 +330,21 @@ def _rcm_envelope(L) -> float:
     return float(np.sum(rows - first))
 
 
-def _memory_estimate(L, m: int, method: str) -> int:
-    """Bytes a solve is expected to hold at its peak (vectors, matrix, factor or hierarchy)."""
+def _memory_estimate(L, m: int, method: str, envelope: float | None = None) -> int:
+    """Bytes a solve is expected to hold at its peak (vectors, matrix, factor or hierarchy).
+
+    The LU fill is estimated as ``max(envelope / 8, 2 nnz(L))`` entries (measured: SuperLU's
+    minimum-degree fill is 1/8-1/12 of the RCM envelope on 2-D grids, ``2 nnz`` on paths), or
+    ``12 nnz(L)`` without an envelope; each fill entry costs a value and an index, twice (SuperLU
+    keeps a working copy while it factorises)."""
     n, item = L.shape[0], np.dtype(L.dtype).itemsize
     matrix = L.nnz * (item + 4) + (n + 1) * 4
     if method == "dense":
         return 3 * n * n * item
     if method == "shift-invert":
         basis = n * max(2 * m + 1, 20) * item
-        factor = 12 * matrix  # measured: SuperLU MMD fill of 2-D grids ≈ 10-15x nnz(L)
-        return matrix + factor + basis
+        fill = max(envelope / 8, 2 * L.nnz) if envelope is not None else 12 * L.nnz
+        return int(3 * matrix + 2 * fill * (item + 4) + basis)
     if method == "lanczos":
         return matrix + n * _lanczos_ncv(m, n) * item * 2
     return matrix * 4 + n * 3 * (m + _extra(m)) * item * 4  # amg / lobpcg: hierarchy + LOBPCG blocks
@@ -372,8 +379,6 @@ def _solve_checked(L, Z, m, method, tol, maxiter, say):
     else:
         raise _Failed("completeness rounds did not settle")
     w, U = w[:m], U[:, :m]
-    if method == "shift-invert":
-        w = ctx.refine_eigenvalues(U, w)
     _accept(L, Z, w, U, method)
     return w, U, notes
 
@@ -384,9 +389,12 @@ def _tie_tol(lam: float) -> float:
 
 def _extra(m: int, method: str = "lobpcg") -> int:
     """Extra vectors beyond the ``m`` wanted: a LOBPCG block needs room for a degenerate cluster
-    cut at ``m`` (``m // 2``, at least 4); the Krylov methods rely on the completeness rounds
-    and take 2 (faster convergence of the last wanted Ritz pairs)."""
-    return 2 if method in ("shift-invert", "lanczos") else max(4, m // 2)
+    cut at ``m`` (``m // 2``, at least 4). The Krylov methods are not block methods — ARPACK
+    finds copies of a degenerate eigenvalue only through rounding, whatever the count asked —
+    and rely on the completeness rounds: Lanczos takes 2 extra (faster convergence of the last
+    wanted Ritz pairs in clustered spectra), shift-invert none (its inverted spectrum is
+    well separated)."""
+    return {"shift-invert": 0, "lanczos": 2}.get(method, max(4, m // 2))
 
 
 def _accept(L, Z, w, U, method):
@@ -413,7 +421,11 @@ def _project(X, Z):
     """``X`` with its components along the orthonormal columns of ``Z`` removed."""
     if Z.shape[1] == 0:
         return X
-    return X - Z @ (Z.conj().T @ X)
+    if Z.shape[1] == 1 and X.ndim == 1:  # the hot path of every solve: one null vector
+        z = Z[:, 0]
+        return X - z * np.vdot(z, X)
+    Zh = Z.T.conj() if np.iscomplexobj(Z) else Z.T
+    return X - Z @ (Zh @ X)
 
 
 def _rayleigh_ritz(L, Z, U):
@@ -497,28 +509,19 @@ class _Context:
 
     def _shift_invert(self, p, ZD, tol):
         F, n = self._factor(), self.n
+        extra = ZD[:, self.Z.shape[1]:]  # found vectors deflated by a completeness round
 
-        def mv(x):
-            return _project(F.solve(_project(x, ZD)), ZD)
+        def mv(x):  # F.solve projects off Z itself
+            if extra.shape[1] == 0:
+                return F.solve(x)
+            return _project(F.solve(_project(x, extra)), extra)
 
         op = LinearOperator((n, n), matvec=mv, matmat=mv, dtype=self.L.dtype)
         v0 = _start(n, 1, self.L.dtype, ZD)[:, 0]
-        theta, U = eigsh(op, k=p, which="LM", v0=v0, tol=tol, ncv=min(n - 1, max(2 * p + 1, 20)),
+        ncv = max(2 * p + 1, 20) if extra.shape[1] == 0 else max(2 * p + 1, 8)  # a round wants one pair
+        theta, U = eigsh(op, k=p, which="LM", v0=v0, tol=tol, ncv=min(n - 1, ncv),
                          maxiter=self.maxiter or 10 * n)
         return 1.0 / np.real(theta) + F.sigma, U
-
-    def refine_eigenvalues(self, U, w):
-        """``λ_j = 1 / (u_jᴴ L⁺ u_j)`` (+ σ): relative accuracy for tiny eigenvalues, where the
-        Rayleigh quotient ``uᴴLu`` has an absolute rounding error of ~ε (1e-5 relative for the
-        smallest eigenvalue of a 1M-node path). Kept only where it agrees with ``w`` to the
-        residual bound."""
-        F = self._factor()
-        theta = np.real(np.sum(U.conj() * F.solve(U), axis=0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lam = 1.0 / theta + F.sigma
-        res = np.linalg.norm(self.L @ U - U * w, axis=0)
-        ok = np.isfinite(lam) & (np.abs(lam - w) <= res + 1e-14)
-        return np.where(ok, lam, w)
 
     # -- LOBPCG, optionally AMG-preconditioned
     def _lobpcg(self, p, ZD, *, amg: bool):

@@ -284,11 +284,10 @@ def _magnetic_matrix(g: Graph, q: float, q_relative: bool):
     if q_relative:
         q = q / max(1, int((Bind - Bind.multiply(Bind.T)).sum()))
     deg = np.asarray(As.sum(axis=1)).ravel()
-    dinv = np.divide(1.0, np.sqrt(deg), out=np.zeros_like(deg), where=deg > 0)
     C = As.tocoo()
     theta = np.asarray((Bind - Bind.T)[C.row, C.col]).ravel()
-    H = sp.csr_matrix((dinv[C.row] * C.data * dinv[C.col] * np.exp(2j * np.pi * q * theta), (C.row, C.col)),
-                      shape=(n, n))
+    scale = C.data / np.sqrt(deg[C.row] * deg[C.col])  # one rounding per entry (see laplacian)
+    H = sp.csr_matrix((scale * np.exp(2j * np.pi * q * theta), (C.row, C.col)), shape=(n, n))
     L = (sp.diags((deg > 0).astype(np.complex128)) - H).tocsr()
     return L, As, q
 

@@ -18,27 +18,42 @@ class AddLaplacianPE(BaseTransform):
     graphs with fewer than ``k + 1`` nodes are zero-padded instead of raising, and large
     graphs use a seeded shift-invert solver. Writes ``data[attr_name]`` ``(N, k)`` float32
     (appended to ``data.x`` when ``attr_name`` is None), plus graph-level ``(1, k)``
-    ``data[eigvals_attr]`` and ``data[mask_attr]`` (skipped when those are None), which PyG
-    batches to ``(B, k)``. ``solver_kwargs`` go to :func:`laplacian_pe` (``method``, ``tol`` ...).
+    ``data[eigvals_attr]``, ``data[mask_attr]`` and ``data[ambiguous_attr]`` (modes whose
+    eigenspace the cut at ``k`` splits; skipped when those are None), which PyG batches to
+    ``(B, k)``. ``solver_kwargs`` go to :func:`laplacian_pe` (``method``, ``tol``, ``progress`` ...).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch_geometric.data import Data
+    >>> ring = torch.tensor([[0, 1, 2, 3, 1, 2, 3, 0], [1, 2, 3, 0, 0, 1, 2, 3]])
+    >>> d = AddLaplacianPE(2)(Data(edge_index=ring, num_nodes=4))
+    >>> d.laplacian_eigenvector_pe.shape, d.laplacian_ambiguous.tolist()
+    (torch.Size([4, 2]), [[False, False]])
     """
 
     def __init__(self, k: int, attr_name: str | None = "laplacian_eigenvector_pe",
                  eigvals_attr: str | None = "laplacian_eigenvalues", mask_attr: str | None = "laplacian_mask",
-                 dtype: torch.dtype = torch.float32, **solver_kwargs: Any) -> None:
+                 dtype: torch.dtype = torch.float32, *, ambiguous_attr: str | None = "laplacian_ambiguous",
+                 **solver_kwargs: Any) -> None:
         self.k = k
         self.attr_name = attr_name
         self.eigvals_attr = eigvals_attr
         self.mask_attr = mask_attr
+        self.ambiguous_attr = ambiguous_attr
         self.dtype = dtype
         self.solver_kwargs = solver_kwargs
 
     def forward(self, data: Any) -> Any:
-        pe, ev, mask = laplacian_pe(data.edge_index, data.num_nodes, self.k, edge_weight_of(data), **self.solver_kwargs)
+        r = laplacian_pe(data.edge_index, data.num_nodes, self.k, edge_weight_of(data), **self.solver_kwargs)
+        pe, ev, mask = r
         device = data.edge_index.device
         if self.eigvals_attr is not None:
             data[self.eigvals_attr] = ev.to(device, self.dtype).view(1, -1)
         if self.mask_attr is not None:
             data[self.mask_attr] = mask.to(device).view(1, -1)
+        if self.ambiguous_attr is not None:
+            data[self.ambiguous_attr] = r.ambiguous.to(device).view(1, -1)
         return add_node_attr(data, pe.to(device, self.dtype), self.attr_name)
 
     def __repr__(self) -> str:

@@ -16,26 +16,39 @@ class AddMagneticLaplacianPE(BaseTransform):
 
     ``data[attr_name]`` is real ``(N, 2k)``: real parts then imaginary parts of the complex
     eigenvectors (canonical phase); graph-level ``(1, k)`` eigenvalues and mask as for
-    :class:`~structpos.transforms.AddLaplacianPE`. Edge directions are taken as given.
+    :class:`~structpos.transforms.AddLaplacianPE` (with ``ambiguous_attr``). Edge directions are
+    taken as given.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch_geometric.data import Data
+    >>> d = AddMagneticLaplacianPE(2)(Data(edge_index=torch.tensor([[0, 1], [1, 2]]), num_nodes=3))
+    >>> d.magnetic_laplacian_pe.shape, d.magnetic_ambiguous.shape
+    (torch.Size([3, 4]), torch.Size([1, 2]))
     """
 
     def __init__(self, k: int, q: float = 0.25, attr_name: str | None = "magnetic_laplacian_pe", *,
                  q_relative: bool = False, eigvals_attr: str | None = "magnetic_eigenvalues",
                  mask_attr: str | None = "magnetic_mask", dtype: torch.dtype = torch.float32,
-                 **solver_kwargs: Any) -> None:
+                 ambiguous_attr: str | None = "magnetic_ambiguous", **solver_kwargs: Any) -> None:
         self.k, self.q, self.q_relative = k, q, q_relative
         self.attr_name, self.eigvals_attr, self.mask_attr = attr_name, eigvals_attr, mask_attr
+        self.ambiguous_attr = ambiguous_attr
         self.dtype = dtype
         self.solver_kwargs = solver_kwargs
 
     def forward(self, data: Any) -> Any:
-        pe, ev, mask = magnetic_laplacian_pe(data.edge_index, data.num_nodes, self.k, self.q, edge_weight_of(data),
-                                             q_relative=self.q_relative, **self.solver_kwargs)
+        r = magnetic_laplacian_pe(data.edge_index, data.num_nodes, self.k, self.q, edge_weight_of(data),
+                                  q_relative=self.q_relative, **self.solver_kwargs)
+        pe, ev, mask = r
         device = data.edge_index.device
         if self.eigvals_attr is not None:
             data[self.eigvals_attr] = ev.to(device, self.dtype).view(1, -1)
         if self.mask_attr is not None:
             data[self.mask_attr] = mask.to(device).view(1, -1)
+        if self.ambiguous_attr is not None:
+            data[self.ambiguous_attr] = r.ambiguous.to(device).view(1, -1)
         feats = torch.cat([pe.real, pe.imag], dim=-1).to(device, self.dtype)
         return add_node_attr(data, feats, self.attr_name)
 
