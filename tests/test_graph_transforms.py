@@ -12,7 +12,7 @@ from torch_geometric.loader import DataLoader  # noqa: E402
 from torch_geometric.transforms import AddLaplacianEigenvectorPE, AddRandomWalkPE as PygRW, Compose  # noqa: E402
 from torch_geometric.utils import to_dense_adj, to_undirected  # noqa: E402
 
-from structpos.coords.distance import resistance_distance, shortest_path_distance  # noqa: E402
+from structpos.coords.distance import resistance_distance, hop_distances  # noqa: E402
 from structpos.coords.magnetic import magnetic_laplacian_pe  # noqa: E402
 from structpos.transforms import (  # noqa: E402
     AddLaplacianPE,
@@ -108,5 +108,5 @@ def test_pairwise_transforms_rebuild_dense_biases_after_batching():
     res = to_dense_adj(batch.resistance_index, batch.batch, batch.resistance)
     for b, g in enumerate(graphs):
         n = g.num_nodes
-        torch.testing.assert_close(spd[b, :n, :n].long(), shortest_path_distance(g.edge_index, n, 3))
+        torch.testing.assert_close(spd[b, :n, :n].long(), hop_distances(g.edge_index, n, 3))
         torch.testing.assert_close(res[b, :n, :n], resistance_distance(g.edge_index, n).float())
