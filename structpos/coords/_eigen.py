@@ -8,6 +8,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from ._sparse_eigen import SparseMethod
+
 import contextlib
 
 import numpy as np
@@ -76,7 +81,7 @@ def batched_eigh(M: np.ndarray, dtype=np.float64, *, backend: str = "numpy") -> 
     return np.linalg.eigh(M)
 
 
-def choose_method(method: str, num_nodes: int, dense_max: int) -> str:
+def choose_method(method: str, num_nodes: int, dense_max: int) -> "SparseMethod":
     """Resolve a ``method`` argument of the spectral PEs.
 
     ``"auto"`` is ``"dense"`` up to ``dense_max`` nodes, else ``"auto"`` (the sparse layer
@@ -94,4 +99,4 @@ def choose_method(method: str, num_nodes: int, dense_max: int) -> str:
         return "dense" if num_nodes <= dense_max else "auto"
     if method not in SPARSE_METHODS:
         raise ValueError(f"unknown method {method!r} (use one of {', '.join(SPARSE_METHODS)})")
-    return method
+    return cast("SparseMethod", method)

@@ -52,8 +52,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..structure import Structure
 from ..exceptions import EigenConvergenceError
+from ..structure import Structure
 from ._eigen import batched_eigh, choose_method
 from ._graph_utils import (
     SENTINEL,
@@ -364,7 +364,7 @@ def _components(A) -> list[np.ndarray]:
     return [members[c] for c in np.argsort(-sizes, kind="stable")]
 
 
-def _sparse_graph(g: Graph, k: int, *, method: str = "auto", dense_max: int = DENSE_MAX,
+def _sparse_graph(g: Graph, k: int, *, method: SparseMethod = "auto", dense_max: int = DENSE_MAX,
                   tol: float = 1e-10, maxiter: int | None = None, progress=None):
     """Per-component decomposition of a large graph; the k smallest non-trivial modes overall."""
     n = g.num_nodes
@@ -380,7 +380,8 @@ def _sparse_graph(g: Graph, k: int, *, method: str = "auto", dense_max: int = DE
         for j, nodes in enumerate(small):
             m = res.mask[j]
             cands.append((nodes, res.eigvals[j][m], res.pe[res.ptr[j]: res.ptr[j + 1]][:, m]))
-    methods, notes, resid, ortho, mem = (["dense"] if small else []), [], (res_max if small else 0.0), 0.0, 0
+    notes: list[str] = []
+    methods, resid, ortho, mem = (["dense"] if small else []), (res_max if small else 0.0), 0.0, 0
     for nodes in (nodes for nodes in comps if len(nodes) > dense_max):
         Ac = A if len(nodes) == n else A[nodes][:, nodes]
         dc = deg[nodes]

@@ -292,14 +292,15 @@ def _magnetic_matrix(g: Graph, q: float, q_relative: bool):
     return L, As, q
 
 
-def _sparse_graph(g: Graph, k: int, q: float, q_relative: bool, *, method: str = "auto",
+def _sparse_graph(g: Graph, k: int, q: float, q_relative: bool, *, method: SparseMethod = "auto",
                   dense_max: int = DENSE_MAX, tol: float = 1e-10, maxiter: int | None = None, progress=None):
     """Per-component decomposition of a large directed graph; the k lowest modes overall."""
     n = g.num_nodes
     L, As, q_abs = _magnetic_matrix(g, q, q_relative)
     comps = [nodes for nodes in _components(As) if len(nodes) >= 2]
     small = [nodes for nodes in comps if len(nodes) <= dense_max]
-    cands, methods, notes, resid, ortho, mem = [], [], [], 0.0, 0.0, 0
+    notes: list[str] = []
+    cands, methods, resid, ortho, mem = [], [], 0.0, 0.0, 0
     if small:
         A = adjacency(g, symmetrize=False)
         sub = [_directed_subgraph(A, nodes, g.name) for nodes in small]
