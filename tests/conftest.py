@@ -32,6 +32,20 @@ def at_least(full: int, sample: int) -> int:
     return full if full_data() else sample
 
 
+def long_conllu(shared_data: Path, tmp_path: Path) -> Path:
+    """The full UD EWT dev treebank, or the committed sample repeated (new sentence ids) ten times.
+
+    For tests that must interrupt a run mid-way: the sample alone encodes before a signal lands.
+    """
+    src = shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu"
+    if full_data():
+        return src
+    text = src.read_text(encoding="utf-8")
+    long = tmp_path / src.name
+    long.write_text("".join(text.replace("# sent_id = ", f"# sent_id = r{k}-") for k in range(10)), encoding="utf-8")
+    return long
+
+
 def stdlib_dir() -> Path:
     """CPython's own standard library: real code on every machine."""
     return Path(sysconfig.get_paths()["stdlib"])

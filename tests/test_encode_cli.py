@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import full_data
+from conftest import long_conllu
 
 from structpos import compute_coords, parse
 from structpos.cli import main
@@ -184,19 +184,8 @@ def test_refuses_to_resume_with_other_options_or_clobber(shared_data, tmp_path, 
     assert _manifest(out)["options"]["coords"] == "tree:4x4"
 
 
-def _long_conllu(shared_data, tmp_path) -> Path:
-    """The full treebank, or the committed sample repeated (new sentence ids) until as long."""
-    src = _conllu(shared_data)
-    if full_data():
-        return src
-    text = src.read_text(encoding="utf-8")
-    long = tmp_path / src.name
-    long.write_text("".join(text.replace("# sent_id = ", f"# sent_id = r{k}-") for k in range(10)), encoding="utf-8")
-    return long
-
-
 def test_resume_after_kill_9_loses_and_duplicates_nothing(shared_data, tmp_path):
-    src = _long_conllu(shared_data, tmp_path)
+    src = long_conllu(shared_data, tmp_path)
     out = tmp_path / "enc"
     cmd = [sys.executable, "-m", "structpos.cli", "encode", str(src), "--kind", "conllu", "--coords", "tree",
            "--out", str(out), "--shard-size", "10", "--workers", "2", "--no-progress"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from conftest import long_conllu
 
 from structpos import parse
 from structpos.cli import main
@@ -215,7 +216,7 @@ def _start(cmd: list[str], out: Path, first_shard_timeout: float = 60) -> subpro
 def test_driver_interrupted_then_resumed(shared_data, tmp_path, sig):
     from structpos.pipeline.records import conllu_sentences
 
-    src = shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu"
+    src = long_conllu(shared_data, tmp_path)
     out = tmp_path / "enc"
     cmd = [
         sys.executable,
