@@ -187,7 +187,9 @@ def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -
         return Alignment(node, flags)
     if (e < s).any():
         t = int(np.flatnonzero(e < s)[0])
-        raise StructureError(f"token {t} has span ({s[t]}, {e[t]}) ending before it starts", name=structure.name, position=f"token {t}")
+        raise StructureError(
+            f"token {t} has span ({s[t]}, {e[t]}) ending before it starts", name=structure.name, position=f"token {t}"
+        )
     special = e == s
     flags[special] |= SPECIAL
     if structure.source is not None:
@@ -195,7 +197,11 @@ def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -
         bad = np.flatnonzero(~special & ((s < 0) | (e > n_src)))
         if bad.size:
             t = int(bad[0])
-            raise StructureError(f"token {t} span ({s[t]}, {e[t]}) lies outside the source of length {n_src}", name=structure.name, position=f"token {t}")
+            raise StructureError(
+                f"token {t} span ({s[t]}, {e[t]}) lies outside the source of length {n_src}",
+                name=structure.name,
+                position=f"token {t}",
+            )
         if strip:
             s, e, ws = _strip(structure.source, s, e)
             flags[ws] |= WHITESPACE
@@ -208,7 +214,9 @@ def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -
         return _align_flat(structure, s, e, special, flags)
     sp_start = start[spanned]
     if (np.diff(sp_start) < 0).any():
-        raise StructureError("node starts are not in preorder; alignment needs a preorder tree with nested spans", name=structure.name)
+        raise StructureError(
+            "node starts are not in preorder; alignment needs a preorder tree with nested spans", name=structure.name
+        )
     parent = structure.parent if structure.parent is not None else np.full(structure.num_nodes, -1, dtype=np.int64)
 
     pos = np.searchsorted(sp_start, s, side="right") - 1
@@ -255,7 +263,11 @@ def _align_flat(structure: Structure, s, e, special, flags) -> Alignment:
     node[contains_first] = cand[contains_first]
     same = np.searchsorted(o_start, s, side="left")
     first_same = np.where(ok, order[np.minimum(same, len(order) - 1)], -1)
-    use_first = contains_first & (start[np.maximum(first_same, 0)] == start[np.maximum(cand, 0)]) & (end[np.maximum(first_same, 0)] >= e)
+    use_first = (
+        contains_first
+        & (start[np.maximum(first_same, 0)] == start[np.maximum(cand, 0)])
+        & (end[np.maximum(first_same, 0)] >= e)
+    )
     node[use_first] = first_same[use_first]
     full = (node >= 0) & (end[np.maximum(node, 0)] >= e)
     flags[(node >= 0) & ~full] |= STRADDLE

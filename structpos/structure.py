@@ -276,8 +276,10 @@ class Structure:
                 self.format = "json-object" if value else self.format
                 continue
             if key not in _LEGACY_KEYS:
-                raise ValueError(f"{self.name}: unknown meta key {key!r}; use the Structure fields "
-                                 f"({', '.join(sorted(_LEGACY_KEYS))})")
+                raise ValueError(
+                    f"{self.name}: unknown meta key {key!r}; use the Structure fields "
+                    f"({', '.join(sorted(_LEGACY_KEYS))})"
+                )
             fld, attr = _LEGACY_KEYS[key]
             if attr is None:
                 setattr(self, fld, value)
@@ -411,7 +413,11 @@ class Structure:
             bad = np.flatnonzero((self.parent >= idx) | (self.parent < -1))
             if bad.size:
                 i = int(bad[0])
-                raise StructureError(f"parent[{i}]={self.parent[i]} breaks preorder (parent < child)", name=self.name, position=f"node {i}")
+                raise StructureError(
+                    f"parent[{i}]={self.parent[i]} breaks preorder (parent < child)",
+                    name=self.name,
+                    position=f"node {i}",
+                )
             # dependency trees (CoNLL-U, spaCy) span words, not subtrees: no nesting to check
             has = (self.parent >= 0) & (self.start >= 0) & self.nested_spans
             p = self.parent[has]
@@ -421,7 +427,9 @@ class Structure:
             bad = np.flatnonzero((self.start[c] < self.start[p]) | (self.end[c] > self.end[p]))
             if bad.size:
                 i = int(c[bad[0]])
-                raise StructureError(f"span of node {i} is not inside its parent's span", name=self.name, position=f"node {i}")
+                raise StructureError(
+                    f"span of node {i} is not inside its parent's span", name=self.name, position=f"node {i}"
+                )
         bad = np.flatnonzero((self.start >= 0) & (self.end < self.start))
         if bad.size:
             raise StructureError("span ends before it starts", name=self.name, position=f"node {int(bad[0])}")

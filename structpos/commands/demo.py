@@ -9,11 +9,11 @@ import numpy as np
 
 from ..structure import Structure
 
-CODE = '''def greet(name):
+CODE = """def greet(name):
     if name:
         return f"hello {name}"
     return "hello"
-'''
+"""
 
 JSON = '{"model": {"layers": 2, "heads": [4, 8]}, "name": "tiny"}'
 
@@ -54,7 +54,13 @@ def _show(title: str, structure, coords: dict, columns: list[str], max_rows: int
         vals = []
         for c in columns:
             v = np.asarray(coords[c][i])
-            vals.append(np.array2string(v, precision=2, separator=",", suppress_small=True) if v.ndim else f"{v:.3g}" if v.dtype.kind == "f" else str(v))
+            vals.append(
+                np.array2string(v, precision=2, separator=",", suppress_small=True)
+                if v.ndim
+                else f"{v:.3g}"
+                if v.dtype.kind == "f"
+                else str(v)
+            )
         rows.append([str(i), str(structure.labels[i])[:22], text] + vals)
     widths = [max(len(r[j]) for r in rows + [header]) for j in range(len(header))]
     for r in [header] + rows:
@@ -98,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
 
     code = _parse_one(CODE, "code", language="python", name="demo.py")
     c = compute_coords(code, "tree:6x8")
-    _show("Python code (tree-sitter)", code, c, ["depth", "sibling", "parent", "subtree_size", "root_path"], args.max_rows)
+    _show(
+        "Python code (tree-sitter)", code, c, ["depth", "sibling", "parent", "subtree_size", "root_path"], args.max_rows
+    )
 
     js = _parse_one(JSON, "json", name="demo.json")
     c = compute_coords(js, "tree")

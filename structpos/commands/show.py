@@ -37,20 +37,54 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Parse FILE, compute coordinates, and draw the tree / table / graph with nodes coloured "
         "by one coordinate, plus the heatmap of <R(c_i) q, R(c_j) k> next to the structural distance matrix.",
     )
-    p.add_argument("file", help="input file: code, JSON, CoNLL-U, CSV/TSV/HTML table, Markdown, ..., or a graph (.edgelist/.adjlist/.gml/.graphml)")
+    p.add_argument(
+        "file",
+        help="input file: code, JSON, CoNLL-U, CSV/TSV/HTML table, Markdown, ..., or a graph (.edgelist/.adjlist/.gml/.graphml)",
+    )
     p.add_argument("--kind", help="input kind (default: from the file suffix)")
     p.add_argument("--language", help="code language (default: from the file suffix)")
-    p.add_argument("--parser-opt", action="append", type=parser_option, default=[], metavar="KEY=VALUE", help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable")
-    p.add_argument("--index", type=int, default=0, help="which structure when the file holds several (e.g. CoNLL-U sentence), 0-based")
+    p.add_argument(
+        "--parser-opt",
+        action="append",
+        type=parser_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable",
+    )
+    p.add_argument(
+        "--index",
+        type=int,
+        default=0,
+        help="which structure when the file holds several (e.g. CoNLL-U sentence), 0-based",
+    )
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg, .pdf or .html")
-    p.add_argument("--coords", default=None, help="coordinate spec, e.g. 'tree' or 'lap:8,rw:16' (default: tree for trees, table for tables, lap:4 for graphs)")
-    p.add_argument("--color-by", default=None, help="coordinate, attribute or 'label' to colour nodes by (default: depth / row / degree)")
-    p.add_argument("--rope-coords", default=None, help="comma-separated coordinates fed to the rotary map (default: depth,sibling / row,col / lap)")
-    p.add_argument("--max-nodes", type=int, default=200, help="draw at most this many nodes (the first ones in preorder); default 200")
+    p.add_argument(
+        "--coords",
+        default=None,
+        help="coordinate spec, e.g. 'tree' or 'lap:8,rw:16' (default: tree for trees, table for tables, lap:4 for graphs)",
+    )
+    p.add_argument(
+        "--color-by",
+        default=None,
+        help="coordinate, attribute or 'label' to colour nodes by (default: depth / row / degree)",
+    )
+    p.add_argument(
+        "--rope-coords",
+        default=None,
+        help="comma-separated coordinates fed to the rotary map (default: depth,sibling / row,col / lap)",
+    )
+    p.add_argument(
+        "--max-nodes",
+        type=int,
+        default=200,
+        help="draw at most this many nodes (the first ones in preorder); default 200",
+    )
     p.add_argument("--size", default="1400x1000", help="image size in pixels WxH (default 1400x1000)")
     p.add_argument("--dpi", type=int, default=100, help="image resolution in dots per inch (default 100)")
     p.add_argument("--no-similarity", action="store_true", help="draw only the structure")
-    p.add_argument("--probe", choices=["ones", "random"], default="ones", help="the fixed q and k vectors (default: all-ones)")
+    p.add_argument(
+        "--probe", choices=["ones", "random"], default="ones", help="the fixed q and k vectors (default: all-ones)"
+    )
     p.add_argument("--head-dim", type=int, default=32, help="rotary head dimension (default 32)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the 'random' probe vectors (default 0)")
     p.set_defaults(func=run)
@@ -81,7 +115,6 @@ def _check_args(args: argparse.Namespace) -> tuple[Path, tuple[int, int]]:
 
         validate_spec(args.coords)
     return path, _parse_size(args.size)
-
 
 
 def load_structure(path: Path, kind: str | None, language: str | None, options: dict, index: int):
@@ -156,7 +189,13 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
     return result
 
 
-GRAPH_READERS = {".edgelist": "read_edgelist", ".edges": "read_edgelist", ".adjlist": "read_adjlist", ".gml": "read_gml", ".graphml": "read_graphml"}
+GRAPH_READERS = {
+    ".edgelist": "read_edgelist",
+    ".edges": "read_edgelist",
+    ".adjlist": "read_adjlist",
+    ".gml": "read_gml",
+    ".graphml": "read_graphml",
+}
 
 
 def read_graph_file(path: Path):
@@ -297,7 +336,11 @@ def run(args: argparse.Namespace) -> int:
         )
         coords = {k: np.asarray(v)[: s.num_nodes] for k, v in coords.items()}
     color_by = args.color_by or ("depth" if "depth" in coords else "row" if "row" in coords else "degree")
-    rope_names = [x.strip() for x in args.rope_coords.split(",") if x.strip()] if args.rope_coords else default_rope_names(coords)
+    rope_names = (
+        [x.strip() for x in args.rope_coords.split(",") if x.strip()]
+        if args.rope_coords
+        else default_rope_names(coords)
+    )
     encoder = _encoder(coords, rope_names, args.head_dim) if not args.no_similarity else None
     fig = viz.show_figure(
         s,

@@ -187,95 +187,160 @@ _I64, _F64, _BOOL = "int64", "float64", "bool"
 COORDS: Registry[CoordFamily] = Registry("coordinate family")
 """Every coordinate family by name (see :class:`CoordFamily`)."""
 
-COORDS.add(CoordFamily(
-    "tree", "structpos.coords.tree:tree_coords", _tree_arg, syntax="tree[:DxW]", default_arg="32x64",
-    summary="Depth, sibling index, parent, children, subtree size and the capped root path of each tree node.",
-    reference=r"$\mathrm{depth}(v)=\mathrm{depth}(\mathrm{parent}(v))+1$; root path = sibling indices "
-    r"from the root, first $D$ levels, each clipped to $W-1$ (Shiv & Quirk 2019).",
-    columns=(
-        Column("depth", _I64, (), "edges from the root"),
-        Column("sibling", _I64, (), "0-based index among the parent's children"),
-        Column("parent", _I64, (), "parent node, -1 for roots"),
-        Column("num_children", _I64, (), "number of children"),
-        Column("subtree_size", _I64, (), "nodes in the subtree, itself included"),
-        Column("root_path", "int16", ("D",), "sibling indices from the root, -1 padded"),
-        Column("root_path_overflow", _BOOL, (), "the stored path was cut or clipped"),
-    ),
-))
-COORDS.add(CoordFamily(
-    "table", "structpos.coords.table:table_coords", no_argument("table"),
-    summary="Row, column, spans and header flag of each cell, and TAPAS-style row/column ids.",
-    reference="Cells keep their top-left grid position; `tapas_row` = data-row ordinal (1-based, 0 in "
-    "headers), `tapas_col` = col + 1 (Herzig et al. 2020). Non-cell nodes get -1 (0 for TAPAS ids).",
-    columns=tuple(Column(c, _I64, (), d) for c, d in [
-        ("row", "top grid row"), ("col", "left grid column"), ("rowspan", "rows covered"),
-        ("colspan", "columns covered"), ("header", "1 in header rows"),
-        ("tapas_row", "data-row ordinal, 0 for headers"), ("tapas_col", "column + 1")]),
-))
-COORDS.add(CoordFamily(
-    "hier", "structpos.coords.hierarchy:hierarchy_coords", no_argument("hier"),
-    summary="Paragraph, sentence and token ordinals of document nodes (and markdown section ids).",
-    reference="Ordinals of the nearest block / sentence / token ancestor-or-self, as in hierarchical "
-    "RoPE (He et al. 2024); `-1` outside.",
-    columns=(
-        Column("paragraph", _I64, (), "document-wide block ordinal"),
-        Column("sentence", _I64, (), "sentence ordinal within its block"),
-        Column("token", _I64, (), "token ordinal within its sentence"),
-        Column("section", _I64, (), "innermost section ordinal (markdown only)", optional=True),
-        Column("section_depth", _I64, (), "sections containing the node (markdown only)", optional=True),
-        Column("section_path", _I64, ("S",), "sibling ordinals of the enclosing sections, S = deepest "
-               "nesting (markdown only)", optional=True),
-    ),
-))
-COORDS.add(CoordFamily(
-    "lap", "structpos.coords.laplacian:lap_coords", _one_int("lap", "k", 8, 1), syntax="lap[:k]", default_arg="8",
-    summary="Laplacian eigenvector positional encoding (undirected).",
-    reference=r"$L = I - D^{-1/2} A D^{-1/2}$; the $k$ eigenvectors after the zero mode of each component, "
-    "sign fixed (Dwivedi et al. 2020).",
-    columns=(
-        Column("lap", _F64, ("k",), "eigenvector entries of the node"),
-        Column("lap_eigvals", _F64, ("k",), "the graph's eigenvalues, repeated per node"),
-        Column("lap_mask", _BOOL, ("k",), "False for missing modes (fewer than k)"),
-        Column("lap_ambiguous", _BOOL, ("k",), "True for modes whose eigenspace crosses the k-th cut (basis not unique)"),
-    ),
-))
-COORDS.add(CoordFamily(
-    "rw", "structpos.coords.random_walk:rw_coords", _one_int("rw", "K", 16, 1), syntax="rw[:K]", default_arg="16",
-    summary="Random-walk structural encoding: return probabilities after 1..K steps.",
-    reference=r"$\mathrm{RWSE}_k(v) = (D^{-1}A)^k_{vv}$, $k = 1..K$ (Dwivedi et al. 2022).",
-    columns=(Column("rw", "float32", ("K",), "return probability after 1..K steps"),),
-))
-COORDS.add(CoordFamily(
-    "maglap", "structpos.coords.magnetic:maglap_coords", _maglap_arg, syntax="maglap[:k[:q]]", default_arg="8:0.25",
-    summary="Magnetic Laplacian eigenvectors for directed graphs (real and imaginary parts).",
-    reference=r"$L^{(q)} = I - (D_s^{-1/2} A_s D_s^{-1/2}) \odot \exp(i\,2\pi q (B - B^\top))$ "
-    "(Geisler et al. 2023).",
-    columns=(
-        Column("maglap_re", _F64, ("k",), "real part of the eigenvector entries"),
-        Column("maglap_im", _F64, ("k",), "imaginary part"),
-        Column("maglap_eigvals", _F64, ("k",), "eigenvalues, repeated per node"),
-        Column("maglap_mask", _BOOL, ("k",), "False for missing modes"),
-        Column("maglap_ambiguous", _BOOL, ("k",), "True for modes whose eigenspace crosses the k-th cut"),
-    ),
-))
-COORDS.add(CoordFamily(
-    "spd", "structpos.coords.distance:spd_coords", _one_int("spd", "max", None, 0), syntax="spd[:max]",
-    default_arg="no cap",
-    summary="Shortest-path (hop) distance to every node; -1 beyond `max` or unreachable.",
-    reference="Breadth-first hop counts (Graphormer, Ying et al. 2021).",
-    columns=(Column("spd", _I64, ("N",), "hops to each node"),),
-))
-COORDS.add(CoordFamily(
-    "resistance", "structpos.coords.distance:resistance_coords", no_argument("resistance"),
-    summary="Effective resistance to every node.",
-    reference=r"$R_{uv} = (e_u - e_v)^\top L^+ (e_u - e_v)$ with $L = D - A$.",
-    columns=(Column("resistance", _F64, ("N",), "effective resistance to each node"),),
-))
+COORDS.add(
+    CoordFamily(
+        "tree",
+        "structpos.coords.tree:tree_coords",
+        _tree_arg,
+        syntax="tree[:DxW]",
+        default_arg="32x64",
+        summary="Depth, sibling index, parent, children, subtree size and the capped root path of each tree node.",
+        reference=r"$\mathrm{depth}(v)=\mathrm{depth}(\mathrm{parent}(v))+1$; root path = sibling indices "
+        r"from the root, first $D$ levels, each clipped to $W-1$ (Shiv & Quirk 2019).",
+        columns=(
+            Column("depth", _I64, (), "edges from the root"),
+            Column("sibling", _I64, (), "0-based index among the parent's children"),
+            Column("parent", _I64, (), "parent node, -1 for roots"),
+            Column("num_children", _I64, (), "number of children"),
+            Column("subtree_size", _I64, (), "nodes in the subtree, itself included"),
+            Column("root_path", "int16", ("D",), "sibling indices from the root, -1 padded"),
+            Column("root_path_overflow", _BOOL, (), "the stored path was cut or clipped"),
+        ),
+    )
+)
+COORDS.add(
+    CoordFamily(
+        "table",
+        "structpos.coords.table:table_coords",
+        no_argument("table"),
+        summary="Row, column, spans and header flag of each cell, and TAPAS-style row/column ids.",
+        reference="Cells keep their top-left grid position; `tapas_row` = data-row ordinal (1-based, 0 in "
+        "headers), `tapas_col` = col + 1 (Herzig et al. 2020). Non-cell nodes get -1 (0 for TAPAS ids).",
+        columns=tuple(
+            Column(c, _I64, (), d)
+            for c, d in [
+                ("row", "top grid row"),
+                ("col", "left grid column"),
+                ("rowspan", "rows covered"),
+                ("colspan", "columns covered"),
+                ("header", "1 in header rows"),
+                ("tapas_row", "data-row ordinal, 0 for headers"),
+                ("tapas_col", "column + 1"),
+            ]
+        ),
+    )
+)
+COORDS.add(
+    CoordFamily(
+        "hier",
+        "structpos.coords.hierarchy:hierarchy_coords",
+        no_argument("hier"),
+        summary="Paragraph, sentence and token ordinals of document nodes (and markdown section ids).",
+        reference="Ordinals of the nearest block / sentence / token ancestor-or-self, as in hierarchical "
+        "RoPE (He et al. 2024); `-1` outside.",
+        columns=(
+            Column("paragraph", _I64, (), "document-wide block ordinal"),
+            Column("sentence", _I64, (), "sentence ordinal within its block"),
+            Column("token", _I64, (), "token ordinal within its sentence"),
+            Column("section", _I64, (), "innermost section ordinal (markdown only)", optional=True),
+            Column("section_depth", _I64, (), "sections containing the node (markdown only)", optional=True),
+            Column(
+                "section_path",
+                _I64,
+                ("S",),
+                "sibling ordinals of the enclosing sections, S = deepest nesting (markdown only)",
+                optional=True,
+            ),
+        ),
+    )
+)
+COORDS.add(
+    CoordFamily(
+        "lap",
+        "structpos.coords.laplacian:lap_coords",
+        _one_int("lap", "k", 8, 1),
+        syntax="lap[:k]",
+        default_arg="8",
+        summary="Laplacian eigenvector positional encoding (undirected).",
+        reference=r"$L = I - D^{-1/2} A D^{-1/2}$; the $k$ eigenvectors after the zero mode of each component, "
+        "sign fixed (Dwivedi et al. 2020).",
+        columns=(
+            Column("lap", _F64, ("k",), "eigenvector entries of the node"),
+            Column("lap_eigvals", _F64, ("k",), "the graph's eigenvalues, repeated per node"),
+            Column("lap_mask", _BOOL, ("k",), "False for missing modes (fewer than k)"),
+            Column(
+                "lap_ambiguous",
+                _BOOL,
+                ("k",),
+                "True for modes whose eigenspace crosses the k-th cut (basis not unique)",
+            ),
+        ),
+    )
+)
+COORDS.add(
+    CoordFamily(
+        "rw",
+        "structpos.coords.random_walk:rw_coords",
+        _one_int("rw", "K", 16, 1),
+        syntax="rw[:K]",
+        default_arg="16",
+        summary="Random-walk structural encoding: return probabilities after 1..K steps.",
+        reference=r"$\mathrm{RWSE}_k(v) = (D^{-1}A)^k_{vv}$, $k = 1..K$ (Dwivedi et al. 2022).",
+        columns=(Column("rw", "float32", ("K",), "return probability after 1..K steps"),),
+    )
+)
+COORDS.add(
+    CoordFamily(
+        "maglap",
+        "structpos.coords.magnetic:maglap_coords",
+        _maglap_arg,
+        syntax="maglap[:k[:q]]",
+        default_arg="8:0.25",
+        summary="Magnetic Laplacian eigenvectors for directed graphs (real and imaginary parts).",
+        reference=r"$L^{(q)} = I - (D_s^{-1/2} A_s D_s^{-1/2}) \odot \exp(i\,2\pi q (B - B^\top))$ "
+        "(Geisler et al. 2023).",
+        columns=(
+            Column("maglap_re", _F64, ("k",), "real part of the eigenvector entries"),
+            Column("maglap_im", _F64, ("k",), "imaginary part"),
+            Column("maglap_eigvals", _F64, ("k",), "eigenvalues, repeated per node"),
+            Column("maglap_mask", _BOOL, ("k",), "False for missing modes"),
+            Column("maglap_ambiguous", _BOOL, ("k",), "True for modes whose eigenspace crosses the k-th cut"),
+        ),
+    )
+)
+COORDS.add(
+    CoordFamily(
+        "spd",
+        "structpos.coords.distance:spd_coords",
+        _one_int("spd", "max", None, 0),
+        syntax="spd[:max]",
+        default_arg="no cap",
+        summary="Shortest-path (hop) distance to every node; -1 beyond `max` or unreachable.",
+        reference="Breadth-first hop counts (Graphormer, Ying et al. 2021).",
+        columns=(Column("spd", _I64, ("N",), "hops to each node"),),
+    )
+)
+COORDS.add(
+    CoordFamily(
+        "resistance",
+        "structpos.coords.distance:resistance_coords",
+        no_argument("resistance"),
+        summary="Effective resistance to every node.",
+        reference=r"$R_{uv} = (e_u - e_v)^\top L^+ (e_u - e_v)$ with $L = D - A$.",
+        columns=(Column("resistance", _F64, ("N",), "effective resistance to each node"),),
+    )
+)
 
 
 # ------------------------------------------------------------------------------- public API
-def register(name: str, fn: CoordFn, *, validate: Callable[[str | None], dict[str, Any]] | None = None,
-             summary: str = "", columns: tuple[Column, ...] = ()) -> CoordFamily:
+def register(
+    name: str,
+    fn: CoordFn,
+    *,
+    validate: Callable[[str | None], dict[str, Any]] | None = None,
+    summary: str = "",
+    columns: tuple[Column, ...] = (),
+) -> CoordFamily:
     """Register a coordinate family under ``name`` (replacing a built-in one of that name).
 
     Parameters
@@ -445,13 +510,16 @@ def families_markdown() -> str:
     >>> print(families_markdown().splitlines()[0])
     | spec | default | outputs (dtype, per-node shape) | what | formula / reference |
     """
-    rows = ["| spec | default | outputs (dtype, per-node shape) | what | formula / reference |",
-            "|---|---|---|---|---|"]
+    rows = [
+        "| spec | default | outputs (dtype, per-node shape) | what | formula / reference |",
+        "|---|---|---|---|---|",
+    ]
     for fam in COORDS.entries.values():
         cols = "<br>".join(
             f"`{c.name}` {c.dtype} ({', '.join(map(str, c.shape))}{',' if len(c.shape) == 1 else ''})"
             + (" *optional*" if c.optional else "")
-            for c in fam.columns)
+            for c in fam.columns
+        )
         rows.append(f"| `{fam.syntax}` | {fam.default_arg or '—'} | {cols} | {fam.summary} | {fam.reference} |")
     return "\n".join(rows)
 

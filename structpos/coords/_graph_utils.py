@@ -149,8 +149,13 @@ def _unchecked(obj, num_nodes, edge_weight, directed, name) -> Graph:
         return obj
     if isinstance(obj, Structure):
         ei, ew = obj.edges()
-        return _shaped(ei, obj.num_nodes, ew if edge_weight is None else edge_weight,
-                       obj.directed if directed is None else directed, name or obj.name)
+        return _shaped(
+            ei,
+            obj.num_nodes,
+            ew if edge_weight is None else edge_weight,
+            obj.directed if directed is None else directed,
+            name or obj.name,
+        )
     store = getattr(obj, "_store", None)  # PyG Data: read its storage directly (much faster)
     mapping = getattr(store, "_mapping", None)  # ... and the storage's plain dict, faster still
     if type(mapping) is dict and "edge_index" in mapping:
@@ -210,7 +215,8 @@ def _check_values(gs: Sequence[Graph]) -> None:
             g = gs[gi]
             raise StructureError(
                 f"edge ({g.edge_index[0, e]}, {g.edge_index[1, e]}) refers to a node outside 0..{g.num_nodes - 1}",
-                name=g.name, position=f"edge {e}",
+                name=g.name,
+                position=f"edge {e}",
             )
     for gi, g in enumerate(gs):
         if g.edge_weight is None:
@@ -249,8 +255,9 @@ def adjacency(g: Graph, *, symmetrize: bool = True, self_loops: bool = False) ->
     return A
 
 
-def dense_adjacency_batch(graphs: Sequence[Graph], size: int, *, symmetrize: bool = True,
-                          self_loops: bool = False) -> np.ndarray:
+def dense_adjacency_batch(
+    graphs: Sequence[Graph], size: int, *, symmetrize: bool = True, self_loops: bool = False
+) -> np.ndarray:
     """``(B, size, size)`` dense adjacencies of graphs with ``num_nodes <= size`` (zero padded)."""
     B = len(graphs)
     if B == 0:
@@ -298,8 +305,9 @@ def packed_edges(graphs: Sequence[Graph], *, self_loops: bool = False):
     return ei[0, keep], ei[1, keep], w, gid[keep]
 
 
-def bucket_edges(groups: dict[int, np.ndarray], num_graphs: int, row: np.ndarray, col: np.ndarray,
-                 gid: np.ndarray) -> list[np.ndarray]:
+def bucket_edges(
+    groups: dict[int, np.ndarray], num_graphs: int, row: np.ndarray, col: np.ndarray, gid: np.ndarray
+) -> list[np.ndarray]:
     """For each size group ``S → idx`` (see :func:`group_by_size`), the edges of its graphs as
     indices into the packed edge arrays and their flat positions in the group's zero-padded
     ``(len(idx), S, S)`` adjacency: ``[(edge_sel, flat), ...]`` in ``groups`` order (one sort
@@ -316,7 +324,7 @@ def bucket_edges(groups: dict[int, np.ndarray], num_graphs: int, row: np.ndarray
     bounds = np.searchsorted(eb[order], np.arange(len(groups) + 1))
     out = []
     for b in range(len(groups)):
-        sel = order[bounds[b]: bounds[b + 1]]
+        sel = order[bounds[b] : bounds[b + 1]]
         out.append((sel, flat[sel]))
     return out
 

@@ -286,10 +286,16 @@ def _auto_chain(L, Z, dense_max: int) -> tuple[list[str], str, float | None]:
         return ["lanczos", "amg", "dense"], f"smallest eigenvalue ≈ {low:.3g} (well conditioned): Lanczos", None
     env = _rcm_envelope(L)
     if env <= FACTOR_ENVELOPE_MAX:
-        return (["shift-invert", "amg", "dense"],
-                f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries: shift-invert with a sparse LU", env)
-    return (["amg", "lanczos", "dense"],
-            f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries (fill-in too large): AMG-LOBPCG", env)
+        return (
+            ["shift-invert", "amg", "dense"],
+            f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries: shift-invert with a sparse LU",
+            env,
+        )
+    return (
+        ["amg", "lanczos", "dense"],
+        f"smallest eigenvalue ≲ {low:.2g}, RCM envelope {env:.2g} entries (fill-in too large): AMG-LOBPCG",
+        env,
+    )
 
 
 def _lowest_ritz(L, Z, steps: int = 20) -> float:
@@ -372,8 +378,9 @@ def _solve_checked(L, Z, m, method, tol, maxiter, say):
         found = w2 < w[m - 1] - _tie_tol(w[m - 1])
         if not found.any():
             break
-        notes.append(f"{method}: completeness check found {int(found.sum())} missed eigenpair(s) "
-                     f"below λ_{m} = {w[m - 1]:.6g}")
+        notes.append(
+            f"{method}: completeness check found {int(found.sum())} missed eigenpair(s) below λ_{m} = {w[m - 1]:.6g}"
+        )
         say(notes[-1])
         w, U = _rayleigh_ritz(L, Z, np.hstack([U, U2[:, found]]))
     else:
@@ -498,8 +505,7 @@ class _Context:
 
         op = LinearOperator(L.shape, matvec=mv, matmat=mv, dtype=L.dtype)
         v0 = _start(n, 1, L.dtype, ZD)[:, 0]
-        return eigsh(op, k=p, which="SA", v0=v0, tol=tol, ncv=_lanczos_ncv(p, n),
-                     maxiter=self.maxiter or 50 * n)
+        return eigsh(op, k=p, which="SA", v0=v0, tol=tol, ncv=_lanczos_ncv(p, n), maxiter=self.maxiter or 50 * n)
 
     # -- Krylov on the inverse
     def _factor(self):
@@ -509,7 +515,7 @@ class _Context:
 
     def _shift_invert(self, p, ZD, tol):
         F, n = self._factor(), self.n
-        extra = ZD[:, self.Z.shape[1]:]  # found vectors deflated by a completeness round
+        extra = ZD[:, self.Z.shape[1] :]  # found vectors deflated by a completeness round
 
         def mv(x):  # F.solve projects off Z itself
             if extra.shape[1] == 0:
@@ -519,8 +525,7 @@ class _Context:
         op = LinearOperator((n, n), matvec=mv, matmat=mv, dtype=self.L.dtype)
         v0 = _start(n, 1, self.L.dtype, ZD)[:, 0]
         ncv = max(2 * p + 1, 20) if extra.shape[1] == 0 else max(2 * p + 1, 8)  # a round wants one pair
-        theta, U = eigsh(op, k=p, which="LM", v0=v0, tol=tol, ncv=min(n - 1, ncv),
-                         maxiter=self.maxiter or 10 * n)
+        theta, U = eigsh(op, k=p, which="LM", v0=v0, tol=tol, ncv=min(n - 1, ncv), maxiter=self.maxiter or 10 * n)
         return 1.0 / np.real(theta) + F.sigma, U
 
     # -- LOBPCG, optionally AMG-preconditioned
@@ -535,9 +540,15 @@ class _Context:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # judged by the residual check instead
             try:
-                w, U = lobpcg(L, X, M=self._amg if amg else None, Y=ZD if ZD.shape[1] else None,
-                              tol=max(self.tol, 1e-13), maxiter=self.maxiter or (300 if amg else 1000),
-                              largest=False)
+                w, U = lobpcg(
+                    L,
+                    X,
+                    M=self._amg if amg else None,
+                    Y=ZD if ZD.shape[1] else None,
+                    tol=max(self.tol, 1e-13),
+                    maxiter=self.maxiter or (300 if amg else 1000),
+                    largest=False,
+                )
             except (ValueError, np.linalg.LinAlgError) as e:  # e.g. a Gram matrix not positive definite
                 raise _Failed(f"LOBPCG broke down: {e}") from e
         order = np.argsort(w)[:p]
@@ -553,14 +564,13 @@ class _Inverse:
         self.dtype, self.Z = L.dtype, Z
         if Z.shape[1] == 1:
             r = int(np.argmax(np.abs(Z[:, 0])))
-            self.keep = np.r_[0:r, r + 1:n]
+            self.keep = np.r_[0:r, r + 1 : n]
             M = L[self.keep][:, self.keep]
             self.sigma = 0.0
         else:
             self.keep, self.sigma = None, SHIFT
             M = L - SHIFT * sp.identity(n, dtype=L.dtype, format="csr")
-        self.lu = splu(M.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                       options={"SymmetricMode": True})
+        self.lu = splu(M.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
 
     @property
     def fill(self) -> int:
@@ -582,6 +592,7 @@ def _amg_preconditioner(L, Z):
         raise _Failed("method 'amg' needs pyamg (pip install 'structpos[graph]')") from e
     B = Z[:, :1] if Z.shape[1] else np.ones((L.shape[0], 1), dtype=L.dtype)
     cplx = np.issubdtype(L.dtype, np.complexfloating)
-    ml = pyamg.smoothed_aggregation_solver(L.tocsr(), B=B, symmetry="hermitian" if cplx else "symmetric",
-                                           max_coarse=500)
+    ml = pyamg.smoothed_aggregation_solver(
+        L.tocsr(), B=B, symmetry="hermitian" if cplx else "symmetric", max_coarse=500
+    )
     return ml.aspreconditioner(cycle="V")

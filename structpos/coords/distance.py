@@ -137,8 +137,9 @@ def resistance_distance(
     return to_output(R, output_like(edge_index))
 
 
-def hop_distances_batch(graphs: Sequence[Any], max_dist: int | None = None, *,
-                        directed: bool = False, unreachable: int = -1) -> list:
+def hop_distances_batch(
+    graphs: Sequence[Any], max_dist: int | None = None, *, directed: bool = False, unreachable: int = -1
+) -> list:
     """:func:`hop_distances` of every graph (a list of ``(N_g, N_g)`` matrices).
 
     Examples
@@ -160,8 +161,9 @@ def shortest_path_distance(*args, **kwargs):
     ...     shortest_path_distance(np.array([[0], [1]]), 2).tolist()
     [[0, 1], [1, 0]]
     """
-    warnings.warn("structpos.coords.distance.shortest_path_distance is renamed hop_distances",
-                  DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "structpos.coords.distance.shortest_path_distance is renamed hop_distances", DeprecationWarning, stacklevel=2
+    )
     return hop_distances(*args, **kwargs)
 
 
@@ -215,8 +217,9 @@ def resistance_distance_pairs(
     n = g.num_nodes
     if P.size and (P.min() < 0 or P.max() >= n):
         bad = int(np.flatnonzero((P < 0).any(1) | (P >= n).any(1))[0])
-        raise StructureError(f"pair {tuple(P[bad])} names a node outside 0..{n - 1}", name=g.name,
-                             position=f"pair {bad}")
+        raise StructureError(
+            f"pair {tuple(P[bad])} names a node outside 0..{n - 1}", name=g.name, position=f"pair {bad}"
+        )
     if method not in ("auto", "factor", "amg-cg"):
         raise ValueError(f"unknown method {method!r} (use 'auto', 'factor' or 'amg-cg')")
     out = np.full(len(P), np.inf)
@@ -246,7 +249,7 @@ def _grounded_solve(Lc, i: np.ndarray, j: np.ndarray, method: str, tol: float, n
 
     m = Lc.shape[0]
     r = int(np.argmax(Lc.diagonal()))
-    keep = np.r_[0:r, r + 1:m]
+    keep = np.r_[0:r, r + 1 : m]
     M = Lc[keep][:, keep].tocsc()
     idx = np.full(m, -1)
     idx[keep] = np.arange(m - 1)
@@ -262,7 +265,7 @@ def _grounded_solve(Lc, i: np.ndarray, j: np.ndarray, method: str, tol: float, n
         pre = _amg_preconditioner(Lc, np.zeros((m, 0)))
         pre = _grounded_preconditioner(pre, keep, r, m)
     for s in range(0, len(i), chunk):
-        ii, jj = i[s: s + chunk], j[s: s + chunk]
+        ii, jj = i[s : s + chunk], j[s : s + chunk]
         B = np.zeros((m - 1, len(ii)))
         cols = np.arange(len(ii))
         B[idx[ii[idx[ii] >= 0]], cols[idx[ii] >= 0]] += 1.0
@@ -275,11 +278,12 @@ def _grounded_solve(Lc, i: np.ndarray, j: np.ndarray, method: str, tol: float, n
                 X[:, c], info = cg(M, B[:, c], rtol=tol, maxiter=2000, M=pre)
                 if info != 0:
                     res = float(np.linalg.norm(M @ X[:, c] - B[:, c]))
-                    raise EigenConvergenceError(f"CG for resistance did not converge (residual {res:.2e})",
-                                                residuals=[res], name=name)
+                    raise EigenConvergenceError(
+                        f"CG for resistance did not converge (residual {res:.2e})", residuals=[res], name=name
+                    )
         full = np.zeros((m, X.shape[1]))
         full[keep] = X
-        vals[s: s + chunk] = full[ii, cols] - full[jj, cols]
+        vals[s : s + chunk] = full[ii, cols] - full[jj, cols]
     return vals
 
 
@@ -310,8 +314,11 @@ def shortest_path_distance_batch(*args, **kwargs):
     ...     len(shortest_path_distance_batch([(np.array([[0], [1]]), 2)]))
     1
     """
-    warnings.warn("structpos.coords.distance.shortest_path_distance_batch is renamed hop_distances_batch",
-                  DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "structpos.coords.distance.shortest_path_distance_batch is renamed hop_distances_batch",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return hop_distances_batch(*args, **kwargs)
 
 

@@ -97,7 +97,7 @@ class LapBatch(NamedTuple):
 
     def graph(self, g: int):
         """``(pe, eigvals, mask)`` of graph ``g``."""
-        return self.pe[self.ptr[g]: self.ptr[g + 1]], self.eigvals[g], self.mask[g]
+        return self.pe[self.ptr[g] : self.ptr[g + 1]], self.eigvals[g], self.mask[g]
 
 
 # ---------------------------------------------------------------- public API
@@ -169,8 +169,9 @@ def laplacian_pe(
         pe, ev, mask, amb = out.pe, out.eigvals[0], out.mask[0], out.ambiguous[0]
         report = SolveReport(("dense",), res, 0.0)
     else:
-        pe, ev, mask, amb, report = _sparse_graph(g, k, method=method, dense_max=dense_max, tol=tol,
-                                                  maxiter=maxiter, progress=progress)
+        pe, ev, mask, amb, report = _sparse_graph(
+            g, k, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress
+        )
     like = output_like(edge_index)
     return SpectralPE(to_output(pe, like), to_output(ev, like), to_output(mask, like), to_output(amb, like), report)
 
@@ -227,7 +228,7 @@ def laplacian_pe_batch(
     out, _ = _dense_batch(gs, k, dtype=dtype, bucket=bucket, only=small, workers=workers)
     for i in np.flatnonzero(sizes > dense_max):
         pe, ev, mask, amb, _ = _sparse_graph(gs[i], k, dense_max=dense_max)
-        out.pe[out.ptr[i]: out.ptr[i + 1]] = pe
+        out.pe[out.ptr[i] : out.ptr[i + 1]] = pe
         out.eigvals[i], out.mask[i], out.ambiguous[i] = ev, mask, amb
     return LapBatch(*batch_output(out, graphs, as_torch))
 
@@ -248,8 +249,12 @@ def lap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nda
     k = int(arg) if arg else 8
     r = laplacian_pe(as_graph(structure), k=k)
     n = structure.num_nodes
-    return {"lap": r.pe, "lap_eigvals": np.tile(r.eigvals, (n, 1)), "lap_mask": np.tile(r.mask, (n, 1)),
-            "lap_ambiguous": np.tile(r.ambiguous, (n, 1))}
+    return {
+        "lap": r.pe,
+        "lap_eigvals": np.tile(r.eigvals, (n, 1)),
+        "lap_mask": np.tile(r.mask, (n, 1)),
+        "lap_ambiguous": np.tile(r.ambiguous, (n, 1)),
+    }
 
 
 # ---------------------------------------------------------------- dense batch
@@ -279,8 +284,9 @@ def _component_counts(row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: 
     return np.bincount(owner[comp_size >= 2], minlength=B)
 
 
-def _dense_batch(gs: Sequence[Graph], k: int, *, dtype=np.float64, bucket: int = 1, only=None,
-                 workers: int | None = 1) -> tuple[LapBatch, float]:
+def _dense_batch(
+    gs: Sequence[Graph], k: int, *, dtype=np.float64, bucket: int = 1, only=None, workers: int | None = 1
+) -> tuple[LapBatch, float]:
     """Dense LapPE of the graphs ``only`` (default all) and the largest eigenpair residual."""
     B = len(gs)
     sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=B)
@@ -308,8 +314,14 @@ def _dense_batch(gs: Sequence[Graph], k: int, *, dtype=np.float64, bucket: int =
         residual.append(res)
         scatter_rows(pe, ptr, idx, sub_sizes[local], V)  # disjoint rows: safe from threads
 
-    run_size_groups(list(zip(groups.items(), edges)), run, size_of=lambda t: t[0][0],
-                    cost_of=lambda t: len(t[0][1]) * t[0][0] ** 3, workers=workers, num_graphs=len(sub))
+    run_size_groups(
+        list(zip(groups.items(), edges)),
+        run,
+        size_of=lambda t: t[0][0],
+        cost_of=lambda t: len(t[0][1]) * t[0][0] ** 3,
+        workers=workers,
+        num_graphs=len(sub),
+    )
     res = max(residual)
     if res > RESIDUAL_MAX * (1e3 if np.dtype(dtype) == np.float32 else 1):
         raise EigenConvergenceError(f"dense eigh returned a residual of {res:.2e}", residuals=[res])
@@ -338,8 +350,8 @@ def _group_pe(S: int, flat: np.ndarray, weight: np.ndarray, n: np.ndarray, c: np
     valid = cols < real_modes[:, None]
     c0 = int(c[0])
     if c0 + k <= S and (c == c0).all():  # the usual case: one column range for the whole group
-        ev = np.where(valid, w[:, c0: c0 + k], 0.0)
-        V = U[:, :, c0: c0 + k]
+        ev = np.where(valid, w[:, c0 : c0 + k], 0.0)
+        V = U[:, :, c0 : c0 + k]
     else:
         cols = np.minimum(cols, S - 1)
         ev = np.where(valid, np.take_along_axis(w, cols, axis=1), 0.0)
@@ -364,8 +376,16 @@ def _components(A) -> list[np.ndarray]:
     return [members[c] for c in np.argsort(-sizes, kind="stable")]
 
 
-def _sparse_graph(g: Graph, k: int, *, method: SparseMethod = "auto", dense_max: int = DENSE_MAX,
-                  tol: float = 1e-10, maxiter: int | None = None, progress=None):
+def _sparse_graph(
+    g: Graph,
+    k: int,
+    *,
+    method: SparseMethod = "auto",
+    dense_max: int = DENSE_MAX,
+    tol: float = 1e-10,
+    maxiter: int | None = None,
+    progress=None,
+):
     """Per-component decomposition of a large graph; the k smallest non-trivial modes overall."""
     n = g.num_nodes
     A = adjacency(g)
@@ -379,7 +399,7 @@ def _sparse_graph(g: Graph, k: int, *, method: SparseMethod = "auto", dense_max:
         res, res_max = _dense_batch(sub, kk)
         for j, nodes in enumerate(small):
             m = res.mask[j]
-            cands.append((nodes, res.eigvals[j][m], res.pe[res.ptr[j]: res.ptr[j + 1]][:, m]))
+            cands.append((nodes, res.eigvals[j][m], res.pe[res.ptr[j] : res.ptr[j + 1]][:, m]))
     notes: list[str] = []
     methods, resid, ortho, mem = (["dense"] if small else []), (res_max if small else 0.0), 0.0, 0
     for nodes in (nodes for nodes in comps if len(nodes) > dense_max):
@@ -387,8 +407,17 @@ def _sparse_graph(g: Graph, k: int, *, method: SparseMethod = "auto", dense_max:
         dc = deg[nodes]
         Lc = _normalized_laplacian(Ac, dc)
         null = np.sqrt(dc / dc.sum())[:, None]
-        r = smallest_eigenpairs(Lc, min(k + 1, len(nodes) - 1), null=null, method=method, tol=tol,
-                                maxiter=maxiter, dense_max=dense_max, name=g.name, progress=progress)
+        r = smallest_eigenpairs(
+            Lc,
+            min(k + 1, len(nodes) - 1),
+            null=null,
+            method=method,
+            tol=tol,
+            maxiter=maxiter,
+            dense_max=dense_max,
+            name=g.name,
+            progress=progress,
+        )
         w = edge_rayleigh_quotients(r.vectors, Ac, dc, r.eigvals)
         cands.append((nodes, w, canonical_phase(r.vectors)))
         methods.append(r.method)

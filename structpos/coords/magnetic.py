@@ -127,8 +127,9 @@ def magnetic_laplacian_pe(
         pe, ev, mask, amb = out.pe, out.eigvals[0], out.mask[0], out.ambiguous[0]
         report = SolveReport(("dense",), res, 0.0)
     else:
-        pe, ev, mask, amb, report = _sparse_graph(g, k, q, q_relative, method=method, dense_max=dense_max,
-                                                  tol=tol, maxiter=maxiter, progress=progress)
+        pe, ev, mask, amb, report = _sparse_graph(
+            g, k, q, q_relative, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress
+        )
     like = output_like(edge_index)
     return SpectralPE(to_output(pe, like), to_output(ev, like), to_output(mask, like), to_output(amb, like), report)
 
@@ -170,7 +171,7 @@ def magnetic_laplacian_pe_batch(
     out, _ = _dense_batch(gs, k, q, q_relative, dtype=dtype, bucket=bucket, only=small, workers=workers)
     for i in np.flatnonzero(sizes > dense_max):
         p, ev, m, amb, _ = _sparse_graph(gs[i], k, q, q_relative, dense_max=dense_max)
-        out.pe[out.ptr[i]: out.ptr[i + 1]], out.eigvals[i], out.mask[i], out.ambiguous[i] = p, ev, m, amb
+        out.pe[out.ptr[i] : out.ptr[i + 1]], out.eigvals[i], out.mask[i], out.ambiguous[i] = p, ev, m, amb
     return LapBatch(*batch_output(out, graphs, as_torch))
 
 
@@ -233,8 +234,17 @@ def _dense_magnetic(group: Sequence[Graph], S: int, q: float, q_relative: bool):
     return L, iso
 
 
-def _dense_batch(gs: Sequence[Graph], k: int, q: float, q_relative: bool, *, dtype=np.float64, bucket: int = 1,
-                 only=None, workers: int | None = 1) -> tuple[LapBatch, float]:
+def _dense_batch(
+    gs: Sequence[Graph],
+    k: int,
+    q: float,
+    q_relative: bool,
+    *,
+    dtype=np.float64,
+    bucket: int = 1,
+    only=None,
+    workers: int | None = 1,
+) -> tuple[LapBatch, float]:
     """Dense magnetic PE of the graphs ``only`` (default all) and the largest residual."""
     B = len(gs)
     sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=B)
@@ -267,8 +277,14 @@ def _dense_batch(gs: Sequence[Graph], k: int, q: float, q_relative: bool, *, dty
         eigvals[idx, :kk], mask[idx, :kk], amb[idx, :kk] = ev, valid, ambiguous
         scatter_rows(pe, ptr, idx, n, full)  # disjoint rows: safe from threads
 
-    run_size_groups(groups, run, size_of=lambda t: t[0], cost_of=lambda t: len(t[1]) * t[0] ** 3,
-                    workers=workers, num_graphs=len(idx_all))
+    run_size_groups(
+        groups,
+        run,
+        size_of=lambda t: t[0],
+        cost_of=lambda t: len(t[1]) * t[0] ** 3,
+        workers=workers,
+        num_graphs=len(idx_all),
+    )
     res = max(residual)
     if res > RESIDUAL_MAX * (1e3 if np.dtype(dtype) == np.float32 else 1):
         raise EigenConvergenceError(f"dense eigh returned a residual of {res:.2e}", residuals=[res])
@@ -292,8 +308,18 @@ def _magnetic_matrix(g: Graph, q: float, q_relative: bool):
     return L, As, q
 
 
-def _sparse_graph(g: Graph, k: int, q: float, q_relative: bool, *, method: SparseMethod = "auto",
-                  dense_max: int = DENSE_MAX, tol: float = 1e-10, maxiter: int | None = None, progress=None):
+def _sparse_graph(
+    g: Graph,
+    k: int,
+    q: float,
+    q_relative: bool,
+    *,
+    method: SparseMethod = "auto",
+    dense_max: int = DENSE_MAX,
+    tol: float = 1e-10,
+    maxiter: int | None = None,
+    progress=None,
+):
     """Per-component decomposition of a large directed graph; the k lowest modes overall."""
     n = g.num_nodes
     L, As, q_abs = _magnetic_matrix(g, q, q_relative)
@@ -307,12 +333,20 @@ def _sparse_graph(g: Graph, k: int, q: float, q_relative: bool, *, method: Spars
         res, resid = _dense_batch(sub, min(k + 1, max(len(nodes) for nodes in small)), q_abs, False)
         for j, nodes in enumerate(small):
             m = res.mask[j]
-            cands.append((nodes, res.eigvals[j][m], res.pe[res.ptr[j]: res.ptr[j + 1]][:, m]))
+            cands.append((nodes, res.eigvals[j][m], res.pe[res.ptr[j] : res.ptr[j + 1]][:, m]))
         methods.append("dense")
     for nodes in (nodes for nodes in comps if len(nodes) > dense_max):
         Lc = L if len(nodes) == n else L[nodes][:, nodes].tocsr()
-        r = smallest_eigenpairs(Lc, min(k + 1, len(nodes)), method=method, tol=tol, maxiter=maxiter,
-                                dense_max=dense_max, name=g.name, progress=progress)
+        r = smallest_eigenpairs(
+            Lc,
+            min(k + 1, len(nodes)),
+            method=method,
+            tol=tol,
+            maxiter=maxiter,
+            dense_max=dense_max,
+            name=g.name,
+            progress=progress,
+        )
         cands.append((nodes, np.maximum(r.eigvals, 0.0), canonical_phase(r.vectors)))
         methods.append(r.method)
         notes.extend(r.notes)

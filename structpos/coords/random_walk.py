@@ -116,10 +116,16 @@ def random_walk_pe_batch(
         diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
         scatter_rows(pe, ptr, idx, sizes[idx], diag)  # disjoint rows: safe from threads
 
-    run_size_groups(list(zip(groups.items(), edges)), run, size_of=lambda t: t[0][0],
-                    cost_of=lambda t: len(t[0][1]) * t[0][0] ** 3, workers=workers, num_graphs=len(sub))
+    run_size_groups(
+        list(zip(groups.items(), edges)),
+        run,
+        size_of=lambda t: t[0][0],
+        cost_of=lambda t: len(t[0][1]) * t[0][0] ** 3,
+        workers=workers,
+        num_graphs=len(sub),
+    )
     for i in np.flatnonzero(sizes > dense_max):
-        pe[ptr[i]: ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize)
+        pe[ptr[i] : ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize)
     return batch_output((pe, ptr), graphs, as_torch)
 
 

@@ -130,7 +130,11 @@ def cell_grid(s: Structure) -> np.ndarray:
     if np.unique(flat).size != flat.size:
         _, first = np.unique(flat, return_index=True)
         dup = np.setdiff1d(np.arange(flat.size), first)[0]
-        raise StructureError(f"cells overlap at grid slot ({int(rr[dup])}, {int(cc[dup])})", name=s.name, position=f"node {int(owner[dup])}")
+        raise StructureError(
+            f"cells overlap at grid slot ({int(rr[dup])}, {int(cc[dup])})",
+            name=s.name,
+            position=f"node {int(owner[dup])}",
+        )
     grid = np.full(R * C, -1, dtype=np.int64)
     grid[flat] = owner
     return grid.reshape(R, C)

@@ -511,7 +511,9 @@ def lca(parent, u, v) -> np.ndarray:
 def _check_nodes(nodes: np.ndarray, n: int) -> None:
     bad = np.flatnonzero((nodes < 0) | (nodes >= n))
     if bad.size:
-        raise StructureError(f"node index {int(nodes[bad[0]])} out of range for a tree of {n} nodes", position=int(bad[0]))
+        raise StructureError(
+            f"node index {int(nodes[bad[0]])} out of range for a tree of {n} nodes", position=int(bad[0])
+        )
 
 
 def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:

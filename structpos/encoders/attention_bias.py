@@ -34,7 +34,9 @@ def tree_distance(tree) -> np.ndarray:
     return _tree_coords.tree_distance(parent)
 
 
-def shortest_path_distance(graph, num_nodes: int | None = None, directed: bool = False, max_distance: int | None = None) -> np.ndarray:
+def shortest_path_distance(
+    graph, num_nodes: int | None = None, directed: bool = False, max_distance: int | None = None
+) -> np.ndarray:
     """``(N, N)`` int64 hop distances; ``graph`` is a :class:`Structure` or an edge index ``(2, E)``.
 
     A thin wrapper over :func:`structpos.coords.distance.hop_distances` that keeps
@@ -78,6 +80,7 @@ class SPDBias(nn.Module):
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:
     """ALiBi head slopes ``2^{−8h/n}`` (h = 1..n), with the usual interpolation for non-powers of two."""
+
     def pow2(n):
         start = 2.0 ** (-8.0 / n)
         return [start ** (i + 1) for i in range(n)]

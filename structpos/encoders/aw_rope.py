@@ -49,7 +49,9 @@ def _check_edges(edge_index, num_nodes: int) -> torch.Tensor:
         bad = (ei < 0) | (ei >= num_nodes)
         if bad.any():
             pos = torch.nonzero(bad)[0].tolist()
-            raise ValueError(f"edge_index[{pos[0]}, {pos[1]}] = {int(ei[pos[0], pos[1]])} is outside 0..{num_nodes - 1}")
+            raise ValueError(
+                f"edge_index[{pos[0]}, {pos[1]}] = {int(ei[pos[0], pos[1]])} is outside 0..{num_nodes - 1}"
+            )
     return ei
 
 

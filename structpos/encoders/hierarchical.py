@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import torch
 
 from ._checks import QKLayout
-from .rope import StructuralRoPE
+from .rope import Allocation, PairLayout, StructuralRoPE
 
 __all__ = ["HierarchicalRoPE", "hierarchy_coords", "LEVEL_PRESETS"]
 
@@ -76,10 +76,10 @@ class HierarchicalRoPE(StructuralRoPE):
         self,
         head_dim: int,
         levels: str | Sequence[str] = "document",
-        allocation: str = "sectioned",
+        allocation: Allocation = "sectioned",
         sections: Sequence[int] | None = None,
         base: float = 10000.0,
-        layout: str = "half",
+        layout: PairLayout = "half",
         num_heads: int | None = None,
         learnable: bool = False,
         *,
@@ -117,7 +117,9 @@ class HierarchicalRoPE(StructuralRoPE):
         missing = [lv for lv in self.levels if lv not in coords]
         extra = [k for k in coords if k not in self.levels]
         if missing or extra:
-            raise ValueError(f"coords mapping: missing levels {missing}, unknown levels {extra}; expected {self.levels}")
+            raise ValueError(
+                f"coords mapping: missing levels {missing}, unknown levels {extra}; expected {self.levels}"
+            )
         return torch.stack([torch.as_tensor(coords[lv]) for lv in self.levels], dim=-1)
 
     def angles(self, coords) -> torch.Tensor:

@@ -173,36 +173,61 @@ _LAYOUTS = ("half", "interleaved")
 ENCODERS: Registry[EncoderEntry] = Registry("encoder")
 """Every encoder by name (see :class:`EncoderEntry`)."""
 
-ENCODERS.add(EncoderEntry(
-    "rope", "structpos.encoders.rope:StructuralRoPE", coords="tree / table / hier / any integer axes",
-    choices={"allocation": ("sectioned", "interleaved", "per_head", "mixed"), "layout": _LAYOUTS},
-    summary="N-axis rotary encoding of per-token coordinates; equal axes give exactly 1D RoPE.",
-    reference="RoFormer (Su et al. 2021); multi-axis allocation as in M-RoPE / 2D-RoPE.",
-))
-ENCODERS.add(EncoderEntry(
-    "hier_rope", "structpos.encoders.hierarchical:HierarchicalRoPE", coords="hier",
-    choices={"allocation": ("sectioned", "interleaved", "per_head", "mixed"), "layout": _LAYOUTS},
-    summary="RoPE with one named axis per level (paragraph / sentence / token, code levels).",
-    reference="Hierarchical RoPE (He et al. 2024).",
-))
-ENCODERS.add(EncoderEntry(
-    "wire", "structpos.encoders.wire:WIRE", coords="lap[:k]", choices={"layout": _LAYOUTS},
-    summary="Rotations from spectral coordinates, angles φ = Ω t.",
-    reference="WIRE: wavelet-induced rotary encodings for graphs.",
-))
-ENCODERS.add(EncoderEntry(
-    "aw_rope", "structpos.encoders.aw_rope:AWRoPE", coords="any node positions + edges",
-    choices={"mode": ("sparse", "exact"), "phase": ("given", "coords", "learned"), "layout": _LAYOUTS},
-    summary="Phases transported along edges: exact solve or K-step series.",
-    reference="AW-RoPE (attention-walk rotary encoding).",
-))
-ENCODERS.add(EncoderEntry(
-    "lap_pe", "structpos.encoders.additive:LapPEEmbedding", coords="lap[:k]",
-    summary="Linear map of Laplacian eigenvectors (and eigenvalues) to additive features, random sign flips.",
-    reference="Dwivedi et al. 2020.",
-))
-ENCODERS.add(EncoderEntry(
-    "spd_bias", "structpos.encoders.attention_bias:SPDBias", coords="spd[:max]",
-    summary="Learned attention bias per head and hop distance.",
-    reference="Graphormer (Ying et al. 2021).",
-))
+ENCODERS.add(
+    EncoderEntry(
+        "rope",
+        "structpos.encoders.rope:StructuralRoPE",
+        coords="tree / table / hier / any integer axes",
+        choices={"allocation": ("sectioned", "interleaved", "per_head", "mixed"), "layout": _LAYOUTS},
+        summary="N-axis rotary encoding of per-token coordinates; equal axes give exactly 1D RoPE.",
+        reference="RoFormer (Su et al. 2021); multi-axis allocation as in M-RoPE / 2D-RoPE.",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "hier_rope",
+        "structpos.encoders.hierarchical:HierarchicalRoPE",
+        coords="hier",
+        choices={"allocation": ("sectioned", "interleaved", "per_head", "mixed"), "layout": _LAYOUTS},
+        summary="RoPE with one named axis per level (paragraph / sentence / token, code levels).",
+        reference="Hierarchical RoPE (He et al. 2024).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "wire",
+        "structpos.encoders.wire:WIRE",
+        coords="lap[:k]",
+        choices={"layout": _LAYOUTS},
+        summary="Rotations from spectral coordinates, angles φ = Ω t.",
+        reference="WIRE: wavelet-induced rotary encodings for graphs.",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "aw_rope",
+        "structpos.encoders.aw_rope:AWRoPE",
+        coords="any node positions + edges",
+        choices={"mode": ("sparse", "exact"), "phase": ("given", "coords", "learned"), "layout": _LAYOUTS},
+        summary="Phases transported along edges: exact solve or K-step series.",
+        reference="AW-RoPE (attention-walk rotary encoding).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "lap_pe",
+        "structpos.encoders.additive:LapPEEmbedding",
+        coords="lap[:k]",
+        summary="Linear map of Laplacian eigenvectors (and eigenvalues) to additive features, random sign flips.",
+        reference="Dwivedi et al. 2020.",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "spd_bias",
+        "structpos.encoders.attention_bias:SPDBias",
+        coords="spd[:max]",
+        summary="Learned attention bias per head and hop distance.",
+        reference="Graphormer (Ying et al. 2021).",
+    )
+)

@@ -85,7 +85,9 @@ def check_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
     if cu.dim() != 1 or cu.numel() < 2:
         raise ValueError(f"cu_seqlens must be 1-D with ≥ 2 entries, got shape {tuple(cu.shape)}")
     if int(cu[0]) != 0 or int(cu[-1]) != total:
-        raise ValueError(f"cu_seqlens must start at 0 and end at the packed length {total}, got {cu.tolist()[:3]}…{int(cu[-1])}")
+        raise ValueError(
+            f"cu_seqlens must start at 0 and end at the packed length {total}, got {cu.tolist()[:3]}…{int(cu[-1])}"
+        )
     bad = torch.nonzero(cu[1:] < cu[:-1])
     if bad.numel():
         raise ValueError(f"cu_seqlens must be non-decreasing; it decreases at index {int(bad[0]) + 1}")
@@ -305,7 +307,9 @@ class StructuralRoPE(nn.Module):
         if mask is not None:
             mask = torch.as_tensor(mask, device=cos.device).to(torch.bool)
             if mask.shape != coords.shape[:-1]:
-                raise ShapeError(f"mask must have the token shape {tuple(coords.shape[:-1])}, given {tuple(mask.shape)}")
+                raise ShapeError(
+                    f"mask must have the token shape {tuple(coords.shape[:-1])}, given {tuple(mask.shape)}"
+                )
             keep = mask[..., None, None]
             cos = torch.where(keep, cos, torch.ones((), dtype=cos.dtype, device=cos.device))
             sin = torch.where(keep, sin, torch.zeros((), dtype=sin.dtype, device=sin.device))
@@ -424,7 +428,9 @@ class StructuralRoPE(nn.Module):
 
     def _rotate_with(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         h = x.shape[-2]
-        return from_blhd(apply_rotary(x, self._head_slice(cos, h), self._head_slice(sin, h), self.layout), self.qk_layout)
+        return from_blhd(
+            apply_rotary(x, self._head_slice(cos, h), self._head_slice(sin, h), self.layout), self.qk_layout
+        )
 
     def rotate(self, x: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None) -> torch.Tensor:
         """Rotate one tensor (``q`` or ``k``) by its coordinates.

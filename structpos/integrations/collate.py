@@ -141,9 +141,11 @@ class StructuralCollator:
             full = col.shape[0]
             col = col[:n] if self.max_length is not None else col
             if col.dim() == 0 or col.shape[0] != n or (name in self.coords and col.dim() != 1):
-                raise ShapeError(f"example {i}: column {name!r} must have shape ({n},) like input_ids"
-                                 f"{'' if name in self.coords else ' (then any trailing shape)'}; "
-                                 f"given ({full}{', ' if col.dim() > 1 else ''}{', '.join(map(str, col.shape[1:]))})")
+                raise ShapeError(
+                    f"example {i}: column {name!r} must have shape ({n},) like input_ids"
+                    f"{'' if name in self.coords else ' (then any trailing shape)'}; "
+                    f"given ({full}{', ' if col.dim() > 1 else ''}{', '.join(map(str, col.shape[1:]))})"
+                )
             if name in self.coords:
                 axes.append(col.to(torch.int64) if not col.is_floating_point() else col)
             else:

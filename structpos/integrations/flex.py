@@ -109,6 +109,7 @@ def distance_to_bias(
     if slopes is not None:
         bias = -slopes[h] * d.to(slopes.dtype)
         return torch.where(d < 0, torch.full_like(bias, unreachable), bias)
+    assert table is not None  # exactly one of slopes / table is given (checked above)
     top = table.shape[0] - 2
     bucket = torch.where(d < 0, torch.full_like(d, top + 1), d.clamp(max=top))
     return table[bucket, h]
@@ -161,7 +162,9 @@ def euler_tables(parent) -> dict[str, torch.Tensor]:
     for i in range(n):
         if p[i] >= 0:
             root[i] = root[p[i]]
-    tour, first, stack = [], np.zeros(n, dtype=np.int64), []
+    tour: list[int] = []
+    stack: list[int] = []
+    first = np.zeros(n, dtype=np.int64)
     for i in range(n):  # preorder: close the subtrees that i is not in, then enter i
         while stack and stack[-1] != p[i]:
             stack.pop()
@@ -183,8 +186,12 @@ def euler_tables(parent) -> dict[str, torch.Tensor]:
         nxt[: len(prev) - width] = np.minimum(prev[: len(prev) - width], prev[width:])
         rows.append(nxt)
         width *= 2
-    return {"first": torch.from_numpy(first), "depth": torch.from_numpy(dep), "root": torch.from_numpy(root),
-            "sparse": torch.from_numpy(np.stack(rows)) if len(level) else torch.zeros(1, 0, dtype=torch.int64)}
+    return {
+        "first": torch.from_numpy(first),
+        "depth": torch.from_numpy(dep),
+        "root": torch.from_numpy(root),
+        "sparse": torch.from_numpy(np.stack(rows)) if len(level) else torch.zeros(1, 0, dtype=torch.int64),
+    }
 
 
 def tree_distance_score_mod(
@@ -296,8 +303,11 @@ def spd_score_mod(
     >>> float(mod(torch.tensor(0.0), torch.tensor(0), torch.tensor(0), torch.tensor(0), torch.tensor(1)))
     -1.0
     """
-    gid = _tokens(graph_id if not torch.is_tensor(graph_id) or not graph_id.is_floating_point()
-                  else graph_id.to(torch.int64), "graph_id", 2)
+    gid = _tokens(
+        graph_id if not torch.is_tensor(graph_id) or not graph_id.is_floating_point() else graph_id.to(torch.int64),
+        "graph_id",
+        2,
+    )
     nid = _tokens(node, "node", 2)
     if gid.shape != nid.shape:
         raise ShapeError(f"graph_id and node must both be (B, L); given {tuple(gid.shape)} and {tuple(nid.shape)}")
@@ -506,8 +516,9 @@ def block_mask(mask_mod: MaskMod, B: int | None, H: int | None, Q: int, KV: int,
         all_ = (tiles | ~valid_cols).all(dim=-1).all(dim=-2)
         full[:, :, i] = all_
         partial[:, :, i] = any_ & ~all_
-    return BlockMask.from_kv_blocks(*_ordered(partial), *_ordered(full), BLOCK_SIZE=block, mask_mod=mask_mod,
-                                    seq_lengths=(Q, KV))
+    return BlockMask.from_kv_blocks(
+        *_ordered(partial), *_ordered(full), BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(Q, KV)
+    )
 
 
 def _ordered(tiles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -535,15 +546,17 @@ def full_block_mask(q_len: int, kv_len: int, block: int = 128, device=None):
     zeros_idx = torch.zeros(1, 1, nq, nk, dtype=torch.int32, device=device)
     full_num = torch.full((1, 1, nq), nk, dtype=torch.int32, device=device)
     full_idx = torch.arange(nk, dtype=torch.int32, device=device).expand(1, 1, nq, nk).contiguous()
-    return BlockMask.from_kv_blocks(zeros_num, zeros_idx, full_num, full_idx, BLOCK_SIZE=block, mask_mod=noop_mask,
-                                    seq_lengths=(q_len, kv_len))
+    return BlockMask.from_kv_blocks(
+        zeros_num, zeros_idx, full_num, full_idx, BLOCK_SIZE=block, mask_mod=noop_mask, seq_lengths=(q_len, kv_len)
+    )
 
 
 _COMPILED: dict = {}
 
 
-def flex(q, k, v, score_mod: ScoreMod | None = None, block_mask=None, *, scale=None, enable_gqa=False,
-         compile: bool = False) -> torch.Tensor:
+def flex(
+    q, k, v, score_mod: ScoreMod | None = None, block_mask=None, *, scale=None, enable_gqa=False, compile: bool = False
+) -> torch.Tensor:
     """``flex_attention`` on ``(B, H, L, D)`` inputs; ``compile=True`` uses one cached compiled kernel.
 
     Eager FlexAttention materialises the scores (fine for tests and short sequences); the
@@ -590,8 +603,10 @@ def hf_flex_attention(module, query, key, value, attention_mask=None, scaling=No
     user_score, user_mask = extras.get("score_mod"), extras.get("mask_mod")
     score_mod = None
     if user_score is not None:
+
         def score_mod(score, b, h, q_idx, kv_idx):
             return user_score(score, b, h, q_idx + off, kv_idx)
+
     masks = [causal_mask_mod(off)] if getattr(module, "is_causal", True) else []
     if user_mask is not None:
         masks.append(lambda b, h, q_idx, kv_idx: user_mask(b, h, q_idx + off, kv_idx))

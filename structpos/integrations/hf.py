@@ -36,8 +36,16 @@ def encode_dataset(
     ``dataset`` is a ``datasets.Dataset``; the result is a new ``Dataset`` with one row per
     encoded structure (and, with ``keep_errors``, one per failed record).
     """
-    fn = EncodeBatch(kind, coords, text_column=text_column, id_column=id_column, kind_column=kind_column,
-                     language=language, keep_errors=keep_errors, **parser_options)
+    fn = EncodeBatch(
+        kind,
+        coords,
+        text_column=text_column,
+        id_column=id_column,
+        kind_column=kind_column,
+        language=language,
+        keep_errors=keep_errors,
+        **parser_options,
+    )
     return dataset.map(
         fn,
         batched=True,

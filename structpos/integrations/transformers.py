@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -134,7 +134,9 @@ class CoordinateState:
     def _check(self, coords: torch.Tensor, batch: int, length: int, what: str) -> torch.Tensor:
         expected = (batch, length, self.num_axes)
         if not isinstance(coords, torch.Tensor) or coords.dtype in (torch.float16, torch.bfloat16, torch.bool):
-            given = f"{coords.dtype} {tuple(coords.shape)}" if isinstance(coords, torch.Tensor) else type(coords).__name__
+            given = (
+                f"{coords.dtype} {tuple(coords.shape)}" if isinstance(coords, torch.Tensor) else type(coords).__name__
+            )
             raise ShapeError(f"{what} must be an int64 or fp32 tensor of shape {expected}; given {given}")
         if coords.dim() == 2 and coords.shape == (length, self.num_axes):
             coords = coords.expand(batch, length, self.num_axes)
@@ -246,7 +248,7 @@ class StructuralPatch:
     rope: StructuralRoPE
     state: CoordinateState
     original_rotary: nn.Module
-    handle: object
+    handle: Any
 
     def set_coordinates(self, coords: torch.Tensor) -> None:
         """Coordinates ``(B, L, A)`` (or ``(L, A)``) of the next prompt, e.g. before ``generate()``."""
@@ -263,12 +265,14 @@ class StructuralPatch:
 
 
 def _rope_from_model(body: nn.Module, num_axes: int, allocation: Allocation, **options) -> tuple[StructuralRoPE, float]:
-    orig = body.rotary_emb
+    orig: Any = body.rotary_emb
     inv_freq = getattr(orig, "original_inv_freq", None)
     inv_freq = orig.inv_freq if inv_freq is None else inv_freq
     config = getattr(body, "config", None)
     options.setdefault("num_heads", getattr(config, "num_attention_heads", None))
-    rope = StructuralRoPE(2 * inv_freq.numel(), num_axes, allocation, inv_freq=inv_freq.float(), qk_layout="bhld", **options)
+    rope = StructuralRoPE(
+        2 * inv_freq.numel(), num_axes, allocation, inv_freq=inv_freq.float(), qk_layout="bhld", **options
+    )
     return rope.to(inv_freq.device), float(getattr(orig, "attention_scaling", 1.0))
 
 
@@ -334,21 +338,21 @@ def install_structural_rope(
         if rope.num_axes != num_axes:
             raise SpecError(f"rope has {rope.num_axes} axes, num_axes = {num_axes}")
     state = CoordinateState(num_axes=num_axes, rule=rule)
-    original = body.rotary_emb
+    original: Any = body.rotary_emb
     body.rotary_emb = StructuralRotaryEmbedding(rope, state, scaling)
     handle = body.register_forward_pre_hook(_make_hook(state), with_kwargs=True)
     _attach_state(body, rope, state)
     if rope._per_head():
         base = getattr(body.config, "_attn_implementation", "sdpa") or "sdpa"
         if not base.startswith("structpos_"):
-            _select_attention(model, register_structural_attention(base if base in ("eager", "sdpa") else "sdpa"))
+            _select_attention(model, register_structural_attention("eager" if base == "eager" else "sdpa"))
     return StructuralPatch(body, rope, state, original, handle)
 
 
 def _attach_state(body: nn.Module, rope: StructuralRoPE, state: CoordinateState) -> None:
     for m in body.modules():
         if hasattr(m, "q_proj") and hasattr(m, "k_proj"):
-            m._structpos = (rope, state)
+            m._structpos = rope, state
 
 
 def _make_hook(state: CoordinateState):
@@ -370,7 +374,7 @@ def _make_hook(state: CoordinateState):
     return hook
 
 
-def _select_attention(model: nn.Module, name: str) -> None:
+def _select_attention(model: Any, name: str) -> None:
     setter = getattr(model, "set_attn_implementation", None)
     if setter is not None:
         try:
@@ -386,7 +390,7 @@ def _rotate_per_head(module, query, key):
     if not rope._per_head() or state.current is None:
         return query, key
     rdim = rope.head_dim
-    kc = state.keys[:, -key.shape[-2]:].to(query.device)
+    kc = state.keys[:, -key.shape[-2] :].to(query.device)
     q_rot = rope.rotate(query[..., :rdim], state.current.to(query.device))
     k_rot = rope.rotate(key[..., :rdim], kc)
     if rdim < query.shape[-1]:  # partial rotary: the rest passes through
@@ -414,7 +418,7 @@ def register_structural_attention(base: BaseAttention = "sdpa") -> str:
     try:
         from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
     except ImportError:  # transformers < 4.53: masks do not go through an interface
-        ALL_MASK_ATTENTION_FUNCTIONS = AttentionMaskInterface = None
+        ALL_MASK_ATTENTION_FUNCTIONS = AttentionMaskInterface = None  # type: ignore[assignment,misc]
     if base not in ("eager", "sdpa", "flex"):
         raise SpecError(f"base attention must be 'eager', 'sdpa' or 'flex', got {base!r}")
     name = f"structpos_{base}"
@@ -424,7 +428,7 @@ def register_structural_attention(base: BaseAttention = "sdpa") -> str:
         inner, mask_fn = hf_flex_attention, (lambda *a, **k: None)
     else:
         if base == "eager":
-            from transformers.models.llama.modeling_llama import eager_attention_forward as inner
+            from transformers.models.llama.modeling_llama import eager_attention_forward as inner  # type: ignore[assignment]
         else:
             inner = ALL_ATTENTION_FUNCTIONS["sdpa"]
         mask_fn = ALL_MASK_ATTENTION_FUNCTIONS[base] if ALL_MASK_ATTENTION_FUNCTIONS is not None else None

@@ -106,6 +106,4 @@ def require(module: str, extra: str, what: str):
     try:
         return importlib.import_module(module)
     except ImportError as e:  # pragma: no cover - depends on environment
-        raise ImportError(
-            f"{what} needs the optional dependency {module!r}: pip install 'structpos[{extra}]'"
-        ) from e
+        raise ImportError(f"{what} needs the optional dependency {module!r}: pip install 'structpos[{extra}]'") from e

@@ -31,7 +31,8 @@ def heads_to_preorder(
         w = int(bad[0])
         raise StructureError(
             f"the head of {word_name(w)}, {word_name(int(heads[w]))}, is out of range (the sentence has {n} words)",
-            name=name, position=word_name(w),
+            name=name,
+            position=word_name(w),
         )
     roots = np.flatnonzero(heads == -1)
     if single_root and roots.size != 1:
@@ -39,7 +40,8 @@ def heads_to_preorder(
             raise StructureError("no root word (every word has a head: a cycle)", name=name)
         raise StructureError(
             f"{roots.size} root words ({', '.join(word_name(int(r)) for r in roots[:5])}); expected exactly one",
-            name=name, position=word_name(int(roots[1])),
+            name=name,
+            position=word_name(int(roots[1])),
         )
     # dependents of each word in word order: CSR over words sorted by (head, index)
     by_head = np.argsort(heads, kind="stable")
@@ -50,12 +52,14 @@ def heads_to_preorder(
     while stack:
         w = stack.pop()
         order.append(w)
-        stack.extend(by_head[offsets[w + 1]:offsets[w + 2]][::-1].tolist())
+        stack.extend(by_head[offsets[w + 1] : offsets[w + 2]][::-1].tolist())
     if len(order) != n:
         seen = np.zeros(n, dtype=bool)
         seen[order] = True
         w = int(np.flatnonzero(~seen)[0])
-        raise StructureError(f"{word_name(w)} is not connected to a root (its heads form a cycle)", name=name, position=word_name(w))
+        raise StructureError(
+            f"{word_name(w)} is not connected to a root (its heads form a cycle)", name=name, position=word_name(w)
+        )
     order_arr = np.asarray(order, dtype=np.int64)
     pos = np.empty(n, dtype=np.int64)
     pos[order_arr] = np.arange(n)

@@ -145,7 +145,9 @@ def place_cells(
     n_rows = len(row_count)
     n_cells = int(row_count.sum())
     row = np.repeat(np.arange(n_rows, dtype=np.int64), row_count)
-    merged = (rowspan is not None and bool((rowspan != 1).any())) or (colspan is not None and bool((colspan != 1).any()))
+    merged = (rowspan is not None and bool((rowspan != 1).any())) or (
+        colspan is not None and bool((colspan != 1).any())
+    )
     if not merged:
         first = np.concatenate([[0], np.cumsum(row_count)[:-1]]).astype(np.int64) if n_rows else np.zeros(0, np.int64)
         col = np.arange(n_cells, dtype=np.int64) - np.repeat(first, row_count)
@@ -176,8 +178,14 @@ def place_cells(
             across = int(cs[k])
             covered += max(down, 1) * across
             if covered > budget:
-                check_limit(covered, max_cells, "max_table_cells", "table cells after span expansion", name=name,
-                            position=f"row {r}, cell {k}")
+                check_limit(
+                    covered,
+                    max_cells,
+                    "max_table_cells",
+                    "table cells after span expansion",
+                    name=name,
+                    position=f"row {r}, cell {k}",
+                )
             for rr in range(r + 1, r + down):
                 occupied[rr].update(range(c, c + across))
             col[k], rs[k] = c, down
@@ -186,7 +194,9 @@ def place_cells(
     return row, col, rs, cs
 
 
-def _expanded_grid(texts: list[str], row: np.ndarray, col: np.ndarray, rs: np.ndarray, cs: np.ndarray, n_rows: int, n_cols: int):
+def _expanded_grid(
+    texts: list[str], row: np.ndarray, col: np.ndarray, rs: np.ndarray, cs: np.ndarray, n_rows: int, n_cols: int
+):
     """``n_rows × n_cols`` list grid of texts, merged cells repeated, ``None`` in holes."""
     grid: list[list[str | None]] = [[None] * n_cols for _ in range(n_rows)]
     simple = bool((rs == 1).all() and (cs == 1).all())
@@ -234,7 +244,8 @@ def _build_table(data: TableData, source, name, table_span, header_rows, fmt, ta
     check_limit(n, limits.max_nodes, "max_nodes", "nodes", name=name)
     arr = lambda x: None if x is None else np.asarray(x, dtype=np.int64)  # noqa: E731
     cell_row, cell_col, cell_rs, cell_cs = place_cells(
-        counts, arr(data.rowspan), arr(data.colspan), arr(data.row_group), max_cells=limits.max_table_cells, name=name)
+        counts, arr(data.rowspan), arr(data.colspan), arr(data.row_group), max_cells=limits.max_table_cells, name=name
+    )
 
     # node ids: row r sits after the table, the r earlier rows and their cells
     cells_before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if n_rows else np.zeros(0, np.int64)
@@ -271,13 +282,29 @@ def _build_table(data: TableData, source, name, table_span, header_rows, fmt, ta
     text_arr = np.empty(n, dtype=object)
     text_arr[cell_node] = data.cell_text
     n_cols = int((cell_col + cell_cs).max()) if n_cells else 0
-    check_limit(n_rows * n_cols, limits.max_table_cells, "max_table_cells",
-                f"table cells after span expansion ({n_rows} rows × {n_cols} columns)", name=name)
+    check_limit(
+        n_rows * n_cols,
+        limits.max_table_cells,
+        "max_table_cells",
+        f"table cells after span expansion ({n_rows} rows × {n_cols} columns)",
+        name=name,
+    )
     grid = _expanded_grid(data.cell_text, cell_row, cell_col, cell_rs, cell_cs, n_rows, n_cols)
 
     table = TableInfo(grid=grid, header_rows=int(header_rows), n_rows=n_rows, n_cols=n_cols, table_index=table_index)
-    return Structure(kind="table", labels=labels, start=start, end=end, parent=parent, source=source, name=name,
-                     attrs=attrs, format=fmt, node_texts=text_arr.tolist(), table=table)
+    return Structure(
+        kind="table",
+        labels=labels,
+        start=start,
+        end=end,
+        parent=parent,
+        source=source,
+        name=name,
+        attrs=attrs,
+        format=fmt,
+        node_texts=text_arr.tolist(),
+        table=table,
+    )
 
 
 def check_span_value(value: str | None, attr: str, *, name: str, where: str) -> int:

@@ -36,8 +36,9 @@ class TreeBuilder:
     structpos.exceptions.LimitError: t: 3 nodes (max_nodes: 3 > 2; raise the limit to allow it)
     """
 
-    def __init__(self, columns: dict[str, tuple[Any, Any]] | None = None, *, max_nodes: int | None = None,
-                 name: str = "<input>"):
+    def __init__(
+        self, columns: dict[str, tuple[Any, Any]] | None = None, *, max_nodes: int | None = None, name: str = "<input>"
+    ):
         self.max_nodes = max_nodes
         self.name = name
         self._room = float("inf") if max_nodes is None else max_nodes

@@ -72,6 +72,7 @@ SUFFIXES: dict[str, str] = {
     ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".h++": "cpp",
 }  # fmt: skip
 
+
 def _canonical(name: str) -> str:
     name = name.strip().lower().replace("-", "_")
     return ALIASES.get(name, name)
@@ -195,7 +196,7 @@ def _walk(tree, keep: list[bool] | None, fields: bool, missing: bool):
     while True:
         node = cur.node
         kid = node.kind_id
-        if everything or keep[kid]:
+        if keep is None or keep[kid]:
             add_kind(kid)
             add_start(node.start_byte)
             add_end(node.end_byte)
@@ -250,7 +251,9 @@ def _language_of(language, source, name: str | None):
         return language_for_path(source)  # raises, naming the suffix
     raise SpecError(
         f"no language given: pass language=... ({', '.join(LANGUAGES)}, or a tree_sitter.Language), "
-        "or a path / name whose suffix names one", name=name or "<code>")
+        "or a path / name whose suffix names one",
+        name=name or "<code>",
+    )
 
 
 def _read_source(source, name: str | None, lang_name: str, limits: Limits | None) -> tuple[str, bytes, str]:
@@ -304,15 +307,25 @@ def _parse_timed(parser, data: bytes, timeout: float | None, name: str):
     else:
         deadline = time.monotonic() + timeout
         try:
-            tree = parser.parse(lambda off, _point: data[off:off + (1 << 20)],
-                                progress_callback=lambda *_state: time.monotonic() > deadline)
+            tree = parser.parse(
+                lambda off, _point: data[off : off + (1 << 20)],
+                progress_callback=lambda *_state: time.monotonic() > deadline,
+            )
         except ValueError:  # py-tree-sitter reports a cancelled parse as "Parsing failed"
             tree = None
+        except BaseException:  # interrupted (an alarm, Ctrl-C): the cached parser must not resume it later
+            parser.reset()
+            raise
         if tree is None:
             parser.reset()  # else the next parse would resume the cancelled one
             if time.monotonic() > deadline:
-                raise LimitError(f"tree-sitter parse still running after {timeout} s", limit="record_timeout",
-                                 value=round(time.monotonic() - deadline + timeout, 1), maximum=timeout, name=name)
+                raise LimitError(
+                    f"tree-sitter parse still running after {timeout} s",
+                    limit="record_timeout",
+                    value=round(time.monotonic() - deadline + timeout, 1),
+                    maximum=timeout,
+                    name=name,
+                )
     if tree is None:
         raise ParseError("tree-sitter returned no tree", name=name)
     return tree

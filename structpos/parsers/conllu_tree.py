@@ -30,8 +30,8 @@ import numpy as np
 from ..limits import Limits, check_limit, node_budget
 from ..structure import SentenceInfo, Structure, StructureError
 from . import require
-from ._input import read_text
 from ._dependency import heads_to_preorder
+from ._input import read_text
 
 __all__ = ["parse_conllu", "sentence_text"]
 
@@ -94,7 +94,7 @@ def parse_conllu(text_or_path, name: str | None = None, *, limits: Limits | None
     text, name = _read(text_or_path, name, limits)
     try:
         sentences = conllu.parse(text)
-    except Exception as e:  # noqa: BLE001 - conllu raises ParseException, ValueError, IndexError, ...
+    except Exception as e:
         raise StructureError(f"not valid CoNLL-U: {e}", name=name) from None
     out, budget = [], node_budget(limits)
     for k, s in enumerate(sentences):
@@ -125,24 +125,34 @@ def _sentence(tokens, k: int, name: str) -> Structure:
     ids = np.array([t["id"] for t in words], dtype=np.int64)
     if not np.array_equal(ids, np.arange(1, n + 1)):
         w = int(np.flatnonzero(ids != np.arange(1, n + 1))[0])
-        raise StructureError(f"word ids must run 1..{n}, found {ids[w]} at position {w + 1}", name=sname, position=f"word {ids[w]}")
+        raise StructureError(
+            f"word ids must run 1..{n}, found {ids[w]} at position {w + 1}", name=sname, position=f"word {ids[w]}"
+        )
     for t in tokens:
         missing = [f for f in ("form", "upos", "head", "deprel") if f not in t]
         if missing:
-            raise StructureError(f"token {t['id']} lacks the column(s) {', '.join(missing)}", name=sname, position=f"token {t['id']}")
+            raise StructureError(
+                f"token {t['id']} lacks the column(s) {', '.join(missing)}", name=sname, position=f"token {t['id']}"
+            )
     raw_heads = []
     for t in words:
         h = t["head"]
         if not isinstance(h, int):
-            raise StructureError(f"word {t['id']} ({t['form']!r}) has no integer HEAD ({h!r})", name=sname, position=f"word {t['id']}")
+            raise StructureError(
+                f"word {t['id']} ({t['form']!r}) has no integer HEAD ({h!r})", name=sname, position=f"word {t['id']}"
+            )
         if not 0 <= h <= n:
-            raise StructureError(f"the head of word {t['id']} ({t['form']!r}), word {h}, is out of range "
-                                 f"(the sentence has {n} words)",
-                                 name=sname, position=f"word {t['id']} ({t['form']!r})")
+            raise StructureError(
+                f"the head of word {t['id']} ({t['form']!r}), word {h}, is out of range (the sentence has {n} words)",
+                name=sname,
+                position=f"word {t['id']} ({t['form']!r})",
+            )
         raw_heads.append(h)
     heads = np.array(raw_heads, dtype=np.int64)
     order, parent = heads_to_preorder(
-        heads - 1, name=sname, word_name=lambda w: f"word {w + 1} ({words[w]['form']!r})" if 0 <= w < n else f"word {w + 1}"
+        heads - 1,
+        name=sname,
+        word_name=lambda w: f"word {w + 1} ({words[w]['form']!r})" if 0 <= w < n else f"word {w + 1}",
     )
     source = tokens.metadata.get("text")
     synthesized = source is None
@@ -183,8 +193,9 @@ def _check_ids(tokens, n: int, sname: str) -> None:
             continue  # an empty node (8.1): skipped
         if bad:
             shown = "".join(map(str, tid)) if isinstance(tid, tuple) else tid
-            raise StructureError(f"token id {shown} is outside the sentence's words 1..{n}", name=sname,
-                                 position=f"token {shown}")
+            raise StructureError(
+                f"token id {shown} is outside the sentence's words 1..{n}", name=sname, position=f"token {shown}"
+            )
 
 
 def _word_spans(tokens, text: str, n: int, sname: str) -> tuple[np.ndarray, np.ndarray]:
@@ -200,8 +211,9 @@ def _word_spans(tokens, text: str, n: int, sname: str) -> tuple[np.ndarray, np.n
             tid = tok["id"]
             tid = f"{tid[0]}-{tid[2]}" if isinstance(tid, tuple) else tid
             raise StructureError(
-                f"token {tid} {form!r} does not match the sentence text at offset {pos} ({text[pos:pos + len(form) + 5]!r})",
-                name=sname, position=f"token {tid}",
+                f"token {tid} {form!r} does not match the sentence text at offset {pos} ({text[pos : pos + len(form) + 5]!r})",
+                name=sname,
+                position=f"token {tid}",
             )
         s, e = pos, pos + len(form)
         pos = e
@@ -217,5 +229,9 @@ def _word_spans(tokens, text: str, n: int, sname: str) -> tuple[np.ndarray, np.n
             for w in wids:
                 start[w - 1], end[w - 1] = s, e
     if text[pos:].strip():
-        raise StructureError(f"sentence text continues after the last token: {text[pos:pos + 20]!r}", name=sname, position=f"offset {pos}")
+        raise StructureError(
+            f"sentence text continues after the last token: {text[pos : pos + 20]!r}",
+            name=sname,
+            position=f"offset {pos}",
+        )
     return start, end

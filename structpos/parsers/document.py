@@ -115,10 +115,12 @@ def tokenize(text: str, start: int = 0, end: int | None = None) -> list[tuple[in
     ]
 
 
-def add_blocks(b: TreeBuilder, text: str, parent: int, start: int, end: int, label: str = "paragraph", split: bool = True) -> None:
+def add_blocks(
+    b: TreeBuilder, text: str, parent: int, start: int, end: int, label: str = "paragraph", split: bool = True
+) -> None:
     """Append one block node (paragraph/heading) with its sentences and tokens under ``parent``."""
     block = b.add(label, parent, start, end)
-    for s, e in (split_sentences(text, start, end) if split else [(start, end)]):
+    for s, e in split_sentences(text, start, end) if split else [(start, end)]:
         sent = b.add("sentence", block, s, e)
         for ts, te, kind in tokenize(text, s, e):
             b.add(kind, sent, ts, te)

@@ -32,7 +32,12 @@ def _compile(grammar: str, start: str, parser: str):
 
 
 def parse_grammar(
-    text: str, grammar, start: str = "start", parser: str = "lalr", name: str | None = None, *,
+    text: str,
+    grammar,
+    start: str = "start",
+    parser: str = "lalr",
+    name: str | None = None,
+    *,
     limits: Limits | None = None,
 ) -> Structure:
     """Parse ``text`` with ``grammar`` into a ``kind="tree"`` Structure (see module docstring).
@@ -67,7 +72,8 @@ def parse_grammar(
     except lark.exceptions.UnexpectedInput as e:
         line, col = getattr(e, "line", -1), getattr(e, "column", -1)
         at_end = isinstance(e, lark.exceptions.UnexpectedEOF) or (
-            isinstance(e, lark.exceptions.UnexpectedToken) and e.token.type == "$END")
+            isinstance(e, lark.exceptions.UnexpectedToken) and e.token.type == "$END"
+        )
         if at_end or line is None or line < 0:  # report the end of the input itself
             lines = text.split("\n")
             line, col = len(lines), len(lines[-1]) + 1

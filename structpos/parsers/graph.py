@@ -50,7 +50,11 @@ def _check_node_count(num_nodes: int, explicit: bool, n_edges: int, limits: Limi
             raise LimitError(
                 f"{n_edges} edges name node {num_nodes - 1}: {num_nodes} nodes inferred from the largest node id "
                 f"(pass num_nodes= explicitly for a graph this sparse)",
-                limit="max_graph_nodes_per_edge", value=num_nodes, maximum=allowed, name=name)
+                limit="max_graph_nodes_per_edge",
+                value=num_nodes,
+                maximum=allowed,
+                name=name,
+            )
     check_limit(num_nodes, lim.max_nodes, "max_nodes", "nodes", name=name)
 
 
@@ -66,7 +70,11 @@ def _check_edge_index(
     if a.size and a.dtype.kind == "f":
         bad = np.flatnonzero(~np.isfinite(a).all(0) | (a != np.round(a)).any(0))
         if bad.size:
-            raise StructureError(f"edge_index entries must be integers, got {a[:, bad[0]].tolist()}", name=name, position=f"edge {int(bad[0])}")
+            raise StructureError(
+                f"edge_index entries must be integers, got {a[:, bad[0]].tolist()}",
+                name=name,
+                position=f"edge {int(bad[0])}",
+            )
     elif a.size and a.dtype.kind not in "iub":
         raise StructureError(f"edge_index must be an integer array, got dtype {a.dtype}", name=name)
     if a.size and (a.min() < np.iinfo(np.int64).min or a.max() > np.iinfo(np.int64).max):
@@ -149,7 +157,9 @@ def _from_networkx(G, label, weight, node_text, name):
             try:
                 w.append(float(d.get(weight, 1.0)))
             except (TypeError, ValueError):
-                raise StructureError(f"edge weight {d.get(weight)!r} is not a number", name=name, position=f"edge {k}") from None
+                raise StructureError(
+                    f"edge weight {d.get(weight)!r} is not a number", name=name, position=f"edge {k}"
+                ) from None
     if isinstance(node_text, str):
         node_text = [data[v].get(node_text, "") for v in nodes]
     return nodes, labels, ei, w, node_text, bool(G.is_directed())

@@ -36,8 +36,14 @@ __all__ = ["parse_json", "json_path", "dumps_iterative"]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _WS_CHARS = " \t\n\r"
-_LITERALS = (("true", "boolean"), ("false", "boolean"), ("null", "null"),
-             ("NaN", "number"), ("Infinity", "number"), ("-Infinity", "number"))
+_LITERALS = (
+    ("true", "boolean"),
+    ("false", "boolean"),
+    ("null", "null"),
+    ("NaN", "number"),
+    ("Infinity", "number"),
+    ("-Infinity", "number"),
+)
 
 
 def parse_json(
@@ -186,7 +192,7 @@ class _Scanner:
         for lit, label in _LITERALS:
             if self.text.startswith(lit, pos):
                 return pos + len(lit), label
-        self.fail(pos, f"expected a JSON value, found {self.text[pos:pos + 10]!r}")
+        self.fail(pos, f"expected a JSON value, found {self.text[pos : pos + 10]!r}")
 
     def open(self, pos: int, is_obj: bool) -> int:
         """Add a container node at ``pos``; an empty one is closed at once."""
@@ -275,9 +281,19 @@ class _Scanner:
             key_arr[np.fromiter(keys.keys(), dtype=np.int64, count=len(keys))] = vals
         if indices:
             index_arr[np.fromiter(indices.keys(), dtype=np.int64, count=len(indices))] = np.fromiter(
-                indices.values(), dtype=np.int64, count=len(indices))
-        return Structure(kind="tree", labels=self.labels, start=self.starts, end=self.ends, parent=self.parents,
-                         source=self.text, name=self.name, attrs={"key": key_arr, "index": index_arr}, format=fmt)
+                indices.values(), dtype=np.int64, count=len(indices)
+            )
+        return Structure(
+            kind="tree",
+            labels=self.labels,
+            start=self.starts,
+            end=self.ends,
+            parent=self.parents,
+            source=self.text,
+            name=self.name,
+            attrs={"key": key_arr, "index": index_arr},
+            format=fmt,
+        )
 
 
 def json_path(structure: Structure, i: int) -> list[str | int]:

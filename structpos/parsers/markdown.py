@@ -69,7 +69,7 @@ class _MarkdownTree:
         self.para: list[int] = []  # [start, end] of the paragraph being collected
 
     def line(self, k: int) -> str:
-        return self.text[self.lines[k][0]:self.lines[k][1]]
+        return self.text[self.lines[k][0] : self.lines[k][1]]
 
     def container(self) -> int:
         return self.sections[-1] if self.sections else self.root

@@ -77,8 +77,10 @@ def parse_spacy(doc, name: str | None = None, *, limits: Limits | None = None) -
     end = start + np.array([len(t.text) for t in tokens], dtype=np.int64)
     text = doc.text
     for w in range(n):
-        if start[w] < 0 or end[w] > len(text) or text[start[w]:end[w]] != tokens[w].text:
-            raise StructureError(f"{word(w)} does not match the document text at offset {start[w]}", name=name, position=word(w))
+        if start[w] < 0 or end[w] > len(text) or text[start[w] : end[w]] != tokens[w].text:
+            raise StructureError(
+                f"{word(w)} does not match the document text at offset {start[w]}", name=name, position=word(w)
+            )
     deps = [tokens[w].dep_ or "dep" for w in order]
     upos = np.empty(n, dtype=object)
     upos[:] = [getattr(tokens[w], "pos_", "") or "" for w in order]

@@ -75,7 +75,13 @@ def detect_format(obj: Any, name: str | None = None) -> str:
 def _looks_like_path(obj: Any) -> bool:
     if isinstance(obj, os.PathLike):
         return True
-    return isinstance(obj, str) and "\n" not in obj and len(obj) < 4096 and Path(obj).suffix.lower() in _EXT_FORMAT and Path(obj).is_file()
+    return (
+        isinstance(obj, str)
+        and "\n" not in obj
+        and len(obj) < 4096
+        and Path(obj).suffix.lower() in _EXT_FORMAT
+        and Path(obj).is_file()
+    )
 
 
 def parse_table(
@@ -125,16 +131,21 @@ def parse_table(
         name = name or str(obj)
         obj = _read(Path(obj), name, limits)
     if format == "dataframe":
-        return parse_dataframe(obj, name=name or "<dataframe>", header=True if header is None else header, index=index,
-                               limits=limits)
+        return parse_dataframe(
+            obj, name=name or "<dataframe>", header=True if header is None else header, index=index, limits=limits
+        )
     if format == "rows":
         return parse_rows(obj, name=name or "<rows>", header=True if header is None else header, limits=limits)
     if not isinstance(obj, str):
         raise TypeError(f"{format} input must be text or a path, not {type(obj).__name__}")
     if format == "html":
         return parse_html_table(
-            obj, name=name or "<html>", header="auto" if header is None else header, table=table,
-            displayed_only=displayed_only, limits=limits,
+            obj,
+            name=name or "<html>",
+            header="auto" if header is None else header,
+            table=table,
+            displayed_only=displayed_only,
+            limits=limits,
         )
     if format in ("csv", "tsv"):
         sep = delimiter or ("\t" if format == "tsv" else ",")

@@ -206,7 +206,11 @@ def _scan_regex(text: str, delimiter: str, quotechar: str | None, escapechar: st
     for m in field.finditer(text):
         m_start, m_end = m.span()
         if m_start != pos:
-            what = "unterminated quoted field" if text[pos] == quotechar else f"unexpected {text[pos]!r} after an escape character"
+            what = (
+                "unterminated quoted field"
+                if text[pos] == quotechar
+                else f"unexpected {text[pos]!r} after an escape character"
+            )
             raise StructureError(
                 f"{what} (record {len(row_start) - (not at_record_start)}, field {0 if at_record_start else count})",
                 name=name,
@@ -244,7 +248,9 @@ def _scan_regex(text: str, delimiter: str, quotechar: str | None, escapechar: st
     else:
         if pos != n:  # the last match stopped early: an unterminated quote at the end
             raise StructureError(
-                f"unterminated quoted field (record {len(row_start)})", name=name, position=f"line {_line_of(text, pos)}"
+                f"unterminated quoted field (record {len(row_start)})",
+                name=name,
+                position=f"line {_line_of(text, pos)}",
             )
     return TableData(row_start, row_end, row_count, cell_start, cell_end, cell_text)
 
@@ -309,5 +315,6 @@ def parse_csv_table(
             header_rows = int(bool(header)) if rows.row_count else 0
         else:
             raise SpecError(f"header must be True, False or 'auto', not {header!r}")
-    return build_table(rows, source=text, name=name, table_span=(0, len(text)), header_rows=header_rows, fmt=fmt,
-                       limits=limits)
+    return build_table(
+        rows, source=text, name=name, table_span=(0, len(text)), header_rows=header_rows, fmt=fmt, limits=limits
+    )

@@ -224,7 +224,11 @@ def _header_rows(t: _OpenTable, header: bool | str) -> int:
 
 
 def parse_html_tables(
-    text: str, *, name: str = "<html>", header: bool | str = "auto", displayed_only: bool = True,
+    text: str,
+    *,
+    name: str = "<html>",
+    header: bool | str = "auto",
+    displayed_only: bool = True,
     limits: Limits | None = None,
 ) -> list[Structure]:
     """Every top-level ``<table>`` of ``text`` as a table Structure, in document order.
@@ -266,7 +270,12 @@ def parse_html_tables(
 
 
 def parse_html_table(
-    text: str, *, name: str = "<html>", header: bool | str = "auto", table: int = 0, displayed_only: bool = True,
+    text: str,
+    *,
+    name: str = "<html>",
+    header: bool | str = "auto",
+    table: int = 0,
+    displayed_only: bool = True,
     limits: Limits | None = None,
 ) -> Structure:
     """Top-level table number ``table`` of the HTML ``text`` (StructureError when absent)."""
@@ -274,5 +283,7 @@ def parse_html_table(
     if not tables:
         raise StructureError("no <table> element in the HTML input", name=name, position="line 1")
     if not -len(tables) <= table < len(tables):
-        raise StructureError(f"table index {table} out of range: the input has {len(tables)} top-level tables", name=name)
+        raise StructureError(
+            f"table index {table} out of range: the input has {len(tables)} top-level tables", name=name
+        )
     return tables[table]

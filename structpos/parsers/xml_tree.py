@@ -106,7 +106,7 @@ class _TreeWalk:
         tag_end = _tag_end(self.text, off)
         node = self.b.add(tag, self.stack[-1] if self.stack else -1, off, tag_end, tag_index=counts[tag])
         self.stack.append(node)
-        self.empty.append(self.text[tag_end - 2: tag_end] == "/>")
+        self.empty.append(self.text[tag_end - 2 : tag_end] == "/>")
         self.tag_counts.append({})
 
     def end(self, off: int) -> None:

@@ -37,10 +37,10 @@ def _key(node, text: str, constructor, yaml):
     if isinstance(node, yaml.ScalarNode):
         try:
             key = constructor.construct_object(node)
-        except Exception:  # noqa: BLE001 - a key PyYAML cannot construct (a bad date, ...) stays its text
+        except Exception:
             return node.value
         return key if isinstance(key, (str, int, float, bool)) or key is None else node.value
-    return text[node.start_mark.index:node.end_mark.index]
+    return text[node.start_mark.index : node.end_mark.index]
 
 
 def _inside(node, b: TreeBuilder, parent: int) -> bool:
@@ -63,9 +63,14 @@ def _compose_all(yaml, text: str, timeout: float | None, name: str) -> list:
     class Loader(yaml.SafeLoader):
         def fetch_more_tokens(self):
             if time.monotonic() > deadline:
-                raise LimitError(f"PyYAML still scanning after {timeout} s", limit="record_timeout",
-                                 value=round(time.monotonic() - deadline + timeout, 1), maximum=timeout, name=name,
-                                 position=f"line:col {self.line + 1}:{self.column + 1}")
+                raise LimitError(
+                    f"PyYAML still scanning after {timeout} s",
+                    limit="record_timeout",
+                    value=round(time.monotonic() - deadline + timeout, 1),
+                    maximum=timeout,
+                    name=name,
+                    position=f"line:col {self.line + 1}:{self.column + 1}",
+                )
             return super().fetch_more_tokens()
 
     loader = Loader(text)

@@ -81,8 +81,14 @@ def string_array(values: Sequence[object | None]) -> pa.Array:
     np.cumsum(np.fromiter((len(b) for b in data), dtype=np.int64, count=len(data)), out=offsets[1:])
     valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
     if offsets[-1] < 2**31:
-        return pa.Array.from_buffers(pa.string(), len(data), [_validity(valid), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(data))])
-    return pa.Array.from_buffers(pa.large_string(), len(data), [_validity(valid), pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+        return pa.Array.from_buffers(
+            pa.string(),
+            len(data),
+            [_validity(valid), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(data))],
+        )
+    return pa.Array.from_buffers(
+        pa.large_string(), len(data), [_validity(valid), pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
+    )
 
 
 def _values(flat: np.ndarray) -> pa.Array:
@@ -140,7 +146,9 @@ def list_column(arrays: Sequence[np.ndarray | None]) -> pa.Array:
         return pa.ListArray.from_arrays(_offsets(outer), values)
     offsets = np.zeros(len(outer) + 1, dtype=np.int32)
     np.cumsum(outer, out=offsets[1:])
-    return pa.Array.from_buffers(pa.list_(values.type), len(arrays), [_validity(~mask), pa.py_buffer(offsets)], children=[values])
+    return pa.Array.from_buffers(
+        pa.list_(values.type), len(arrays), [_validity(~mask), pa.py_buffer(offsets)], children=[values]
+    )
 
 
 def string_list_column(arrays: Sequence[np.ndarray | None]) -> pa.Array:
@@ -213,8 +221,10 @@ def rows_to_table(rows: list[dict], extra: dict[str, list] | None = None) -> pa.
     cols: dict[str, pa.Array] = {
         "id": string_array([r["id"] for r in rows]),
         "kind": string_array([r["kind"] for r in rows]),
-        "num_nodes": numeric_array(np.array([r["num_nodes"] or 0 for r in rows], dtype=np.int64),
-                                   np.array([r["num_nodes"] is not None for r in rows], dtype=bool)),
+        "num_nodes": numeric_array(
+            np.array([r["num_nodes"] or 0 for r in rows], dtype=np.int64),
+            np.array([r["num_nodes"] is not None for r in rows], dtype=bool),
+        ),
         "labels": string_list_column([r["labels"] for r in rows]),
     }
     for name in ("start", "end", "parent"):

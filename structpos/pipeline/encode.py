@@ -25,9 +25,20 @@ from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from .arrow import BASE_COLUMNS, rows_to_table
 from .records import Record
 
-__all__ = ["EncodeOptions", "encode_payload", "encode_one", "encode_records", "encode_each", "error_entry",
-           "record_timer", "validate_spec",
-           "EncodeBatch", "output_schema", "conform", "SAMPLES"]
+__all__ = [
+    "EncodeOptions",
+    "encode_payload",
+    "encode_one",
+    "encode_records",
+    "encode_each",
+    "error_entry",
+    "record_timer",
+    "validate_spec",
+    "EncodeBatch",
+    "output_schema",
+    "conform",
+    "SAMPLES",
+]
 
 
 @dataclass(frozen=True)
@@ -127,9 +138,14 @@ class EncodeOptions:
         >>> d["coords"], d["parser_options"]
         ('tree', [['max_depth', 3]])
         """
-        return {"kind": self.kind, "coords": self.coords, "language": self.language,
-                "parser_options": [list(kv) for kv in self.parser_options], "limits": _limits_dict(self.limits),
-                **({"extra_parsers": [list(kv) for kv in self.extra_parsers]} if self.extra_parsers else {})}
+        return {
+            "kind": self.kind,
+            "coords": self.coords,
+            "language": self.language,
+            "parser_options": [list(kv) for kv in self.parser_options],
+            "limits": _limits_dict(self.limits),
+            **({"extra_parsers": [list(kv) for kv in self.extra_parsers]} if self.extra_parsers else {}),
+        }
 
 
 def load_parser(target: str):
@@ -218,8 +234,16 @@ def _parser_accepts(kind: str, fn, arg: str) -> bool:
     return _ACCEPTS[key]
 
 
-def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | None, options: Mapping[str, Any],
-           limits: Limits = DEFAULT_LIMITS, extra_parsers: Mapping[str, str] | None = None):
+def _parse(
+    payload: Any,
+    kind: str,
+    name: str,
+    language: str | None,
+    fmt: str | None,
+    options: Mapping[str, Any],
+    limits: Limits = DEFAULT_LIMITS,
+    extra_parsers: Mapping[str, str] | None = None,
+):
     """Call the parser of ``kind`` with the record's name, language and format hints.
 
     JSON objects (not text) given as ``json`` payloads are serialized, so spans index text; a
@@ -242,9 +266,11 @@ def _parse(payload: Any, kind: str, name: str, language: str | None, fmt: str | 
     if kind == "graph" and isinstance(payload, Mapping):
         payload = dict(payload)
         if "edge_index" not in payload:
-            raise InputError("a graph payload object needs an 'edge_index' entry "
-                             '(graph JSONL records: {"text": {"edge_index": [[src, ...], [dst, ...]], '
-                             '"num_nodes": n}})')
+            raise InputError(
+                "a graph payload object needs an 'edge_index' entry "
+                '(graph JSONL records: {"text": {"edge_index": [[src, ...], [dst, ...]], '
+                '"num_nodes": n}})'
+            )
         edge_index = np.asarray(payload.pop("edge_index"), dtype=np.int64).reshape(2, -1)
         kw = {**payload, **kw}
         payload = edge_index
@@ -399,8 +425,15 @@ def error_entry(record: Record, exc_type: str, message: str, stage: str, offset:
     """
     if record.where not in message:
         message = f"{record.where} (id {record.id!r}): {message}"
-    return {"id": record.id, "input": record.input, "position": record.position or record.where, "stage": stage,
-            "error_type": exc_type, "message": message, "offset": None if offset is None else str(offset)}
+    return {
+        "id": record.id,
+        "input": record.input,
+        "position": record.position or record.where,
+        "stage": stage,
+        "error_type": exc_type,
+        "message": message,
+        "offset": None if offset is None else str(offset),
+    }
 
 
 def _stage_of(exc: BaseException, stage: str) -> str:
@@ -530,9 +563,17 @@ def encode_one(rec: Record, options: EncodeOptions) -> tuple[list[dict], dict | 
     stage = "parse"
     try:
         with record_timer(options.limits.record_timeout if options.timeout_in_process else None, rec.where):
-            rows = encode_payload(rec.id, rec.payload, kind, options.coords, language=rec.language or options.language,
-                                  format=rec.format, parser_options=dict(options.parser_options), limits=options.limits,
-                                  extra_parsers=dict(options.extra_parsers))
+            rows = encode_payload(
+                rec.id,
+                rec.payload,
+                kind,
+                options.coords,
+                language=rec.language or options.language,
+                format=rec.format,
+                parser_options=dict(options.parser_options),
+                limits=options.limits,
+                extra_parsers=dict(options.extra_parsers),
+            )
         return rows, None
     except RecursionError as e:  # deep input that slipped past a parser's own guard
         return [], error_entry(rec, "LimitError", f"input nested too deeply ({e})", stage)
@@ -683,7 +724,14 @@ def output_schema(options: EncodeOptions, kind: str | None = None) -> pa.Schema 
         if kind in SAMPLES:
             try:
                 lang = (options.language or "python") if kind == "code" else None
-                rows = encode_payload("sample", SAMPLES[kind], kind, options.coords, language=lang, parser_options=dict(options.parser_options))
+                rows = encode_payload(
+                    "sample",
+                    SAMPLES[kind],
+                    kind,
+                    options.coords,
+                    language=lang,
+                    parser_options=dict(options.parser_options),
+                )
                 schema = rows_to_table(rows).schema
             except Exception:
                 schema = None
@@ -850,7 +898,11 @@ class EncodeBatch:
             payload = payload.item() if isinstance(payload, np.generic) else payload
             where = f"record {rid}"
             if payload is None:
-                out.append(Record(rid, None, where, kind, None, ("ValueError", f"{where}: payload {self.text_column!r} is null")))
+                out.append(
+                    Record(
+                        rid, None, where, kind, None, ("ValueError", f"{where}: payload {self.text_column!r} is null")
+                    )
+                )
             else:
                 out.append(Record(rid, payload, where, kind))
         return out
@@ -866,8 +918,18 @@ class EncodeBatch:
             error.extend([None] * len(ok))
             if errs and self.keep_errors:
                 e = errs[0]
-                rows.append({"id": e["id"], "kind": rec.kind or self.options.kind, "num_nodes": None, "labels": None,
-                             "start": None, "end": None, "parent": None, "coords": {}})
+                rows.append(
+                    {
+                        "id": e["id"],
+                        "kind": rec.kind or self.options.kind,
+                        "num_nodes": None,
+                        "labels": None,
+                        "start": None,
+                        "end": None,
+                        "parent": None,
+                        "coords": {},
+                    }
+                )
                 error_type.append(e["error_type"])
                 error.append(e["message"])
         schema = output_schema(self.options)

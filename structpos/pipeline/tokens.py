@@ -88,7 +88,7 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
         try:
             from transformers import AutoTokenizer
 
-            tok = AutoTokenizer.from_pretrained(str(p), local_files_only=True, use_fast=True)
+            tok = AutoTokenizer.from_pretrained(str(p), local_files_only=True, use_fast=True)  # type: ignore[assignment]  # a fast HF tokenizer, used through the same calls
         except Exception as e:  # any failure to load: one clear error naming the path
             raise SpecError(f"cannot load a local tokenizer: {e}", name=str(path)) from e
         if not getattr(tok, "is_fast", False):
@@ -134,8 +134,13 @@ def token_columns(structure, coords: Mapping[str, np.ndarray], tokenizer: Any) -
     ids, offsets = tokenize(tokenizer, text)
     al = align(structure, offsets)
     per_node = {k: v for k, v in coords.items() if np.ndim(v) >= 1 and len(v) == structure.num_nodes}
-    out = {"input_ids": ids, "token_start": offsets[:, 0], "token_end": offsets[:, 1],
-           "token_node": al.node.astype(np.int64), "token_flags": al.flags.astype(np.int64)}
+    out = {
+        "input_ids": ids,
+        "token_start": offsets[:, 0],
+        "token_end": offsets[:, 1],
+        "token_node": al.node.astype(np.int64),
+        "token_flags": al.flags.astype(np.int64),
+    }
     for name, vals in al.take(per_node, fill=-1).items():
         out[f"tok_{name}"] = vals
     return out

@@ -32,10 +32,17 @@ class AddLaplacianPE(BaseTransform):
     (torch.Size([4, 2]), [[False, False]])
     """
 
-    def __init__(self, k: int, attr_name: str | None = "laplacian_eigenvector_pe",
-                 eigvals_attr: str | None = "laplacian_eigenvalues", mask_attr: str | None = "laplacian_mask",
-                 dtype: torch.dtype = torch.float32, *, ambiguous_attr: str | None = "laplacian_ambiguous",
-                 **solver_kwargs: Any) -> None:
+    def __init__(
+        self,
+        k: int,
+        attr_name: str | None = "laplacian_eigenvector_pe",
+        eigvals_attr: str | None = "laplacian_eigenvalues",
+        mask_attr: str | None = "laplacian_mask",
+        dtype: torch.dtype = torch.float32,
+        *,
+        ambiguous_attr: str | None = "laplacian_ambiguous",
+        **solver_kwargs: Any,
+    ) -> None:
         self.k = k
         self.attr_name = attr_name
         self.eigvals_attr = eigvals_attr

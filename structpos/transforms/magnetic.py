@@ -28,10 +28,19 @@ class AddMagneticLaplacianPE(BaseTransform):
     (torch.Size([3, 4]), torch.Size([1, 2]))
     """
 
-    def __init__(self, k: int, q: float = 0.25, attr_name: str | None = "magnetic_laplacian_pe", *,
-                 q_relative: bool = False, eigvals_attr: str | None = "magnetic_eigenvalues",
-                 mask_attr: str | None = "magnetic_mask", dtype: torch.dtype = torch.float32,
-                 ambiguous_attr: str | None = "magnetic_ambiguous", **solver_kwargs: Any) -> None:
+    def __init__(
+        self,
+        k: int,
+        q: float = 0.25,
+        attr_name: str | None = "magnetic_laplacian_pe",
+        *,
+        q_relative: bool = False,
+        eigvals_attr: str | None = "magnetic_eigenvalues",
+        mask_attr: str | None = "magnetic_mask",
+        dtype: torch.dtype = torch.float32,
+        ambiguous_attr: str | None = "magnetic_ambiguous",
+        **solver_kwargs: Any,
+    ) -> None:
         self.k, self.q, self.q_relative = k, q, q_relative
         self.attr_name, self.eigvals_attr, self.mask_attr = attr_name, eigvals_attr, mask_attr
         self.ambiguous_attr = ambiguous_attr
@@ -39,8 +48,15 @@ class AddMagneticLaplacianPE(BaseTransform):
         self.solver_kwargs = solver_kwargs
 
     def forward(self, data: Any) -> Any:
-        r = magnetic_laplacian_pe(data.edge_index, data.num_nodes, self.k, self.q, edge_weight_of(data),
-                                  q_relative=self.q_relative, **self.solver_kwargs)
+        r = magnetic_laplacian_pe(
+            data.edge_index,
+            data.num_nodes,
+            self.k,
+            self.q,
+            edge_weight_of(data),
+            q_relative=self.q_relative,
+            **self.solver_kwargs,
+        )
         pe, ev, mask = r
         device = data.edge_index.device
         if self.eigvals_attr is not None:

@@ -18,16 +18,23 @@ class AddRandomWalkPE(BaseTransform):
     ``symmetrize=False`` walks a directed graph's edges as given, like PyG does.
     """
 
-    def __init__(self, walk_length: int, attr_name: str | None = "random_walk_pe", *,
-                 symmetrize: bool = True, dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self,
+        walk_length: int,
+        attr_name: str | None = "random_walk_pe",
+        *,
+        symmetrize: bool = True,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         self.walk_length = walk_length
         self.attr_name = attr_name
         self.symmetrize = symmetrize
         self.dtype = dtype
 
     def forward(self, data: Any) -> Any:
-        pe = random_walk_pe(data.edge_index, data.num_nodes, self.walk_length, edge_weight_of(data),
-                            symmetrize=self.symmetrize)
+        pe = random_walk_pe(
+            data.edge_index, data.num_nodes, self.walk_length, edge_weight_of(data), symmetrize=self.symmetrize
+        )
         return add_node_attr(data, pe.to(data.edge_index.device, self.dtype), self.attr_name)
 
     def __repr__(self) -> str:

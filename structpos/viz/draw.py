@@ -162,11 +162,15 @@ def node_values(s: Structure, color_by: str, coords: dict[str, np.ndarray] | Non
         return np.bincount(ei.ravel(), minlength=s.num_nodes), False
     if name in ("index", "position"):
         return np.arange(s.num_nodes), False
-    known = sorted(set(coords) | set(s.attrs) | {"label", "degree", "index"} | ({"depth"} if s.parent is not None else set()))
+    known = sorted(
+        set(coords) | set(s.attrs) | {"label", "degree", "index"} | ({"depth"} if s.parent is not None else set())
+    )
     raise ValueError(f"{s.name}: cannot colour by {color_by!r}; available: {', '.join(known)}")
 
 
-def coordinate_matrix(coords: dict[str, np.ndarray], names: list[str] | None = None, n: int | None = None) -> tuple[np.ndarray, list[str]]:
+def coordinate_matrix(
+    coords: dict[str, np.ndarray], names: list[str] | None = None, n: int | None = None
+) -> tuple[np.ndarray, list[str]]:
     """Stack the chosen numeric coordinate arrays into ``(N, A)``; return it and the axis names.
 
     Parameters
@@ -291,8 +295,16 @@ def _colors(values: np.ndarray, categorical: bool, cmap_name: str = "viridis", s
     return rgba, ("colorbar", mpl.cm.ScalarMappable(norm=norm, cmap=cmap))
 
 
-def draw_structure(s: Structure, values: np.ndarray | None = None, *, categorical: bool = False, ax=None,
-                   title: str | None = None, color_label: str = "", text: str = "auto"):
+def draw_structure(
+    s: Structure,
+    values: np.ndarray | None = None,
+    *,
+    categorical: bool = False,
+    ax=None,
+    title: str | None = None,
+    color_label: str = "",
+    text: str = "auto",
+):
     """Draw ``s`` (tree, table grid or graph) on ``ax`` with node colours from ``values``.
 
     Parameters
@@ -374,12 +386,22 @@ def _draw_grid(ax, s: Structure, pos: np.ndarray, rgba: np.ndarray, show_text: b
     col = np.asarray(s.attrs["col"], dtype=float)
     with_text = show_text or cell.sum() <= 150
     for i in map(int, np.flatnonzero(cell)):
-        ax.add_patch(Rectangle((col[i] - 0.5, -row[i] - rs[i] + 0.5), cs[i], rs[i], facecolor=rgba[i],
-                               edgecolor="white", linewidth=1.0))
+        ax.add_patch(
+            Rectangle(
+                (col[i] - 0.5, -row[i] - rs[i] + 0.5), cs[i], rs[i], facecolor=rgba[i], edgecolor="white", linewidth=1.0
+            )
+        )
         if with_text:
             lum = 0.299 * rgba[i][0] + 0.587 * rgba[i][1] + 0.114 * rgba[i][2]
-            ax.text(pos[i, 0], pos[i, 1], _short(_cell_text(s, i), 14), ha="center", va="center", fontsize=7,
-                    color="black" if lum > 0.5 else "white")
+            ax.text(
+                pos[i, 0],
+                pos[i, 1],
+                _short(_cell_text(s, i), 14),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="black" if lum > 0.5 else "white",
+            )
     if cell.any():
         ax.set_xlim(col[cell].min() - 0.6, (col[cell] + cs[cell]).max() - 0.4)
         ax.set_ylim(-(row[cell] + rs[cell]).max() + 0.4, -row[cell].min() + 0.6)
@@ -400,16 +422,39 @@ def _draw_links(ax, s: Structure, style: str, pos: np.ndarray, rgba: np.ndarray,
     ei, _ = s.edges()
     if ei.shape[1]:
         seg = np.stack([pos[ei[0]], pos[ei[1]]], axis=1)
-        ax.add_collection(LineCollection(list(seg), colors=(0.55, 0.55, 0.55, 0.8), linewidths=0.8 if n < 300 else 0.4,
-                                         zorder=1, rasterized=n > 500))
+        ax.add_collection(
+            LineCollection(
+                list(seg),
+                colors=(0.55, 0.55, 0.55, 0.8),
+                linewidths=0.8 if n < 300 else 0.4,
+                zorder=1,
+                rasterized=n > 500,
+            )
+        )
     size = 90 if n <= LABEL_LIMIT else max(4.0, 2500.0 / n)
-    ax.scatter(pos[:, 0], pos[:, 1], s=size, c=rgba, edgecolors="black" if n <= LABEL_LIMIT else "none",
-               linewidths=0.4, zorder=2, rasterized=n > 500)
+    ax.scatter(
+        pos[:, 0],
+        pos[:, 1],
+        s=size,
+        c=rgba,
+        edgecolors="black" if n <= LABEL_LIMIT else "none",
+        linewidths=0.4,
+        zorder=2,
+        rasterized=n > 500,
+    )
     if show_text:
         tree = style == "tree"
         for i in range(n):
-            ax.annotate(_node_caption(s, i) if tree else f"{i}", pos[i], xytext=(0, -8 if tree else 6),
-                        textcoords="offset points", ha="center", va="top" if tree else "bottom", fontsize=6.5, zorder=3)
+            ax.annotate(
+                _node_caption(s, i) if tree else f"{i}",
+                pos[i],
+                xytext=(0, -8 if tree else 6),
+                textcoords="offset points",
+                ha="center",
+                va="top" if tree else "bottom",
+                fontsize=6.5,
+                zorder=3,
+            )
     ax.autoscale_view()
     ax.margins(0.06)
     ax.set_xticks([])
@@ -436,11 +481,30 @@ def _add_color_key(ax, key, color_label: str) -> None:
         ax.figure.colorbar(obj, ax=ax, label=color_label, shrink=0.8)
         return
     handles = [Patch(facecolor=c, label=_short(lab, 22)) for lab, c in obj]
-    ax.legend(handles=handles, title=color_label or None, fontsize=6.5, title_fontsize=7, loc="upper left",
-              bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax.legend(
+        handles=handles,
+        title=color_label or None,
+        fontsize=6.5,
+        title_fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        frameon=False,
+    )
 
 
-def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np.ndarray | None = None, encoder=None, head_dim: int = 32, vectors: str = "ones", seed: int = 0, coord_names: list[str] | None = None, distance_label: str = "hops"):
+def draw_similarity(
+    s: Structure,
+    coords: np.ndarray,
+    *,
+    axes=None,
+    distance: np.ndarray | None = None,
+    encoder=None,
+    head_dim: int = 32,
+    vectors: str = "ones",
+    seed: int = 0,
+    coord_names: list[str] | None = None,
+    distance_label: str = "hops",
+):
     """Three panels on ``axes`` (three Axes): distance matrix, rotary score matrix, score-vs-distance scatter.
 
     Returns ``(distance, scores)``.
@@ -522,7 +586,16 @@ def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np
         rng = np.random.default_rng(seed)
         pick = rng.choice(dv.size, size=min(dv.size, 20000), replace=False)
         jitter = rng.uniform(-0.15, 0.15, size=pick.size)
-        ax_x.scatter(dv[pick] + jitter, sv[pick], s=3, alpha=0.25, color="tab:blue", linewidths=0, label="node pairs", rasterized=True)
+        ax_x.scatter(
+            dv[pick] + jitter,
+            sv[pick],
+            s=3,
+            alpha=0.25,
+            color="tab:blue",
+            linewidths=0,
+            label="node pairs",
+            rasterized=True,
+        )
         uniq = np.unique(dv)
         means = np.array([sv[dv == u].mean() for u in uniq])
         ax_x.plot(uniq, means, "o-", color="tab:red", markersize=3.5, linewidth=1.5, label="mean per distance")
@@ -539,7 +612,20 @@ def draw_similarity(s: Structure, coords: np.ndarray, *, axes=None, distance: np
     return dist, scores
 
 
-def show_figure(s: Structure, *, color_by: str = "depth", coords: dict[str, np.ndarray] | None = None, rope_coords: list[str] | None = None, similarity: bool = True, encoder=None, size: tuple[int, int] = (1400, 1000), dpi: int = 100, head_dim: int = 32, vectors: str = "ones", seed: int = 0):
+def show_figure(
+    s: Structure,
+    *,
+    color_by: str = "depth",
+    coords: dict[str, np.ndarray] | None = None,
+    rope_coords: list[str] | None = None,
+    similarity: bool = True,
+    encoder=None,
+    size: tuple[int, int] = (1400, 1000),
+    dpi: int = 100,
+    head_dim: int = 32,
+    vectors: str = "ones",
+    seed: int = 0,
+):
     """One figure of ``size`` pixels: the structure coloured by ``color_by`` and (optionally) the
     similarity panels computed on the ``rope_coords`` columns of ``coords``.
 
@@ -605,13 +691,31 @@ def show_figure(s: Structure, *, color_by: str = "depth", coords: dict[str, np.n
             target = _select(s, keep)
             mat = mat[keep]
             dlabel = "|Δrow| + |Δcol|"
-        draw_similarity(target, mat, axes=axes, encoder=encoder, head_dim=max(head_dim, 2 * mat.shape[1]), vectors=vectors, seed=seed, coord_names=names, distance_label=dlabel)
+        draw_similarity(
+            target,
+            mat,
+            axes=axes,
+            encoder=encoder,
+            head_dim=max(head_dim, 2 * mat.shape[1]),
+            vectors=vectors,
+            seed=seed,
+            coord_names=names,
+            distance_label=dlabel,
+        )
     return fig
 
 
 def _select(s: Structure, keep: np.ndarray) -> Structure:
     """The nodes ``keep`` of ``s`` as an edgeless structure (labels, spans and attributes only)."""
-    return Structure(kind=s.kind, labels=s.labels[keep], start=s.start[keep], end=s.end[keep], source=s.source, name=s.name, attrs={k: v[keep] for k, v in s.attrs.items()})
+    return Structure(
+        kind=s.kind,
+        labels=s.labels[keep],
+        start=s.start[keep],
+        end=s.end[keep],
+        source=s.source,
+        name=s.name,
+        attrs={k: v[keep] for k, v in s.attrs.items()},
+    )
 
 
 def _rope_matrix(s: Structure, coords: dict[str, np.ndarray], names: list[str] | None) -> tuple[np.ndarray, list[str]]:

@@ -40,7 +40,7 @@ def figure_svg(fig) -> str:
     with mpl.rc_context({"svg.fonttype": "path"}):
         fig.savefig(buf, format="svg", metadata={"Creator": None, "Date": None, "Format": None, "Type": None})
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def html_page(figures, title: str = "structpos", facts: dict | None = None) -> str:
@@ -64,10 +64,12 @@ def html_page(figures, title: str = "structpos", facts: dict | None = None) -> s
     >>> page.startswith("<!DOCTYPE html>") and "<svg" in page and "http" not in page.split("<svg")[0]
     True
     """
-    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in (facts or {}).items())
+    rows = "".join(
+        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in (facts or {}).items()
+    )
     body = "".join(f"<figure>{figure_svg(f)}</figure>" for f in figures)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>" + (f"<table>{rows}</table>" if rows else "") + body + "</body></html>\n"
     )

@@ -122,7 +122,9 @@ def sectioned_rope_scores(coords: np.ndarray, q: np.ndarray, k: np.ndarray, base
     return np.real(left @ right.T)
 
 
-def rotary_scores(coords: np.ndarray, encoder=None, head_dim: int = 32, vectors: str = "ones", seed: int = 0, base: float = 10000.0) -> np.ndarray:
+def rotary_scores(
+    coords: np.ndarray, encoder=None, head_dim: int = 32, vectors: str = "ones", seed: int = 0, base: float = 10000.0
+) -> np.ndarray:
     """``(N, N)`` scores ``⟨R(c_i) q, R(c_j) k⟩`` with ``encoder`` (or the sectioned fallback).
 
     ``coords`` is ``(N, A)`` (or ``(N,)``); non-finite values raise ``ValueError``.
