@@ -352,7 +352,7 @@ def install_structural_rope(
 def _attach_state(body: nn.Module, rope: StructuralRoPE, state: CoordinateState) -> None:
     for m in body.modules():
         if hasattr(m, "q_proj") and hasattr(m, "k_proj"):
-            m._structpos = rope, state
+            m._structpos = rope, state  # type: ignore[assignment]  # a plain attribute on an HF module
 
 
 def _make_hook(state: CoordinateState):
