@@ -190,7 +190,6 @@ def _walk(tree, keep: list[bool] | None, fields: bool, missing: bool):
     stack: list[int] = []
     push, pop = stack.append, stack.pop
     extra = fields or missing
-    everything = keep is None
     i = 0
     top = -1
     while True:
