@@ -191,9 +191,15 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(shared_data, tmp_path)
            "--out", str(out), "--shard-size", "10", "--workers", "2", "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    first = out / "part-00000.parquet"
     deadline = time.monotonic() + 60
-    while not first.exists() and time.monotonic() < deadline and proc.poll() is None:
+
+    def shards_recorded() -> int:  # the manifest is rewritten atomically after each finished shard
+        try:
+            return len(_manifest(out)["shards"])
+        except (OSError, ValueError, KeyError):
+            return 0
+
+    while not shards_recorded() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.005)
     time.sleep(0.3)  # let it get well into the run
     assert proc.poll() is None, "the run finished before it could be killed: give it more work"
