@@ -58,6 +58,8 @@ DOCUMENTED = [
     "structpos.coords.hierarchy",
     "structpos.coords.table",
     "structpos.coords.tree",
+    "structpos.encoders.additive",
+    "structpos.encoders.attention_bias",
     "structpos.encoders.registry",
     "structpos.exceptions",
     "structpos.limits",

@@ -28,20 +28,84 @@ __all__ = ["tree_path_pe", "tree_depth_sibling", "LapPEEmbedding"]
 
 
 def tree_depth_sibling(tree) -> tuple[np.ndarray, np.ndarray]:
-    """Depth and sibling index of every node of a tree (:class:`Structure` or parent array);
-    see :func:`structpos.coords.tree.depth` and :func:`~structpos.coords.tree.sibling_index`."""
+    """Depth and sibling index of every node of a tree.
+
+    See :func:`structpos.coords.tree.depth` and :func:`~structpos.coords.tree.sibling_index`.
+
+    Parameters
+    ----------
+    tree : Structure or array_like of int
+        A tree :class:`~structpos.Structure` or a preorder parent array (``-1`` for roots,
+        ``parent[i] < i``).
+
+    Returns
+    -------
+    depth : numpy.ndarray
+        ``(N,)`` int64 number of edges from the root.
+    sibling : numpy.ndarray
+        ``(N,)`` int64 index of the node among its parent's children (roots: 0).
+
+    Raises
+    ------
+    StructureError
+        ``tree`` is not a valid preorder parent array, or a structure without a parent array.
+
+    Examples
+    --------
+    Root 0 with children 1 and 2; node 3 is the first child of node 2:
+
+    >>> depth, sibling = tree_depth_sibling([-1, 0, 0, 2])
+    >>> depth.tolist(), sibling.tolist()
+    ([0, 1, 1, 2], [0, 0, 1, 0])
+    """
     parent, _ = as_parent(tree)
     return depth(parent), sibling_index(parent)
 
 
 def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip: bool = False) -> np.ndarray:
-    """Stacked one-hot root-path encoding, shape ``(N, max_depth · max_branch)`` float32.
+    """Stacked one-hot root-path encoding (Shiv & Quirk 2019; see the module docstring).
 
-    Built from :func:`structpos.coords.tree.root_path` (``keep="bottom"``), so ``tree`` must be
-    a preorder parent array (or a tree :class:`Structure`).
+    Built from :func:`structpos.coords.tree.root_path` (``keep="bottom"``).
 
-    ``decay`` is the per-level weight ``γ``. A sibling index ``≥ max_branch`` raises a
-    :class:`StructureError` naming the node, unless ``clip`` maps it to ``max_branch − 1``.
+    Parameters
+    ----------
+    tree : Structure or array_like of int
+        A tree :class:`~structpos.Structure` or a preorder parent array.
+    max_depth : int
+        Levels ``k`` kept (the most recent steps of longer paths).
+    max_branch : int
+        Children per node ``n`` (size of each one-hot block).
+    decay : float
+        Per-level weight ``γ``: block ``l`` (``l`` steps above the node) is scaled by ``γ^l``.
+    clip : bool
+        Map sibling indices ``≥ max_branch`` to ``max_branch − 1`` instead of raising.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, max_depth · max_branch)`` float32; roots are all zeros.
+
+    Raises
+    ------
+    ValueError
+        ``max_depth`` or ``max_branch`` below 1.
+    StructureError
+        A node's sibling index reaches ``max_branch`` and ``clip`` is False (names the node).
+
+    Examples
+    --------
+    Node 3 is child 0 of node 2, itself child 1 of the root: block 0 is ``e_0``, block 1 is
+    ``γ·e_1``. A child's encoding is its parent's shifted one block (times ``γ``):
+
+    >>> pe = tree_path_pe([-1, 0, 0, 2], max_depth=2, max_branch=2, decay=0.5)
+    >>> pe.tolist()
+    [[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.5]]
+    >>> bool((pe[3, 2:] == 0.5 * pe[2, :2]).all())
+    True
+    >>> tree_path_pe([-1, 0, 0, 0], max_depth=2, max_branch=2)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: <parent array> at node 3: node 3 is child number 2 of node 0, beyond max_branch = 2 (pass clip=True)
     """
     if max_depth < 1 or max_branch < 1:
         raise ValueError(f"max_depth and max_branch must be ≥ 1, got {max_depth}, {max_branch}")
@@ -69,9 +133,36 @@ def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip
 class LapPEEmbedding(nn.Module):
     """Linear map of Laplacian eigenvectors (plus eigenvalues) to ``dim`` additive features.
 
-    ``forward(eigvecs, eigvals=None)``: ``eigvecs`` ``(…, N, k)``, NaN columns for missing modes;
-    ``eigvals`` ``(…, k)`` or ``(…, N, k)``. Missing entries contribute zero. With ``sign_flip``
-    each eigenvector column is multiplied by a random ±1 in training mode.
+    Parameters
+    ----------
+    k : int
+        Number of eigenvectors per node.
+    dim : int
+        Output feature size.
+    use_eigvals : bool
+        Also feed each eigenvector's eigenvalue (``forward`` then needs ``eigvals``).
+    sign_flip : bool
+        In training mode, multiply each eigenvector column by a random ±1 (one draw per graph).
+
+    Notes
+    -----
+    ``forward(eigvecs, eigvals=None)``: ``eigvecs`` ``(…, N, k)``, NaN columns for missing modes
+    (as :func:`structpos.coords.laplacian_pe` and GraphGPS pad); ``eigvals`` ``(…, k)`` or
+    ``(…, N, k)``. Missing entries contribute zero. Returns ``(…, N, dim)``.
+
+    Examples
+    --------
+    Two eigenvectors of which the second is missing (NaN): it contributes exactly what zeros do.
+
+    >>> _ = torch.manual_seed(0)
+    >>> emb = LapPEEmbedding(k=2, dim=4).eval()
+    >>> nan = float("nan")
+    >>> vecs, vals = torch.tensor([[0.5, nan], [-0.5, nan]]), torch.tensor([2.0, nan])
+    >>> out = emb(vecs, vals)
+    >>> out.shape
+    torch.Size([2, 4])
+    >>> torch.equal(out, emb(torch.tensor([[0.5, 0.0], [-0.5, 0.0]]), torch.tensor([2.0, 0.0])))
+    True
     """
 
     def __init__(self, k: int, dim: int, use_eigvals: bool = True, sign_flip: bool = True):
@@ -80,6 +171,13 @@ class LapPEEmbedding(nn.Module):
         self.proj = nn.Linear(2 * k if use_eigvals else k, dim)
 
     def forward(self, eigvecs: torch.Tensor, eigvals: torch.Tensor | None = None) -> torch.Tensor:
+        """Features ``(…, N, dim)`` of ``eigvecs`` ``(…, N, k)`` (and ``eigvals``); see the class.
+
+        Raises
+        ------
+        ValueError
+            ``eigvecs`` does not end in ``k``, or ``eigvals`` is missing while ``use_eigvals``.
+        """
         if eigvecs.shape[-1] != self.k:
             raise ValueError(f"eigvecs must end in k = {self.k}, got shape {tuple(eigvecs.shape)}")
         missing = torch.isnan(eigvecs)

@@ -29,7 +29,32 @@ __all__ = ["tree_distance", "shortest_path_distance", "SPDBias", "alibi_slopes",
 
 
 def tree_distance(tree) -> np.ndarray:
-    """``(N, N)`` int64 tree distances (``-1`` across trees of a forest) of a preorder tree."""
+    """All-pairs tree distances ``d(i, j) = depth_i + depth_j − 2·depth(lca(i, j))``.
+
+    Parameters
+    ----------
+    tree : Structure or array_like of int
+        A tree :class:`~structpos.Structure` or a preorder parent array (``-1`` for roots).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, N)`` int64 edge counts; ``-1`` between different trees of a forest.
+
+    Raises
+    ------
+    StructureError
+        ``tree`` is not a preorder parent array, or a structure without one.
+
+    Examples
+    --------
+    Root 0 with children 1 and 3, node 2 under node 1: the path 2 → 1 → 0 → 3 has 3 edges.
+
+    >>> tree_distance([-1, 0, 1, 0]).tolist()
+    [[0, 1, 2, 1], [1, 0, 1, 2], [2, 1, 0, 3], [1, 2, 3, 0]]
+    >>> tree_distance([-1, 0, -1]).tolist()  # a forest: node 2 is another root
+    [[0, 1, -1], [1, 0, -1], [-1, -1, 0]]
+    """
     parent, _ = as_parent(tree)
     return _tree_coords.tree_distance(parent)
 
@@ -37,12 +62,46 @@ def tree_distance(tree) -> np.ndarray:
 def shortest_path_distance(
     graph, num_nodes: int | None = None, directed: bool = False, max_distance: int | None = None
 ) -> np.ndarray:
-    """``(N, N)`` int64 hop distances; ``graph`` is a :class:`Structure` or an edge index ``(2, E)``.
+    """All-pairs hop distances (Graphormer's SPD) of a graph or tree.
 
     A thin wrapper over :func:`structpos.coords.distance.hop_distances` that keeps
     this module's conventions: the result is always numpy, ``num_nodes`` defaults to
     ``max(edge_index) + 1``, and a Structure with an edge list uses its own ``directed``.
-    ``max_distance`` caps the BFS (farther pairs count as unreachable, ``-1``).
+
+    Parameters
+    ----------
+    graph : Structure or array_like or torch.Tensor
+        A :class:`~structpos.Structure` (its edges; a tree gives parent–child edges) or an
+        edge index ``(2, E)``.
+    num_nodes : int, optional
+        Node count (default: the structure's, or ``max(edge_index) + 1``).
+    directed : bool
+        Follow edges only in their direction (ignored for a Structure with an edge list,
+        which uses its own ``directed``).
+    max_distance : int, optional
+        Cap of the breadth-first search: farther pairs count as unreachable.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, N)`` int64 hop counts; ``-1`` for unreachable pairs.
+
+    Raises
+    ------
+    StructureError
+        An edge names a node outside ``0..num_nodes-1``.
+    ValueError
+        ``max_distance`` is negative.
+
+    Examples
+    --------
+    A star with centre 0: leaves are two hops apart, or unreachable with ``max_distance=1``.
+
+    >>> star = torch.tensor([[0, 0, 0], [1, 2, 3]])
+    >>> shortest_path_distance(star).tolist()
+    [[0, 1, 1, 1], [1, 0, 2, 2], [1, 2, 0, 2], [1, 2, 2, 0]]
+    >>> shortest_path_distance(star, max_distance=1)[1].tolist()
+    [1, 0, -1, -1]
     """
     if isinstance(graph, Structure):
         ei, ew = graph.edges()
@@ -60,8 +119,29 @@ class SPDBias(nn.Module):
     """Learned attention bias per head and distance: ``b[h, i, j] = E[bucket(d_ij), h]``.
 
     Buckets: ``0..max_distance`` (larger distances clip to ``max_distance``) and one extra
-    bucket for unreachable pairs (``d < 0``). ``forward(dist)`` maps ``(…, N, N)`` integer
-    distances to a ``(…, H, N, N)`` float bias.
+    bucket for unreachable pairs (``d < 0``). The table ``E`` (``self.table``) starts at zero.
+
+    Parameters
+    ----------
+    num_heads : int
+        Attention heads ``H`` (one bias column each).
+    max_distance : int
+        Largest distance with its own bucket.
+
+    Notes
+    -----
+    ``forward(dist)`` maps ``(…, N, N)`` integer distances to a ``(…, H, N, N)`` float bias.
+
+    Examples
+    --------
+    Fill the table with ``E[bucket, h] = 2·bucket + h``: distance 3 clips to bucket 2,
+    unreachable (``-1``) goes to bucket 3.
+
+    >>> bias = SPDBias(num_heads=2, max_distance=2)
+    >>> with torch.no_grad():
+    ...     _ = bias.table.weight.copy_(torch.arange(8.0).view(4, 2))
+    >>> bias(torch.tensor([[0, 3], [-1, 1]])).tolist()
+    [[[0.0, 4.0], [6.0, 2.0]], [[1.0, 5.0], [7.0, 3.0]]]
     """
 
     def __init__(self, num_heads: int, max_distance: int = 16):
@@ -71,6 +151,7 @@ class SPDBias(nn.Module):
         nn.init.zeros_(self.table.weight)
 
     def forward(self, dist) -> torch.Tensor:
+        """Bias ``(…, H, N, N)`` of integer distances ``(…, N, N)``; floating distances raise ValueError."""
         d = torch.as_tensor(dist, device=self.table.weight.device)
         if d.is_floating_point():
             raise ValueError("SPDBias expects integer distances")
@@ -79,7 +160,33 @@ class SPDBias(nn.Module):
 
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:
-    """ALiBi head slopes ``2^{−8h/n}`` (h = 1..n), with the usual interpolation for non-powers of two."""
+    """ALiBi head slopes ``2^{−8h/n}`` (``h = 1..n``).
+
+    For ``n`` not a power of two, the slopes of the largest power of two ``m < n`` followed by
+    every other slope of ``2m`` (the interpolation of the ALiBi reference code).
+
+    Parameters
+    ----------
+    num_heads : int
+        ``n ≥ 1``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n,)`` float32 slopes.
+
+    Raises
+    ------
+    ValueError
+        ``num_heads < 1``.
+
+    Examples
+    --------
+    >>> alibi_slopes(8).tolist() == [2.0**-h for h in range(1, 9)]
+    True
+    >>> alibi_slopes(3).tolist()  # slopes of 2 heads, then the first of 4 heads' every other
+    [0.0625, 0.00390625, 0.25]
+    """
 
     def pow2(n):
         start = 2.0 ** (-8.0 / n)
@@ -94,7 +201,39 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 
 
 def alibi_distance_bias(dist, num_heads: int, unreachable: float = float("-inf"), dtype=torch.float32) -> torch.Tensor:
-    """``b[h, i, j] = −slope_h · d_ij`` (``(…, H, N, N)``), ``unreachable`` where ``d < 0``."""
+    """ALiBi-style bias on structural distances: ``b[h, i, j] = −slope_h · d_ij``.
+
+    Parameters
+    ----------
+    dist : array_like or torch.Tensor
+        ``(…, N, N)`` distances, negative for unreachable pairs.
+    num_heads : int
+        Heads ``H`` (slopes from :func:`alibi_slopes`).
+    unreachable : float
+        Bias where ``d < 0`` (``-inf`` masks the pair).
+    dtype : torch.dtype
+        Output dtype.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(…, H, N, N)`` bias.
+
+    Raises
+    ------
+    ValueError
+        ``num_heads < 1``.
+
+    Examples
+    --------
+    With two heads the slopes are ``2^-4`` and ``2^-8``; a distance of 2 costs ``2·2^-4``:
+
+    >>> b = alibi_distance_bias(torch.tensor([[0, 2], [-1, 0]]), num_heads=2)
+    >>> b.shape, b[0, 0, 1].item(), b[1, 0, 1].item()
+    (torch.Size([2, 2, 2]), -0.125, -0.0078125)
+    >>> b[:, 1, 0].tolist()
+    [-inf, -inf]
+    """
     d = torch.as_tensor(dist)
     slopes = alibi_slopes(num_heads).to(device=d.device, dtype=dtype)
     shape = (num_heads,) + (1, 1)
