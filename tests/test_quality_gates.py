@@ -61,6 +61,8 @@ DOCUMENTED = [
     "structpos.encoders.additive",
     "structpos.encoders.attention_bias",
     "structpos.encoders.registry",
+    "structpos.encoders.rope",
+    "structpos.encoders.rope_tables",
     "structpos.exceptions",
     "structpos.limits",
     "structpos.pipeline.arrow",

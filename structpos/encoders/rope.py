@@ -35,23 +35,54 @@ from ._checks import QK_LAYOUTS, QKLayout, check_qk, from_blhd, is_compiling, to
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 from .rope_tables import CosSinCache
 
-__all__ = ["StructuralRoPE", "ALLOCATIONS", "pair_axes", "split_counts", "positions_from_cu_seqlens"]
+__all__ = ["StructuralRoPE", "ALLOCATIONS", "pair_axes", "positions_from_cu_seqlens"]
 
 Allocation = Literal["sectioned", "interleaved", "per_head", "mixed"]
 PairLayout = Literal["half", "interleaved"]
 ALLOCATIONS: tuple[str, ...] = ("sectioned", "interleaved", "per_head", "mixed")
 
 
-def split_counts(total: int, parts: int) -> list[int]:
+def _split_counts(total: int, parts: int) -> list[int]:
     """Near-equal split of ``total`` into ``parts`` counts, remainder to the first parts."""
     base, extra = divmod(total, parts)
     return [base + (i < extra) for i in range(parts)]
 
 
 def pair_axes(num_pairs: int, num_axes: int, allocation: str, sections: Sequence[int] | None = None) -> torch.Tensor:
-    """Axis index of every pair, shape ``(P,)``, for the one-hot allocations."""
+    """Axis of every rotary pair under a one-hot allocation (see the module docstring).
+
+    Parameters
+    ----------
+    num_pairs : int
+        Pairs per head vector, ``P = D/2``.
+    num_axes : int
+        Coordinate axes ``A``.
+    allocation : {"sectioned", "interleaved"}
+        ``"sectioned"``: consecutive chunks of ``sections`` pairs per axis (default near-equal,
+        the first axes take the remainder); ``"interleaved"``: pair ``j`` takes axis ``j mod A``,
+        and with ``sections`` axis ``a ≥ 1`` keeps its pairs only while ``j < A·sections[a]``.
+    sections : sequence of int, optional
+        Pairs per axis; ``A`` non-negative entries summing to ``P``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(P,)`` int64 axis indices; the highest frequencies (low ``j``) come first.
+
+    Raises
+    ------
+    ValueError
+        ``sections`` of the wrong length or sum, or another allocation.
+
+    Examples
+    --------
+    >>> pair_axes(8, 3, "sectioned").tolist()
+    [0, 0, 0, 1, 1, 1, 2, 2]
+    >>> pair_axes(8, 2, "interleaved", sections=[6, 2]).tolist()  # axis 1 keeps 2 pairs
+    [0, 1, 0, 1, 0, 0, 0, 0]
+    """
     if allocation == "sectioned":
-        counts = list(sections) if sections is not None else split_counts(num_pairs, num_axes)
+        counts = list(sections) if sections is not None else _split_counts(num_pairs, num_axes)
         if len(counts) != num_axes or sum(counts) != num_pairs or min(counts) < 0:
             raise ValueError(
                 f"sections {counts} must have {num_axes} non-negative entries summing to head_dim/2 = {num_pairs}"
@@ -73,7 +104,30 @@ def pair_axes(num_pairs: int, num_axes: int, allocation: str, sections: Sequence
 
 
 def positions_from_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
-    """Row index within its sequence for every packed token: ``t − cu_seqlens[seq(t)]``."""
+    """Position of every packed token within its own sequence: ``t − cu_seqlens[seq(t)]``.
+
+    Parameters
+    ----------
+    cu_seqlens : torch.Tensor
+        ``(B + 1,)`` sequence offsets into the packed tokens (flash-attn convention).
+    total : int
+        Packed length ``T`` (``cu_seqlens[-1]``).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(T,)`` int64 positions, restarting at 0 with every sequence.
+
+    Raises
+    ------
+    ValueError
+        As :func:`check_cu_seqlens`.
+
+    Examples
+    --------
+    >>> positions_from_cu_seqlens(torch.tensor([0, 3, 5]), 5).tolist()
+    [0, 1, 2, 0, 1]
+    """
     cu = check_cu_seqlens(cu_seqlens, total)
     t = torch.arange(total, device=cu.device)
     seq = torch.searchsorted(cu[1:], t, right=True)
@@ -81,6 +135,32 @@ def positions_from_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Ten
 
 
 def check_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
+    """``cu_seqlens`` as int64 after checking it rises from 0 to ``total``.
+
+    Parameters
+    ----------
+    cu_seqlens : torch.Tensor
+        ``(B + 1,)`` sequence offsets.
+    total : int
+        Packed length it must end at.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B + 1,)`` int64 offsets.
+
+    Raises
+    ------
+    ValueError
+        Not 1-D with at least 2 entries, wrong first or last entry, or decreasing (names where).
+
+    Examples
+    --------
+    >>> check_cu_seqlens(torch.tensor([0, 3, 2, 5]), 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: cu_seqlens must be non-decreasing; it decreases at index 2
+    """
     cu = torch.as_tensor(cu_seqlens).to(torch.int64)
     if cu.dim() != 1 or cu.numel() < 2:
         raise ValueError(f"cu_seqlens must be 1-D with ≥ 2 entries, got shape {tuple(cu.shape)}")
@@ -136,15 +216,47 @@ class StructuralRoPE(nn.Module):
     compute (:class:`~structpos.exceptions.ShapeError`). Under ``torch.compile(fullgraph=True)``
     the angles are computed directly (no table lookup, no value checks), so there is no graph break.
 
+    Raises
+    ------
+    SpecError
+        Unknown ``allocation`` or ``qk_layout``, ``num_axes < 1``, ``per_head`` without
+        ``num_heads``, per-head ``sections`` not summing to ``num_heads``, non-finite ``mixing``.
+    ShapeError
+        ``inv_freq`` or ``mixing`` of the wrong shape.
+    ValueError
+        Odd ``head_dim``, ``base ≤ 1``, unknown ``layout``, or ``sections`` not summing to ``D/2``.
+
     Examples
     --------
     >>> import torch
+    >>> _ = torch.manual_seed(0)
     >>> rope = StructuralRoPE(head_dim=8, num_axes=2, allocation="sectioned")
-    >>> q = k = torch.randn(1, 5, 2, 8)
+    >>> q, k = torch.randn(1, 5, 2, 8), torch.randn(1, 5, 2, 8)
     >>> coords = torch.tensor([[[0, 0], [1, 0], [1, 1], [2, 0], [2, 1]]])
     >>> q_rot, k_rot = rope(q, k, coords)
     >>> q_rot.shape
     torch.Size([1, 5, 2, 8])
+
+    Rotations preserve norms, and scores depend only on coordinate differences: shifting
+    every token by the same offset on each axis leaves them unchanged.
+
+    >>> torch.allclose(q_rot.norm(dim=-1), q.norm(dim=-1))
+    True
+    >>> def scores(c):
+    ...     qr, kr = rope(q, k, c)
+    ...     return torch.einsum("blhd,bmhd->bhlm", qr, kr)
+    >>> torch.allclose(scores(coords), scores(coords + torch.tensor([3, 7])), atol=1e-5)
+    True
+
+    Equal coordinates on every axis give exactly 1-D RoPE; without coordinates the token
+    index is used on every axis. ``qk_layout="bhld"`` takes heads before tokens:
+
+    >>> pos = torch.arange(5)[None, :, None]
+    >>> rope_1d = StructuralRoPE(head_dim=8, num_axes=1)
+    >>> torch.equal(rope(q, k, pos.expand(1, 5, 2))[0], rope_1d(q, k, pos)[0])
+    True
+    >>> torch.equal(rope(q, k)[0], rope_1d(q, k, pos)[0])
+    True
     >>> qh, kh = StructuralRoPE(8, 2, qk_layout="bhld")(q.transpose(1, 2), k.transpose(1, 2), coords)
     >>> torch.allclose(qh.transpose(1, 2), q_rot)
     True
@@ -219,7 +331,7 @@ class StructuralRoPE(nn.Module):
         H, A = self.num_heads, self.num_axes
         if H is None:
             raise SpecError("allocation='per_head' needs num_heads")
-        counts = self.sections if self.sections is not None else split_counts(H, A)
+        counts = self.sections if self.sections is not None else _split_counts(H, A)
         if len(counts) != A or sum(counts) != H or min(counts) < 0:
             raise SpecError(f"per-head sections {counts} must have {A} entries summing to num_heads = {H}")
         head_axes = torch.repeat_interleave(torch.arange(A), torch.tensor(counts, dtype=torch.int64))
@@ -280,6 +392,31 @@ class StructuralRoPE(nn.Module):
         """Angles ``φ`` of shape ``(..., D/2)`` (``(..., H, D/2)`` for per-head allocations).
 
         Computed in fp32 (fp64 when ``coords`` are fp64), with autocast off.
+
+        Parameters
+        ----------
+        coords : torch.Tensor
+            ``(..., A)`` coordinates.
+
+        Returns
+        -------
+        torch.Tensor
+            ``φ_{n,j} = ω_j · c_{n, axis(j)}`` for one-hot allocations.
+
+        Raises
+        ------
+        ShapeError
+            ``coords`` not ending in ``A``, half-precision, complex or non-finite.
+
+        Examples
+        --------
+        Sectioned over 2 axes with ``D = 8``: pairs 0–1 follow axis 0, pairs 2–3 axis 1.
+
+        >>> rope = StructuralRoPE(head_dim=8, num_axes=2)
+        >>> rope.inv_freq.tolist()
+        [1.0, 0.10000000149011612, 0.009999999776482582, 0.0010000000474974513]
+        >>> torch.allclose(rope.angles(torch.tensor([1, 2])), rope.inv_freq * torch.tensor([1, 1, 2, 2]))
+        True
         """
         coords = self._check_coords(coords, None)
         dtype = torch.float64 if coords.dtype == torch.float64 else torch.float32
@@ -293,7 +430,41 @@ class StructuralRoPE(nn.Module):
     def cos_sin(
         self, coords: torch.Tensor, dtype: torch.dtype = torch.float32, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``cos φ``, ``sin φ`` in ``dtype`` with a head axis: ``(..., H', D/2)``, ``H' ∈ {1, H}``."""
+        """``cos φ``, ``sin φ`` in ``dtype`` with a head axis: ``(..., H', D/2)``, ``H' ∈ {1, H}``.
+
+        Non-negative integer coordinates read the cached tables (:mod:`.rope_tables`); others
+        compute the angles. ``mask`` (the token shape, True = real) makes masked tokens the
+        identity rotation (``cos = 1``, ``sin = 0``).
+
+        Parameters
+        ----------
+        coords : torch.Tensor
+            ``(..., A)`` coordinates.
+        dtype : torch.dtype
+            Output dtype (angles are computed in fp32 or fp64 first).
+        mask : torch.Tensor, optional
+            Bool ``coords.shape[:-1]``.
+
+        Returns
+        -------
+        tuple of torch.Tensor
+            ``(cos, sin)``.
+
+        Raises
+        ------
+        ShapeError
+            Bad ``coords``, or ``mask`` not of the token shape.
+
+        Examples
+        --------
+        >>> rope = StructuralRoPE(head_dim=8, num_axes=2)
+        >>> coords = torch.tensor([[3, 1], [2, 5]])
+        >>> cos, sin = rope.cos_sin(coords, mask=torch.tensor([True, False]))
+        >>> cos.shape
+        torch.Size([2, 1, 4])
+        >>> torch.allclose(cos[0, 0], rope.angles(coords[0]).cos()), cos[1].tolist(), sin[1].tolist()
+        (True, [[1.0, 1.0, 1.0, 1.0]], [[0.0, 0.0, 0.0, 0.0]])
+        """
         coords = self._check_coords(coords, None)
         cos_sin, huge = self._table_cos_sin(coords, dtype)
         if cos_sin is None:
@@ -435,6 +606,27 @@ class StructuralRoPE(nn.Module):
     def rotate(self, x: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None) -> torch.Tensor:
         """Rotate one tensor (``q`` or ``k``) by its coordinates.
 
+        Parameters
+        ----------
+        x : torch.Tensor
+            ``(B, L, H, D)`` or packed ``(T, H, D)`` (heads first with ``qk_layout="bhld"``).
+        coords : torch.Tensor, optional
+            ``(B, L, A)`` / ``(T, A)``; default: the token index on every axis.
+        cu_seqlens : torch.Tensor, optional
+            Sequence offsets of packed input (positions restart per sequence).
+        mask : torch.Tensor, optional
+            Bool token mask; masked tokens are not rotated.
+
+        Returns
+        -------
+        torch.Tensor
+            The rotated ``x``, same shape and layout.
+
+        Raises
+        ------
+        ShapeError
+            Shapes or dtypes that do not match (message: expected vs given).
+
         Examples
         --------
         >>> import torch
@@ -449,7 +641,40 @@ class StructuralRoPE(nn.Module):
         return self._rotate_with(x, cos, sin)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None, k_coords=None):
-        """Return ``(q_rot, k_rot)`` in the layout given; see the class docstring for shapes."""
+        """Return ``(q_rot, k_rot)`` in the layout given; see the class docstring for shapes.
+
+        Parameters
+        ----------
+        q, k : torch.Tensor
+            Queries and keys (``k`` may have fewer heads: grouped-query attention).
+        coords, cu_seqlens, mask
+            As :meth:`rotate`.
+        k_coords : torch.Tensor, optional
+            Coordinates of the keys when they differ from the queries' tokens.
+
+        Returns
+        -------
+        tuple of torch.Tensor
+            ``(q_rot, k_rot)``.
+
+        Raises
+        ------
+        ShapeError
+            ``q`` and ``k`` with different tokens (without ``k_coords``), or bad shapes.
+        SpecError
+            A per-head encoding that differs inside a group of query heads sharing a key head.
+
+        Examples
+        --------
+        Packed sequences: with ``cu_seqlens`` positions restart per sequence, so the second
+        sequence is rotated as if it stood alone.
+
+        >>> rope = StructuralRoPE(head_dim=8, num_axes=1)
+        >>> q = k = torch.ones(5, 1, 8)
+        >>> q_rot, _ = rope(q, k, cu_seqlens=torch.tensor([0, 3, 5]))
+        >>> torch.equal(q_rot[3:], rope(q[:2], k[:2])[0])
+        True
+        """
         if k_coords is not None:
             return self.rotate(q, coords, cu_seqlens, mask=mask), self.rotate(k, k_coords, cu_seqlens, mask=mask)
         q, k = self._check_x(q, "q"), self._check_x(k, "k")

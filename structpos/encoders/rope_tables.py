@@ -19,7 +19,24 @@ __all__ = ["CosSinCache", "next_extent"]
 
 
 def next_extent(n: int, minimum: int = 64) -> int:
-    """Smallest power of two ``≥ max(n, minimum)``."""
+    """Smallest power of two ``≥ max(n, minimum)``: the table extent that covers ``n`` coordinates.
+
+    Parameters
+    ----------
+    n : int
+        Coordinates needed (``0..n−1``).
+    minimum : int
+        Smallest extent handed out.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> next_extent(100), next_extent(128), next_extent(3)
+    (128, 128, 64)
+    """
     n = max(int(n), minimum)
     return 1 << (n - 1).bit_length()
 
@@ -33,6 +50,37 @@ class CosSinCache:
     ``a·extent + n`` hold ``cos(n·ω_j)`` in the columns of axis ``a`` and 0 elsewhere, so one
     ``F.embedding_bag(c + a·extent, mode="sum")`` assembles every token's row exactly (adding
     zeros is exact) — one fused lookup instead of a gather per element or per axis.
+
+    Parameters
+    ----------
+    max_extent : int
+        Largest table extent (rows per axis).
+    pair_axes : torch.Tensor, optional
+        ``(P,)`` axis of every pair (:func:`structpos.encoders.rope.pair_axes`): stack the
+        table per axis.
+    num_axes : int, optional
+        Axes of the stacked table (default ``max(pair_axes) + 1``).
+
+    Examples
+    --------
+    Rows are ``cos(n·ω)`` exactly as computed directly in fp32, and one table serves every
+    smaller request:
+
+    >>> inv_freq = 1.0 / 10000.0 ** (torch.arange(0, 4, 2) / 4)
+    >>> cache = CosSinCache()
+    >>> extent, cos, sin = cache.get(inv_freq, 100, torch.float32)
+    >>> extent, tuple(cos.shape), torch.equal(cos[5], torch.cos(5 * inv_freq))
+    (128, (128, 2), True)
+    >>> cache.get(inv_freq, 50, torch.float32)[0], len(cache)
+    (128, 1)
+
+    Stacked per axis (pair 0 on axis 0, pair 1 on axis 1): row ``extent + n`` holds axis 1's
+    column only.
+
+    >>> stacked = CosSinCache(pair_axes=torch.tensor([0, 1]))
+    >>> extent, cos, _ = stacked.get(inv_freq, 10, torch.float32)
+    >>> extent, cos[extent + 3, 0].item(), torch.equal(cos[extent + 3, 1], torch.cos(3 * inv_freq[1]))
+    (64, 0.0, True)
     """
 
     def __init__(self, max_extent: int = 1 << 18, pair_axes: torch.Tensor | None = None, num_axes: int | None = None):
@@ -44,16 +92,46 @@ class CosSinCache:
         self._tables: dict[tuple[int, torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def clear(self) -> None:
+        """Drop every cached table."""
         self._tables.clear()
 
     def __len__(self) -> int:
         return len(self._tables)
 
     def keys(self):
+        """The ``(extent, device, dtype)`` keys of the cached tables."""
         return list(self._tables)
 
     def get(self, inv_freq: torch.Tensor, needed: int, dtype: torch.dtype) -> tuple[int, torch.Tensor, torch.Tensor]:
-        """``(extent, cos, sin)`` covering coordinates ``0..needed−1`` on ``inv_freq``'s device."""
+        """``(extent, cos, sin)`` covering coordinates ``0..needed−1`` on ``inv_freq``'s device.
+
+        Parameters
+        ----------
+        inv_freq : torch.Tensor
+            ``(P,)`` frequencies ``ω``.
+        needed : int
+            Coordinates to cover.
+        dtype : torch.dtype
+            Table dtype.
+
+        Returns
+        -------
+        tuple
+            ``extent`` (rows per axis, ``≥ needed``) and the ``cos``, ``sin`` tables
+            ``(extent, P)`` (``(A·extent, P)`` when stacked).
+
+        Raises
+        ------
+        ValueError
+            ``needed > max_extent``.
+
+        Examples
+        --------
+        >>> CosSinCache(max_extent=16).get(torch.ones(2), 17, torch.float32)
+        Traceback (most recent call last):
+        ...
+        ValueError: coordinate extent 17 exceeds the table limit 16
+        """
         if needed > self.max_extent:
             raise ValueError(f"coordinate extent {needed} exceeds the table limit {self.max_extent}")
         device = inv_freq.device
