@@ -18,7 +18,23 @@ __all__ = ["CoordBatch", "collate", "pack_padded", "unpack_packed", "cu_seqlens_
 
 
 def cu_seqlens_from_lengths(lengths: torch.Tensor) -> torch.Tensor:
-    """``[0, l_0, l_0 + l_1, …]`` as int32 (the flash-attn convention)."""
+    """Sequence offsets ``[0, l_0, l_0 + l_1, …]`` as int32 (the flash-attn convention).
+
+    Parameters
+    ----------
+    lengths : torch.Tensor
+        ``(B,)`` sequence lengths.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B + 1,)`` int32 offsets; sequence ``b`` is packed rows ``cu[b]:cu[b+1]``.
+
+    Examples
+    --------
+    >>> cu_seqlens_from_lengths(torch.tensor([3, 0, 2])).tolist()
+    [0, 3, 3, 5]
+    """
     lengths = torch.as_tensor(lengths)
     out = torch.zeros(lengths.numel() + 1, dtype=torch.int32, device=lengths.device)
     out[1:] = torch.cumsum(lengths, 0)
@@ -26,7 +42,31 @@ def cu_seqlens_from_lengths(lengths: torch.Tensor) -> torch.Tensor:
 
 
 def pack_padded(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``(B, L, …)`` + mask ``(B, L)`` → ``(T, …)``: the real tokens in batch-major order."""
+    """``(B, L, …)`` + mask ``(B, L)`` → ``(T, …)``: the real tokens in batch-major order.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(B, L, …)`` padded values.
+    mask : torch.Tensor
+        ``(B, L)``, True on real tokens.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(T, …)`` with ``T = mask.sum()``.
+
+    Raises
+    ------
+    ValueError
+        ``mask`` does not match ``x``'s first two dimensions.
+
+    Examples
+    --------
+    >>> x = torch.tensor([[1, 2, 0], [3, 0, 0]])
+    >>> pack_padded(x, torch.tensor([[True, True, False], [True, False, False]])).tolist()
+    [1, 2, 3]
+    """
     mask = torch.as_tensor(mask, device=x.device).to(torch.bool)
     if x.shape[:2] != mask.shape:
         raise ValueError(f"pack_padded: mask {tuple(mask.shape)} does not match x {tuple(x.shape)}")
@@ -34,7 +74,34 @@ def pack_padded(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def unpack_packed(x: torch.Tensor, cu_seqlens: torch.Tensor, max_len: int | None = None, fill=0) -> torch.Tensor:
-    """``(T, …)`` + ``cu_seqlens`` → ``(B, L, …)`` padded with ``fill``."""
+    """``(T, …)`` + ``cu_seqlens`` → ``(B, L, …)`` padded with ``fill`` (inverse of :func:`pack_padded`).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(T, …)`` packed values.
+    cu_seqlens : torch.Tensor
+        ``(B + 1,)`` offsets rising from 0 to ``T``.
+    max_len : int, optional
+        Padded length ``L`` (default: the longest sequence).
+    fill : scalar
+        Value on padding.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, L, …)``.
+
+    Raises
+    ------
+    ValueError
+        ``cu_seqlens`` not rising from 0 to ``T``, or ``max_len`` shorter than a sequence.
+
+    Examples
+    --------
+    >>> unpack_packed(torch.tensor([1, 2, 3]), torch.tensor([0, 2, 3]), fill=-1).tolist()
+    [[1, 2], [3, -1]]
+    """
     cu = torch.as_tensor(cu_seqlens, device=x.device).to(torch.int64)
     if cu.dim() != 1 or int(cu[0]) != 0 or int(cu[-1]) != x.shape[0] or bool((cu[1:] < cu[:-1]).any()):
         raise ValueError(f"unpack_packed: cu_seqlens must rise from 0 to {x.shape[0]}, got {cu.tolist()}")
@@ -52,7 +119,16 @@ def unpack_packed(x: torch.Tensor, cu_seqlens: torch.Tensor, max_len: int | None
 
 @dataclass
 class CoordBatch:
-    """Both batch forms of a list of coordinate arrays (see the module docstring)."""
+    """Both batch forms of a list of coordinate arrays (see the module docstring); made by :func:`collate`.
+
+    Examples
+    --------
+    >>> batch = collate([[[0, 0], [1, 0], [1, 1]], [[5, 2], [6, 2]]])
+    >>> batch.mask.tolist(), batch.cu_seqlens.tolist(), batch.max_seqlen
+    ([[True, True, True], [True, True, False]], [0, 3, 5], 3)
+    >>> torch.equal(batch.pack(batch.coords), batch.packed), torch.equal(batch.unpack(batch.packed), batch.coords)
+    (True, True)
+    """
 
     coords: torch.Tensor
     """``(B, L, A)`` padded coordinates (``pad_value`` on padding)."""
@@ -67,11 +143,11 @@ class CoordBatch:
     max_seqlen: int
 
     def pack(self, x: torch.Tensor) -> torch.Tensor:
-        """Padded ``(B, L, …)`` → packed ``(T, …)``."""
+        """Padded ``(B, L, …)`` → packed ``(T, …)`` (:func:`pack_padded` with this batch's mask)."""
         return pack_padded(x, self.mask)
 
     def unpack(self, x: torch.Tensor, fill=0) -> torch.Tensor:
-        """Packed ``(T, …)`` → padded ``(B, L, …)``."""
+        """Packed ``(T, …)`` → padded ``(B, L, …)`` (:func:`unpack_packed` to this batch's ``L``)."""
         return unpack_packed(x, self.cu_seqlens, self.coords.shape[1], fill)
 
 
@@ -82,6 +158,49 @@ def collate(
 
     Integer inputs stay int64, real ones float32 unless ``dtype`` says otherwise. Every
     example must have the same number of axes ``A``; empty examples are allowed.
+
+    Parameters
+    ----------
+    coords : sequence of array_like or torch.Tensor
+        One ``(L_i, A)`` or ``(L_i,)`` array per example.
+    pad_value : scalar
+        Coordinate on padding.
+    device : torch.device, optional
+        Where the tensors go.
+    dtype : torch.dtype, optional
+        Coordinate dtype (default: int64, or float32 when any input is real).
+    pad_to_multiple : int
+        Round the padded length up to a multiple of this.
+
+    Returns
+    -------
+    CoordBatch
+
+    Raises
+    ------
+    ValueError
+        An empty list, an example of rank above 2, non-finite coordinates, or examples with
+        different numbers of axes.
+
+    Examples
+    --------
+    A rotary encoding gives the same values on real tokens whether it rotates the padded or
+    the packed form:
+
+    >>> from structpos.encoders import StructuralRoPE
+    >>> batch = collate([[[0, 0], [1, 0], [1, 1]], [[5, 2], [6, 2]]], pad_to_multiple=4)
+    >>> batch.coords.shape, batch.packed.shape
+    (torch.Size([2, 4, 2]), torch.Size([5, 2]))
+    >>> rope = StructuralRoPE(head_dim=8, num_axes=2)
+    >>> x = torch.ones(2, 4, 1, 8)
+    >>> padded = rope.rotate(x, batch.coords)
+    >>> packed = rope.rotate(batch.pack(x), batch.packed, batch.cu_seqlens)
+    >>> torch.equal(batch.pack(padded), packed)
+    True
+    >>> collate([[[0, 0]], [[1]]])
+    Traceback (most recent call last):
+    ...
+    ValueError: collate: examples disagree on the number of axes: [(1, 2), (1, 1)]
     """
     if len(coords) == 0:
         raise ValueError("collate: empty list of examples")

@@ -46,7 +46,48 @@ def spectral_coords(edge_index, num_nodes: int, k: int, normalized: bool = False
     (``max(A, Aᵀ)``, self-loops dropped); the zero modes, one per connected component
     (isolated nodes included), are dropped; missing modes are zero columns; each column's
     largest-magnitude entry is positive (ties within 1e-6: lowest node). ``eigval_scale``
-    divides column ``c`` by ``sqrt(λ_c)`` (WIRE's option). Returns ``(num_nodes, k)`` float64.
+    divides column ``c`` by ``sqrt(λ_c)`` (WIRE's option).
+
+    Parameters
+    ----------
+    edge_index : array_like or torch.Tensor
+        ``(2, E)`` edges (read as undirected), or any graph :func:`structpos.coords.laplacian_pe`
+        accepts.
+    num_nodes : int
+        Node count ``N``.
+    k : int
+        Modes kept, ``1 ≤ k ≤ N − 1``.
+    normalized : bool
+        Symmetric normalised Laplacian instead of ``D − A``.
+    eigval_scale : bool
+        Divide each mode by the square root of its eigenvalue.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(N, k)`` float64 spectral coordinates.
+
+    Raises
+    ------
+    ValueError
+        ``k`` outside ``1..N−1``.
+    StructureError
+        An edge names a node outside ``0..N−1``.
+
+    Examples
+    --------
+    On the path ``0–1–2–3`` the Fiedler vector of ``D − A`` is ``√(2/n)·cos(π(i + ½)/n)``,
+    with eigenvalue ``2 − 2cos(π/n)``:
+
+    >>> import math
+    >>> path = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    >>> t = spectral_coords(path, 4, k=1)
+    >>> i = torch.arange(4, dtype=torch.float64)
+    >>> torch.allclose(t[:, 0], math.sqrt(2 / 4) * torch.cos(math.pi * (i + 0.5) / 4))
+    True
+    >>> scaled = spectral_coords(path, 4, k=1, eigval_scale=True)
+    >>> torch.allclose(scaled, t / math.sqrt(2 - 2 * math.cos(math.pi / 4)))
+    True
     """
     if not 1 <= k <= num_nodes - 1:
         raise ValueError(f"k must be in 1..num_nodes-1 = {num_nodes - 1}, got {k}")
@@ -84,14 +125,50 @@ class WIRE(nn.Module):
     instead (SDPA / FlexAttention layout). Shapes and dtypes are checked before any compute
     (:class:`~structpos.exceptions.ShapeError`); value checks are skipped under ``torch.compile``.
 
+    Parameters
+    ----------
+    head_dim : int
+        Rotated width ``D`` (even).
+    k : int
+        Spectral coordinates per node.
+    base : float
+        Frequency base of the default ``Ω``.
+    scale : float
+        Multiplies the default ``Ω``.
+    learnable : bool
+        ``Ω`` becomes a parameter.
+    layout : {"half", "interleaved"}
+        Pair layout inside a head vector.
+    omega : torch.Tensor, optional
+        Initial ``(D/2, k)`` matrix instead of the default.
+    qk_layout : {"blhd", "bhld"}
+        Node axis before (``blhd``) or after (``bhld``) the head axis.
+
+    Raises
+    ------
+    ValueError
+        ``k < 1``, odd ``head_dim``, unknown ``layout`` or ``omega`` of the wrong shape.
+    SpecError
+        Unknown ``qk_layout``.
+
     Examples
     --------
     >>> import torch
-    >>> wire = WIRE(head_dim=8, k=2)
-    >>> q = k = torch.randn(5, 2, 8)
+    >>> _ = torch.manual_seed(0)
+    >>> wire = WIRE(head_dim=8, k=2, scale=4.0)
+    >>> q, k = torch.randn(5, 2, 8), torch.randn(5, 2, 8)
     >>> t = torch.randn(5, 2)
     >>> q_rot, k_rot = wire(q, k, t)
     >>> torch.allclose(q_rot.norm(dim=-1), q.norm(dim=-1))
+    True
+
+    Scores depend on ``t_i − t_j`` only: translating every node's spectral coordinates by
+    one vector leaves them unchanged.
+
+    >>> def scores(t):
+    ...     qr, kr = wire(q, k, t)
+    ...     return torch.einsum("nhd,mhd->hnm", qr, kr)
+    >>> torch.allclose(scores(t), scores(t + torch.tensor([0.3, -1.2])), atol=1e-5)
     True
     """
 
@@ -132,7 +209,33 @@ class WIRE(nn.Module):
         return f"head_dim={self.head_dim}, k={self.k}, layout={self.layout!r}"
 
     def angles(self, t: torch.Tensor) -> torch.Tensor:
-        """``φ = t Ωᵀ`` of shape ``(..., N, D/2)``, in fp32 (fp64 for fp64 ``t``)."""
+        """``φ = t Ωᵀ`` of shape ``(..., N, D/2)``, in fp32 (fp64 for fp64 ``t``).
+
+        Parameters
+        ----------
+        t : torch.Tensor
+            ``(..., N, k)`` spectral coordinates.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(..., N, D/2)`` angles.
+
+        Raises
+        ------
+        ShapeError
+            ``t`` does not end in ``k``.
+        ValueError
+            ``t`` holds a non-finite value (e.g. NaN-padded LapPE).
+
+        Examples
+        --------
+        The default ``Ω``: pair ``j`` reads coordinate ``j mod k`` at frequency ``scale·ω_j``.
+
+        >>> wire = WIRE(head_dim=8, k=2, scale=4.0)
+        >>> torch.allclose(wire.angles(torch.tensor([[1.0, 2.0]])), torch.tensor([[4.0, 0.8, 0.04, 0.008]]))
+        True
+        """
         t = torch.as_tensor(t)
         if t.shape[-1:] != (self.k,):
             raise ShapeError(f"spectral coordinates must have shape (..., N, {self.k}), given {tuple(t.shape)}")
@@ -146,6 +249,25 @@ class WIRE(nn.Module):
 
     def rotate(self, x: torch.Tensor, t: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Rotate ``x`` (``(..., N, H, D)``, or ``(..., H, N, D)`` with ``qk_layout="bhld"``) by ``Ω t``.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Queries or keys.
+        t : torch.Tensor
+            ``(..., N, k)`` spectral coordinates.
+        mask : torch.Tensor, optional
+            ``(..., N)``, True on real nodes; the others are not rotated.
+
+        Returns
+        -------
+        torch.Tensor
+            The rotated ``x``.
+
+        Raises
+        ------
+        ShapeError
+            ``x`` not a floating tensor of the layout, or ``t`` not matching its nodes.
 
         Examples
         --------
@@ -172,5 +294,12 @@ class WIRE(nn.Module):
         return from_blhd(apply_rotary(x, ang.cos(), ang.sin(), self.layout), self.qk_layout)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, t: torch.Tensor, mask: torch.Tensor | None = None):
-        """Return ``(q_rot, k_rot)``, both rotated by ``Ω t``."""
+        """Return ``(q_rot, k_rot)``, both rotated by ``Ω t`` (:meth:`rotate`).
+
+        Examples
+        --------
+        >>> q_rot, k_rot = WIRE(4, 1)(torch.ones(3, 1, 4), torch.ones(3, 1, 4), torch.zeros(3, 1))
+        >>> torch.equal(q_rot, torch.ones(3, 1, 4))
+        True
+        """
         return self.rotate(q, t, mask), self.rotate(k, t, mask)
