@@ -60,6 +60,7 @@ DOCUMENTED = [
     "structpos.coords.tree",
     "structpos.encoders.additive",
     "structpos.encoders.attention_bias",
+    "structpos.encoders.aw_rope",
     "structpos.encoders.batching",
     "structpos.encoders.registry",
     "structpos.encoders.rope",

@@ -26,6 +26,7 @@ LEVEL_PRESETS: dict[str, tuple[str, ...]] = {
     "code": ("function", "statement", "token"),
     "table": ("row", "column", "token"),
 }
+"""Level names of the ``levels=`` presets of :class:`HierarchicalRoPE`, outermost first."""
 
 
 def hierarchy_coords(unit_ids: torch.Tensor, mode: str = "within") -> torch.Tensor:
@@ -70,6 +71,48 @@ class HierarchicalRoPE(StructuralRoPE):
     ``levels`` is a preset name (``"document"``, ``"code"``, ``"table"``) or a sequence of level
     names. ``forward(q, k, coords, cu_seqlens=None)`` accepts ``coords`` as a ``(..., A)``
     tensor in level order or as a mapping ``level name → (...)`` tensor.
+
+    Parameters
+    ----------
+    head_dim : int
+        Rotated width ``D`` (even).
+    levels : str or sequence of str
+        A key of :data:`LEVEL_PRESETS` or distinct level names, outermost first.
+    allocation, sections, base, layout, num_heads, learnable, qk_layout, inv_freq
+        As :class:`StructuralRoPE` (sectioned by default: the outermost level gets the
+        highest frequencies).
+
+    Raises
+    ------
+    ValueError
+        Unknown preset, empty or repeated level names; otherwise as :class:`StructuralRoPE`.
+
+    Examples
+    --------
+    Four tokens of a document: (paragraph, sentence within it, token within the sentence).
+    A mapping by level name is the same as a tensor in level order.
+
+    >>> _ = torch.manual_seed(0)
+    >>> rope = HierarchicalRoPE(head_dim=12, levels="document")
+    >>> rope.levels, rope.axis_map.tolist()
+    (('paragraph', 'sentence', 'token'), [[0, 0, 1, 1, 2, 2]])
+    >>> q, k = torch.randn(1, 4, 2, 12), torch.randn(1, 4, 2, 12)
+    >>> by_name = {
+    ...     "paragraph": torch.tensor([[0, 0, 1, 1]]),
+    ...     "sentence": torch.tensor([[0, 1, 0, 0]]),
+    ...     "token": torch.tensor([[0, 0, 0, 1]]),
+    ... }
+    >>> coords = torch.tensor([[[0, 0, 0], [0, 1, 0], [1, 0, 0], [1, 0, 1]]])
+    >>> torch.equal(rope(q, k, by_name)[0], rope(q, k, coords)[0])
+    True
+
+    Scores depend on per-level offsets only: numbering the paragraphs from 2 changes nothing.
+
+    >>> def scores(c):
+    ...     qr, kr = rope(q, k, c)
+    ...     return torch.einsum("blhd,bmhd->bhlm", qr, kr)
+    >>> torch.allclose(scores(coords), scores(coords + torch.tensor([2, 0, 0])), atol=1e-5)
+    True
     """
 
     def __init__(
@@ -111,7 +154,33 @@ class HierarchicalRoPE(StructuralRoPE):
         return f"levels={self.levels}, " + super().extra_repr()
 
     def stack_levels(self, coords) -> torch.Tensor:
-        """A mapping ``level → tensor`` becomes a ``(..., A)`` tensor in level order."""
+        """A mapping ``level → tensor`` becomes a ``(..., A)`` tensor in level order (tensors pass through).
+
+        Parameters
+        ----------
+        coords : mapping of str to array_like, or torch.Tensor
+            One ``(...)`` tensor per level, or coordinates already stacked.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(..., A)`` coordinates.
+
+        Raises
+        ------
+        ValueError
+            The mapping misses a level or names an unknown one.
+
+        Examples
+        --------
+        >>> rope = HierarchicalRoPE(head_dim=12, levels=("row", "column"))
+        >>> rope.stack_levels({"column": [0, 1], "row": [3, 3]}).tolist()
+        [[3, 0], [3, 1]]
+        >>> rope.stack_levels({"row": [3, 3]})
+        Traceback (most recent call last):
+        ...
+        ValueError: coords mapping: missing levels ['column'], unknown levels []; expected ('row', 'column')
+        """
         if not isinstance(coords, Mapping):
             return coords
         missing = [lv for lv in self.levels if lv not in coords]
@@ -123,12 +192,22 @@ class HierarchicalRoPE(StructuralRoPE):
         return torch.stack([torch.as_tensor(coords[lv]) for lv in self.levels], dim=-1)
 
     def angles(self, coords) -> torch.Tensor:
+        """:meth:`StructuralRoPE.angles` of ``coords`` (a tensor or a mapping by level).
+
+        Examples
+        --------
+        >>> rope = HierarchicalRoPE(head_dim=4, levels=("row", "column"))
+        >>> torch.equal(rope.angles({"row": [2], "column": [5]}), rope.angles(torch.tensor([[2, 5]])))
+        True
+        """
         return super().angles(self.stack_levels(coords))
 
     def rotate(self, x, coords=None, cu_seqlens=None, *, mask=None):
+        """:meth:`StructuralRoPE.rotate` with ``coords`` a tensor or a mapping by level."""
         return super().rotate(x, self.stack_levels(coords) if coords is not None else None, cu_seqlens, mask=mask)
 
     def forward(self, q, k, coords=None, cu_seqlens=None, *, mask=None, k_coords=None):
+        """:meth:`StructuralRoPE.forward` with ``coords`` / ``k_coords`` tensors or mappings by level."""
         if coords is not None:
             coords = self.stack_levels(coords)
         if k_coords is not None:
