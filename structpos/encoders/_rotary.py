@@ -28,13 +28,45 @@ LAYOUTS = ("half", "interleaved")
 
 
 def check_layout(layout: str) -> str:
+    """``layout`` itself after checking it is ``"half"`` or ``"interleaved"`` (else ValueError).
+
+    Examples
+    --------
+    >>> check_layout("half")
+    'half'
+    """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     return layout
 
 
 def rope_inv_freq(head_dim: int, base: float = 10000.0, device=None) -> torch.Tensor:
-    """``ω_j = base^{−2j/D}``, ``j = 0..D/2−1``, in fp32, computed exactly as HF Llama does."""
+    """``ω_j = base^{−2j/D}``, ``j = 0..D/2−1``, in fp32, computed exactly as HF Llama does.
+
+    Parameters
+    ----------
+    head_dim : int
+        Rotated width ``D`` (positive, even).
+    base : float
+        Frequency base (``> 1``).
+    device : torch.device, optional
+        Where the tensor goes.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(D/2,)`` float32 frequencies, decreasing from 1.
+
+    Raises
+    ------
+    ValueError
+        ``head_dim`` not positive and even, or ``base ≤ 1``.
+
+    Examples
+    --------
+    >>> rope_inv_freq(8, base=16.0).tolist()
+    [1.0, 0.5, 0.25, 0.125]
+    """
     if head_dim <= 0 or head_dim % 2:
         raise ValueError(f"head_dim must be a positive even number, got {head_dim}")
     if not base > 1.0:
@@ -47,6 +79,30 @@ def layout_permutation(head_dim: int) -> torch.Tensor:
     """Index ``perm`` with ``x_interleaved = x_half[..., perm]``.
 
     ``perm[2j] = j`` and ``perm[2j+1] = j + D/2``; its inverse is ``perm.argsort()``.
+
+    Parameters
+    ----------
+    head_dim : int
+        ``D`` (even).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(D,)`` int64 index.
+
+    Examples
+    --------
+    >>> perm = layout_permutation(4)
+    >>> perm.tolist()
+    [0, 2, 1, 3]
+
+    Rotating in the ``"half"`` layout, then permuting, is rotating the permuted vector in the
+    ``"interleaved"`` layout:
+
+    >>> x, angle = torch.arange(4.0), torch.tensor([0.3, 1.1])
+    >>> half = apply_rotary(x, angle.cos(), angle.sin(), "half")
+    >>> torch.allclose(half[perm], apply_rotary(x[perm], angle.cos(), angle.sin(), "interleaved"))
+    True
     """
     half = head_dim // 2
     return torch.stack([torch.arange(half), torch.arange(half, head_dim)], dim=-1).reshape(-1)
@@ -70,6 +126,27 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
     Without autograd the result is written into one preallocated buffer (4 fused passes, no
     ``rotate_half`` concatenation); with autograd, or under ``torch.compile`` (which fuses it
     anyway), the same formula is built from functional ops.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(..., D)`` floating tensor, ``D`` even.
+    cos, sin : torch.Tensor
+        ``(..., D/2)`` cosines and sines of the angles, broadcasting against ``x``'s pairs.
+    layout : {"half", "interleaved"}
+        How pairs sit in ``x``.
+
+    Returns
+    -------
+    torch.Tensor
+        The rotated ``x`` (same shape and dtype).
+
+    Raises
+    ------
+    ShapeError
+        ``x`` not floating or of odd width, or ``cos``/``sin`` without ``D/2`` entries.
+    ValueError
+        Unknown ``layout``.
 
     Examples
     --------
