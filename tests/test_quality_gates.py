@@ -55,6 +55,7 @@ DOCUMENTED = [
     "structpos.commands.encode",
     "structpos.commands.show",
     "structpos.coords",
+    "structpos.coords.distance",
     "structpos.coords.hierarchy",
     "structpos.coords.table",
     "structpos.coords.tree",

@@ -79,12 +79,25 @@ def hop_distances(
     Returns
     -------
     ndarray or tensor (N, N)
-        Zero-weight edges are absent; other weights are ignored.
+        Zero-weight edges are absent; other weights are ignored. Torch in, torch out.
+
+    Raises
+    ------
+    ValueError
+        ``max_dist`` is negative or not an integer.
+    StructureError
+        An edge names a node outside ``0..N-1``.
 
     Examples
     --------
-    >>> hop_distances(np.array([[0, 1], [1, 2]]), 3).tolist()
-    [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
+    On a path the hop distance is ``|i − j|``; ``max_dist`` and ``directed`` cut pairs off:
+
+    >>> path = np.array([[0, 1, 2], [1, 2, 3]])
+    >>> i = np.arange(4)
+    >>> bool((hop_distances(path, 4) == abs(i[:, None] - i[None, :])).all())
+    True
+    >>> hop_distances(path, 4, max_dist=2)[0].tolist(), hop_distances(path, 4, directed=True)[3].tolist()
+    ([0, 1, 2, -1], [-1, -1, -1, 0])
     """
     g = as_graph(edge_index, num_nodes)
     if max_dist is not None and (int(max_dist) != max_dist or max_dist < 0):
@@ -108,7 +121,41 @@ def resistance_distance(
     *,
     max_nodes: int = RESISTANCE_MAX_NODES,
 ):
-    """``(N, N)`` float64 effective resistances (``inf`` across components, 0 on the diagonal)."""
+    """All-pairs effective resistances ``R_ij = L⁺_ii + L⁺_jj − 2 L⁺_ij`` (see the module docstring).
+
+    Parameters
+    ----------
+    edge_index, num_nodes
+        The graph (any input of :func:`._graph_utils.as_graph`), symmetrised.
+    edge_weight : array_like, optional
+        ``(E,)`` conductances (default 1).
+    max_nodes : int
+        Largest graph accepted (the computation is dense, ``O(n³)`` per component).
+
+    Returns
+    -------
+    ndarray or tensor (N, N)
+        float64; ``inf`` across components, 0 on the diagonal. Torch in, torch out.
+
+    Raises
+    ------
+    StructureError
+        More than ``max_nodes`` nodes, or an edge naming a node outside ``0..N-1``.
+
+    Examples
+    --------
+    On a tree resistance is the hop distance; conductances ``1, 2, 4`` in series add up to
+    ``1 + 1/2 + 1/4``; a triangle's edge is 1 in parallel with 2; node 4 is isolated:
+
+    >>> path = np.array([[0, 1, 2], [1, 2, 3]])
+    >>> np.allclose(resistance_distance(path, 4), hop_distances(path, 4))
+    True
+    >>> resistance_distance(path, 4, edge_weight=[1.0, 2.0, 4.0])[0].round(9).tolist()
+    [0.0, 1.0, 1.5, 1.75]
+    >>> R = resistance_distance(np.array([[0, 1, 2], [1, 2, 0]]), 5)
+    >>> bool(np.isclose(R[0, 1], 2 / 3)), float(R[0, 4])
+    (True, inf)
+    """
     g = as_graph(edge_index, num_nodes, edge_weight)
     n = g.num_nodes
     if n > max_nodes:
@@ -141,6 +188,24 @@ def hop_distances_batch(
     graphs: Sequence[Any], max_dist: int | None = None, *, directed: bool = False, unreachable: int = -1
 ) -> list:
     """:func:`hop_distances` of every graph (a list of ``(N_g, N_g)`` matrices).
+
+    Parameters
+    ----------
+    graphs : sequence
+        Graphs as :func:`hop_distances` takes them (``(edge_index, num_nodes)`` tuples,
+        :class:`~structpos.Structure`, PyG ``Data``).
+    max_dist, directed, unreachable
+        As :func:`hop_distances`.
+
+    Returns
+    -------
+    list
+        One ``(N_g, N_g)`` matrix per graph.
+
+    Raises
+    ------
+    ValueError, StructureError
+        As :func:`hop_distances`.
 
     Examples
     --------
@@ -323,13 +388,58 @@ def shortest_path_distance_batch(*args, **kwargs):
 
 
 def resistance_distance_batch(graphs: Sequence[Any], *, max_nodes: int = RESISTANCE_MAX_NODES) -> list:
-    """:func:`resistance_distance` of every graph (a list of ``(N_g, N_g)`` matrices)."""
+    """:func:`resistance_distance` of every graph (a list of ``(N_g, N_g)`` matrices).
+
+    Parameters
+    ----------
+    graphs : sequence
+        Graphs as :func:`resistance_distance` takes them (edge weights come with the graph).
+    max_nodes : int
+        As :func:`resistance_distance`.
+
+    Returns
+    -------
+    list
+
+    Raises
+    ------
+    StructureError
+        As :func:`resistance_distance`.
+
+    Examples
+    --------
+    A path of 3 nodes and a triangle: ends of the path are 2 apart, triangle nodes ``2/3``.
+
+    >>> path, triangle = (np.array([[0, 1], [1, 2]]), 3), (np.array([[0, 1, 2], [1, 2, 0]]), 3)
+    >>> [round(float(R[0, 2]), 6) for R in resistance_distance_batch([path, triangle])]
+    [2.0, 0.666667]
+    """
     return [resistance_distance(g, max_nodes=max_nodes) for g in graphs]
 
 
 def pad_pairwise(mats: Sequence[Any], pad_value: float = 0.0):
-    """Stack ``(N_g, N_g)`` matrices into ``(B, N_max, N_max)`` plus a bool mask of real pairs
-    (torch when the inputs are torch)."""
+    """Stack ``(N_g, N_g)`` matrices into ``(B, N_max, N_max)`` plus a bool mask of real pairs.
+
+    Parameters
+    ----------
+    mats : sequence of array_like or torch.Tensor
+        Square pairwise matrices (e.g. from :func:`hop_distances_batch`).
+    pad_value : float
+        Value of padded pairs.
+
+    Returns
+    -------
+    padded : ndarray or tensor (B, N_max, N_max)
+        In the inputs' common dtype (torch when the inputs are torch).
+    mask : ndarray or tensor (B, N_max, N_max)
+        True on pairs of real nodes.
+
+    Examples
+    --------
+    >>> padded, mask = pad_pairwise([np.ones((2, 2)), np.ones((1, 1))], pad_value=-1)
+    >>> padded[1].tolist(), mask.sum(axis=(1, 2)).tolist()
+    ([[1.0, -1.0], [-1.0, -1.0]], [4, 1])
+    """
     torch_in = bool(mats) and type(mats[0]).__module__.startswith("torch")
     arrs = [m.numpy() if torch_in else np.asarray(m) for m in mats]
     nmax = max((a.shape[0] for a in arrs), default=0)
@@ -348,12 +458,67 @@ def pad_pairwise(mats: Sequence[Any], pad_value: float = 0.0):
 
 
 def spd_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
-    """Coordinate family ``spd[:max_dist]``: ``spd (N, N)`` hop distances (-1 beyond/unreachable);
-    undirected unless the structure is ``directed``."""
+    """Coordinate family ``spd[:max_dist]``: ``spd (N, N)`` hop distances (-1 beyond/unreachable).
+
+    Undirected unless the structure is ``directed``; a tree gives its parent–child edges.
+
+    Parameters
+    ----------
+    structure : Structure
+        A graph or tree.
+    arg : str, optional
+        ``max_dist`` as text (the part after ``spd:`` in a spec).
+
+    Returns
+    -------
+    dict
+        ``{"spd": (N, N) int64}``.
+
+    Raises
+    ------
+    ValueError
+        ``arg`` not a non-negative integer.
+
+    Examples
+    --------
+    A star with centre 0: leaves are 2 apart, beyond ``spd:1``.
+
+    >>> from structpos import Structure
+    >>> star = Structure("graph", ["c", "a", "b", "d"], edge_index=[[0, 0, 0], [1, 2, 3]])
+    >>> spd_coords(star)["spd"][1].tolist(), spd_coords(star, "1")["spd"][1].tolist()
+    ([1, 0, 2, 2], [1, 0, -1, -1])
+    """
     max_dist = int(arg) if arg else None
     return {"spd": hop_distances(as_graph(structure), max_dist=max_dist, directed=structure.directed)}
 
 
 def resistance_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
-    """Coordinate family ``resistance``: ``resistance (N, N)`` effective resistances."""
+    """Coordinate family ``resistance``: ``resistance (N, N)`` effective resistances.
+
+    Parameters
+    ----------
+    structure : Structure
+        A graph or tree (edge weights are conductances).
+    arg : str, optional
+        Unused (the family takes no argument).
+
+    Returns
+    -------
+    dict
+        ``{"resistance": (N, N) float64}``.
+
+    Raises
+    ------
+    StructureError
+        As :func:`resistance_distance`.
+
+    Examples
+    --------
+    On a tree the resistance equals the hop distance:
+
+    >>> from structpos import Structure
+    >>> tree = Structure("tree", ["r", "a", "b"], parent=[-1, 0, 0])
+    >>> resistance_coords(tree)["resistance"].round(9).tolist()
+    [[0.0, 1.0, 1.0], [1.0, 0.0, 2.0], [1.0, 2.0, 0.0]]
+    """
     return {"resistance": resistance_distance(as_graph(structure))}
