@@ -181,6 +181,13 @@ class LearnedEdgePhase(nn.Module):
         self.psi = nn.Sequential(nn.Linear(2 * feature_dim, hidden), nn.GELU(), nn.Linear(hidden, 1))
 
     def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """``(E,)`` phases of the edges ``(2, E)`` from node features ``h`` ``(N, feature_dim)``.
+
+        Raises
+        ------
+        ValueError
+            ``edge_index`` not an integer ``(2, E)`` tensor or naming a node outside ``0..N−1``.
+        """
         ei = _check_edges(edge_index, h.shape[0]).to(h.device)
         hu, hv = h[ei[0]], h[ei[1]]
         diff = self.psi(torch.cat([hu, hv], -1)) - self.psi(torch.cat([hv, hu], -1))

@@ -141,6 +141,7 @@ class CoordBatch:
     cu_seqlens: torch.Tensor
     """``(B + 1,)`` int32 offsets into the packed form."""
     max_seqlen: int
+    """Length of the longest example (flash-attn's ``max_seqlen``)."""
 
     def pack(self, x: torch.Tensor) -> torch.Tensor:
         """Padded ``(B, L, …)`` → packed ``(T, …)`` (:func:`pack_padded` with this batch's mask)."""
