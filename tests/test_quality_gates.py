@@ -84,6 +84,7 @@ DOCUMENTED = [
     "structpos.pipeline.records",
     "structpos.pipeline.run",
     "structpos.pipeline.shards",
+    "structpos.pipeline.tokens",
     "structpos.pipeline.walk",
     "structpos.registry",
     "structpos.structure",
