@@ -60,6 +60,8 @@ DOCUMENTED = [
     "structpos.coords.tree",
     "structpos.encoders.registry",
     "structpos.exceptions",
+    "structpos.integrations.collate",
+    "structpos.integrations.hf",
     "structpos.limits",
     "structpos.parsers",
     "structpos.parsers.code",
