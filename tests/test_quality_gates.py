@@ -61,6 +61,7 @@ DOCUMENTED = [
     "structpos.encoders.registry",
     "structpos.exceptions",
     "structpos.integrations.collate",
+    "structpos.integrations.flex",
     "structpos.integrations.hf",
     "structpos.limits",
     "structpos.parsers",
