@@ -63,6 +63,7 @@ DOCUMENTED = [
     "structpos.integrations.collate",
     "structpos.integrations.flex",
     "structpos.integrations.hf",
+    "structpos.integrations.transformers",
     "structpos.limits",
     "structpos.parsers",
     "structpos.parsers.code",
