@@ -54,7 +54,7 @@ def split_paragraphs(text: str, start: int = 0, end: int | None = None) -> list[
     text : str
         The whole text; spans index it.
     start, end : int, optional
-        The part of ``text`` to split (default: all of it).
+        The part of ``text`` to work on (default: all of it).
 
     Returns
     -------
@@ -118,10 +118,8 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
 
     Parameters
     ----------
-    text : str
-        The whole text; spans index it.
-    start, end : int, optional
-        The part of ``text`` to split (default: all of it).
+    text, start, end
+        As for :func:`split_paragraphs`.
 
     Returns
     -------
@@ -153,10 +151,8 @@ def tokenize(text: str, start: int = 0, end: int | None = None) -> list[tuple[in
 
     Parameters
     ----------
-    text : str
-        The whole text; spans index it.
-    start, end : int, optional
-        The part of ``text`` to tokenize (default: all of it).
+    text, start, end
+        As for :func:`split_paragraphs`.
 
     Returns
     -------
