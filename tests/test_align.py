@@ -124,3 +124,17 @@ def test_dependency_tree_tokens_take_their_word(shared_data):
                     assert sent.start[n] <= s < sent.end[n] and al.flags[t] & STRADDLE
                 else:
                     assert al.flags[t] & OUTSIDE
+
+
+def test_top_level_align_stays_the_function_after_the_submodule_is_imported():
+    """``structpos.align`` (in ``__all__``) is the function, although a submodule has that name too."""
+    import importlib
+
+    import structpos
+
+    importlib.import_module("structpos.align")  # loading a submodule sets the package attribute of its name
+    from structpos import align as top
+
+    assert top is align and structpos.align is align
+    s = structpos.parse('{"a": 1}', "json")
+    assert structpos.align(s, [[1, 4]]).node.tolist() == [1]

@@ -15,7 +15,7 @@ from torch.nn.attention.flex_attention import and_masks, create_mask
 import structpos
 from structpos.align import token_coords
 from structpos.encoders import SPDBias, alibi_distance_bias, alibi_slopes, hierarchy_coords, tree_distance
-from structpos.exceptions import ShapeError
+from structpos.exceptions import ParseError, ShapeError
 from structpos.integrations.flex import (
     block_mask,
     causal_mask_mod,
@@ -127,6 +127,33 @@ def test_euler_tables_lca_depth_equals_parent_walk():
         assert int(sparse[0, lo : hi + 1].min()) == lca_depth
         j = int(np.floor(np.log2(hi - lo + 1)))
         assert min(int(sparse[j, lo]), int(sparse[j, hi - 2**j + 1])) == lca_depth
+
+
+def test_euler_tables_refuse_every_forest_not_in_preorder():
+    """All parent arrays with ``parent[i] < i`` up to 6 nodes: refused exactly when a DFS
+    (children in index order) does not visit the nodes as 0, 1, ..., N - 1."""
+    import itertools
+
+    def dfs_order(parent):
+        children = {i: [c for c in range(len(parent)) if parent[c] == i] for i in range(-1, len(parent))}
+        order, stack = [], children[-1][::-1]
+        while stack:
+            n = stack.pop()
+            order.append(n)
+            stack.extend(children[n][::-1])
+        return order
+
+    refused = 0
+    for n in range(1, 7):
+        for parent in itertools.product(*[range(-1, i) for i in range(n)]):
+            preorder = dfs_order(parent) == list(range(n))
+            if preorder:
+                euler_tables(list(parent))
+            else:
+                refused += 1
+                with pytest.raises(ParseError, match="not in preorder"):
+                    euler_tables(list(parent))
+    assert refused > 0
 
 
 # ---------------------------------------------------------------------------------------- SPD

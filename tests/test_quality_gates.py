@@ -49,6 +49,7 @@ def test_docs_build_strict(tmp_path):
 # (run as doctests). TODO(integrator): add the other modules as their owners document them; the
 # goal is the whole package (``pkgutil.walk_packages(structpos.__path__)``).
 DOCUMENTED = [
+    "structpos",
     "structpos.align",
     "structpos.cli",
     "structpos.commands.demo",
@@ -68,7 +69,27 @@ DOCUMENTED = [
     "structpos.encoders.rope_tables",
     "structpos.encoders.wire",
     "structpos.exceptions",
+    "structpos.integrations",
+    "structpos.integrations.collate",
+    "structpos.integrations.flex",
+    "structpos.integrations.hf",
+    "structpos.integrations.transformers",
     "structpos.limits",
+    "structpos.parsers",
+    "structpos.parsers.code",
+    "structpos.parsers.conllu_tree",
+    "structpos.parsers.document",
+    "structpos.parsers.grammar",
+    "structpos.parsers.graph",
+    "structpos.parsers.json_tree",
+    "structpos.parsers.markdown",
+    "structpos.parsers.spacy_doc",
+    "structpos.parsers.table",
+    "structpos.parsers.table_csv",
+    "structpos.parsers.table_frame",
+    "structpos.parsers.table_html",
+    "structpos.parsers.xml_tree",
+    "structpos.parsers.yaml_tree",
     "structpos.pipeline.arrow",
     "structpos.pipeline.encode",
     "structpos.pipeline.engines",
@@ -77,6 +98,7 @@ DOCUMENTED = [
     "structpos.pipeline.records",
     "structpos.pipeline.run",
     "structpos.pipeline.shards",
+    "structpos.pipeline.tokens",
     "structpos.pipeline.walk",
     "structpos.registry",
     "structpos.structure",
@@ -96,6 +118,9 @@ def test_public_api_has_examples(module):
     names = getattr(mod, "__all__", None) or [n for n in vars(mod) if not n.startswith("_")]
     public = [getattr(mod, n) for n in names]
     public = [o for o in public if (inspect.isfunction(o) or inspect.isclass(o)) and o.__module__ == module]
-    assert public, module
+    if not public:  # a package that only re-exports (``structpos``): its own docstring carries the example
+        doc = mod.__doc__ or ""
+        assert "Examples\n" in doc and ">>>" in doc, f"{module} defines nothing public and has no module Examples"
+        return
     lacking = [o.__name__ for o in public if "Examples\n" not in (o.__doc__ or "") or ">>>" not in o.__doc__]
     assert not lacking, f"{module}: no Examples section in {lacking}"

@@ -53,10 +53,27 @@ class ShardDataset(torch.utils.data.Dataset):
     columns : sequence of str, optional
         Columns to read (default: all).
 
+    Raises
+    ------
+    SpecError
+        A directory without ``part-*.parquet`` shards.
+
     Examples
     --------
-    >>> ShardDataset.__mro__[1].__name__
-    'Dataset'
+    Rows of failed records (a non-null ``error``) are left out; an item is one row as a dict:
+
+    >>> import os, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> out = tempfile.mkdtemp()
+    >>> rows = pa.table({"input_ids": [[5, 6], [7]], "error": [None, "bad json"]})
+    >>> pq.write_table(rows, os.path.join(out, "part-00000.parquet"))
+    >>> ds = ShardDataset(out)
+    >>> len(ds), ds[0]
+    (1, {'input_ids': [5, 6], 'error': None})
+    >>> ShardDataset(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: ...: no part-*.parquet shards here
     """
 
     def __init__(self, path: str | os.PathLike, columns: Sequence[str] | None = None):
@@ -103,8 +120,27 @@ class StructuralCollator:
 
     Raises
     ------
+    SpecError
+        An unknown ``mode``, or no position axis at all (no ``coords`` and no ``index_axis``).
     ShapeError
-        A coordinate or extra column whose length differs from ``input_ids`` (names the column).
+        (when called) A coordinate or extra column whose length differs from ``input_ids``
+        (names the example and the column), an empty batch.
+
+    Examples
+    --------
+    Packed: one row, ``cu_seqlens`` marking the documents, no label on a document's first
+    token (nothing may be predicted across the boundary):
+
+    >>> collate = StructuralCollator(["depth"], mode="pack")
+    >>> batch = collate([{"input_ids": [5, 6, 7], "depth": [0, 1, 1]}, {"input_ids": [8, 9], "depth": [0, 1]}])
+    >>> batch["cu_seqlens"].tolist(), batch["labels"].tolist()
+    ([0, 3, 5], [[-100, 6, 7, -100, 9]])
+    >>> batch["position_ids"][0, :, 0].tolist()  # the index axis restarts per document
+    [0, 1, 2, 0, 1]
+    >>> StructuralCollator(["depth"])([{"input_ids": [5, 6], "depth": [0]}])
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: example 0: column 'depth' must have shape (2,) like input_ids; given (1)
     """
 
     def __init__(

@@ -22,16 +22,25 @@ O(L) (or a small per-graph table) and never materialise an L×L tensor:
 Tokens with no node (special tokens: node ``-1`` / depth ``-1``) are *unreachable* in the
 distance biases and *global* (attend and are attended) in the masks.
 
+A score_mod goes straight into FlexAttention::
+
+    from torch.nn.attention.flex_attention import flex_attention
+    out = flex_attention(q, k, v, score_mod=mod)   # or structpos.integrations.flex.flex
+
 Examples
 --------
+Evaluated on index grids, a score_mod gives the whole bias matrix FlexAttention adds (here
+``−d`` for the tree distances of a 4-node tree; token 2 has no node, so it is unreachable):
+
 >>> import torch
->>> from torch.nn.attention.flex_attention import flex_attention
->>> parent = [-1, 0, 0, 1]                       # a 4-node tree
->>> mod = tree_distance_score_mod(parent, torch.tensor([[0, 1, 2, 3]]), slopes=torch.ones(2))
->>> q = k = v = torch.randn(1, 2, 4, 8)
->>> out = flex_attention(q, k, v, score_mod=mod)
->>> out.shape
-torch.Size([1, 2, 4, 8])
+>>> parent = [-1, 0, 1, 0]                       # preorder: 0 → 1 → 2, and 0 → 3
+>>> mod = tree_distance_score_mod(parent, torch.tensor([[0, 2, -1, 3]]), slopes=torch.ones(2))
+>>> i = torch.arange(4)
+>>> mod(torch.zeros(4, 4), 0, 0, i[:, None], i[None, :])
+tensor([[ 0., -2., -inf, -1.],
+        [-2.,  0., -inf, -3.],
+        [-inf, -inf, -inf, -inf],
+        [-1., -3., -inf,  0.]])
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ import torch
 
 from ..coords.tree import check_parent
 from ..coords.tree import depth as tree_depth
-from ..exceptions import ShapeError, SpecError
+from ..exceptions import ParseError, ShapeError, SpecError
 
 __all__ = [
     "block_mask",
@@ -99,10 +108,37 @@ def distance_to_bias(
     ``SPDBias.table.weight``): ``table[min(d, M), h]`` and row ``M + 1`` where ``d < 0``, as
     :class:`~structpos.encoders.SPDBias`.
 
+    Parameters
+    ----------
+    d : torch.Tensor
+        Integer distances (any shape); negative: unreachable.
+    h : torch.Tensor
+        Head index (broadcast with ``d``).
+    slopes : torch.Tensor, optional
+        ``(H,)`` ALiBi-style slopes.
+    table : torch.Tensor, optional
+        ``(M + 2, H)`` learned biases: rows ``0..M`` by distance (clamped to ``M``), row
+        ``M + 1`` for unreachable.
+    unreachable : float
+        The bias of unreachable pairs with ``slopes``.
+
+    Returns
+    -------
+    torch.Tensor
+        The bias, shaped like ``d`` broadcast with ``h``.
+
+    Raises
+    ------
+    SpecError
+        Neither or both of ``slopes`` and ``table`` given.
+
     Examples
     --------
     >>> distance_to_bias(torch.tensor([0, 2, -1]), torch.tensor(0), slopes=torch.tensor([0.5]))
     tensor([-0., -1., -inf])
+    >>> table = torch.arange(8.0).reshape(4, 2)  # M = 2; row 3 is "unreachable"
+    >>> distance_to_bias(torch.tensor([0, 1, 5, -1]), torch.tensor(0), table=table)
+    tensor([0., 2., 4., 6.])
     """
     if (slopes is None) == (table is None):
         raise SpecError("give exactly one of slopes (ALiBi-style) or table (learned, SPDBias-style)")
@@ -147,6 +183,11 @@ def euler_tables(parent) -> dict[str, torch.Tensor]:
         ``first``, ``depth``, ``root`` (``(N,)`` int64: Euler position, depth, root of each node) and
         ``sparse`` (``(J, M)`` int64).
 
+    Raises
+    ------
+    ParseError
+        ``parent`` is not a preorder forest (naming the first node out of order).
+
     Examples
     --------
     >>> t = euler_tables([-1, 0, 1, 0])
@@ -154,6 +195,10 @@ def euler_tables(parent) -> dict[str, torch.Tensor]:
     ([0, 1, 2, 5], [0, 1, 2, 1], [0, 0, 0, 0])
     >>> t["sparse"][0].tolist()   # depths along the tour 0 1 2 1 0 3 0
     [0, 1, 2, 1, 0, 1, 0]
+    >>> euler_tables([-1, 0, 0, 1])  # node 3 is a child of node 1 but comes after node 2
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: <parent> at node 3: node 3 (parent 1) is not in preorder: a subtree is interrupted or misordered near it
     """
     p = check_parent(parent)
     n = p.size
@@ -170,6 +215,12 @@ def euler_tables(parent) -> dict[str, torch.Tensor]:
             stack.pop()
             if stack:
                 tour.append(stack[-1])
+        if p[i] >= 0 and not stack:  # the parent is not on the path from the root to node i - 1
+            raise ParseError(
+                f"node {i} (parent {int(p[i])}) is not in preorder: a subtree is interrupted or misordered near it",
+                name="<parent>",
+                position=f"node {i}",
+            )
         first[i] = len(tour)
         tour.append(i)
         stack.append(i)
@@ -220,6 +271,13 @@ def tree_distance_score_mod(
         ``score_mod(score, b, h, q_idx, kv_idx)``: 8 lookups per score (no chain of dependent
         lookups), per-token inputs O(L), tables O(N log N).
 
+    Raises
+    ------
+    ParseError
+        ``parent`` is not a preorder forest.
+    ShapeError
+        ``node`` not an integer ``(B, L)`` tensor, a node id ``>= N``, bad ``slopes``/``table``.
+
     Examples
     --------
     >>> mod = tree_distance_score_mod([-1, 0, 0], torch.tensor([[0, 1, 2]]), slopes=torch.ones(1))
@@ -257,10 +315,29 @@ def tree_distance_score_mod(
 def spd_tables(distances: list) -> torch.Tensor:
     """Stack per-graph ``(N_g, N_g)`` distance matrices into one ``(G, N, N)`` int64 table padded with ``-1``.
 
+    Parameters
+    ----------
+    distances : list of array-like
+        One square integer distance matrix per graph (``-1``: unreachable).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(G, N, N)`` int64, ``N`` the largest graph; padding is ``-1`` (unreachable).
+
+    Raises
+    ------
+    ShapeError
+        No graphs, or a matrix that is not square (naming the graph).
+
     Examples
     --------
-    >>> spd_tables([np.array([[0, 1], [1, 0]]), np.zeros((1, 1), dtype=int)]).shape
-    torch.Size([2, 2, 2])
+    >>> spd_tables([np.array([[0, 1], [1, 0]]), np.zeros((1, 1), dtype=int)]).tolist()
+    [[[0, 1], [1, 0]], [[0, -1], [-1, -1]]]
+    >>> spd_tables([np.zeros((2, 3))])
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: graph 0: distance matrix must be square (N, N); given (2, 3)
     """
     if not distances:
         raise ShapeError("spd_tables: no graphs given")
@@ -295,6 +372,17 @@ def spd_score_mod(
         ``(G, N, N)`` int distances, ``-1`` unreachable (:func:`spd_tables`).
     slopes, table, unreachable
         See :func:`distance_to_bias`.
+
+    Returns
+    -------
+    callable
+        ``score_mod(score, b, h, q_idx, kv_idx)``: one table lookup per score.
+
+    Raises
+    ------
+    ShapeError
+        ``graph_id``/``node`` not integer ``(B, L)`` of one shape, ``spd`` not an integer
+        ``(G, N, N)`` table, bad ``slopes``/``table``.
 
     Examples
     --------
@@ -331,11 +419,24 @@ def spd_score_mod(
 def causal_mask_mod(offset: int = 0) -> MaskMod:
     """``kv_idx ≤ q_idx + offset`` (``offset`` = cached tokens before the queries).
 
+    Parameters
+    ----------
+    offset : int
+        How many keys (a KV cache) precede the first query.
+
+    Returns
+    -------
+    callable
+        ``mask_mod(b, h, q_idx, kv_idx)``.
+
     Examples
     --------
     >>> m = causal_mask_mod()
     >>> bool(m(0, 0, torch.tensor(1), torch.tensor(2)))
     False
+    >>> q_idx, kv_idx = torch.arange(2)[:, None], torch.arange(3)[None, :]
+    >>> causal_mask_mod(offset=1)(0, 0, q_idx, kv_idx).int().tolist()  # one cached key
+    [[1, 1, 0], [1, 1, 1]]
     """
 
     def mask_mod(b, h, q_idx, kv_idx):
@@ -350,11 +451,42 @@ def table_mask_mod(row, col, header=None, mode: TableMode = "row_or_column") -> 
     ``"row_column_header"`` also lets every token attend to header cells. Tokens with a
     negative row (special tokens, separators) are global.
 
+    Parameters
+    ----------
+    row, col : torch.Tensor
+        ``(B, L)`` integer row and column of each token's cell (``tok_row``/``tok_col``).
+    header : torch.Tensor, optional
+        ``(B, L)`` flags of header-cell tokens; needed by ``"row_column_header"``.
+    mode : {"row", "column", "row_or_column", "row_column_header"}
+        Which tokens a token may attend to.
+
+    Returns
+    -------
+    callable
+        ``mask_mod(b, h, q_idx, kv_idx)``.
+
+    Raises
+    ------
+    SpecError
+        An unknown ``mode``, or ``"row_column_header"`` without ``header``.
+    ShapeError
+        ``row``, ``col`` (and ``header``) not integer ``(B, L)`` of one shape.
+
     Examples
     --------
     >>> m = table_mask_mod(torch.tensor([[0, 0, 1]]), torch.tensor([[0, 1, 1]]), mode="row")
     >>> [bool(m(0, 0, torch.tensor(0), torch.tensor(j))) for j in range(3)]
     [True, True, False]
+
+    A separator token (row ``-1``, global) and a 2 × 2 grid of cells ``(0, 0), (0, 1),
+    (1, 0), (1, 1)``: each cell reads the cells of its row and of its column, not the
+    diagonal one:
+
+    >>> row, col = torch.tensor([[-1, 0, 0, 1, 1]]), torch.tensor([[-1, 0, 1, 0, 1]])
+    >>> m = table_mask_mod(row, col, mode="row_or_column")
+    >>> i = torch.arange(5)
+    >>> m(0, 0, i[:, None], i[None, :]).int().tolist()
+    [[1, 1, 1, 1, 1], [1, 1, 1, 1, 0], [1, 1, 1, 0, 1], [1, 1, 0, 1, 1], [1, 0, 1, 1, 1]]
     """
     r, c = _tokens(row, "row", 2), _tokens(col, "col", 2)
     if r.shape != c.shape:
@@ -389,8 +521,25 @@ def table_mask_mod(row, col, header=None, mode: TableMode = "row_or_column") -> 
 def hierarchy_mask_mod(unit_ids, level: int) -> MaskMod:
     """Attend within the same unit at ``level`` (e.g. 0 = paragraph, 1 = sentence, or section).
 
-    ``unit_ids`` is ``(B, L, A)`` with *global* unit ids (``hierarchy_coords(..., mode="global")``
-    or token coordinates ``paragraph``/``sentence``); negative ids are global tokens.
+    Parameters
+    ----------
+    unit_ids : torch.Tensor
+        ``(B, L, A)`` integer *global* unit ids (``hierarchy_coords(..., mode="global")`` or
+        token coordinates ``paragraph``/``sentence``); negative ids are global tokens.
+    level : int
+        Which of the ``A`` levels bounds attention.
+
+    Returns
+    -------
+    callable
+        ``mask_mod(b, h, q_idx, kv_idx)``.
+
+    Raises
+    ------
+    SpecError
+        ``level`` outside ``0..A-1``.
+    ShapeError
+        ``unit_ids`` not an integer ``(B, L, A)`` tensor.
 
     Examples
     --------
@@ -414,11 +563,32 @@ def hierarchy_mask_mod(unit_ids, level: int) -> MaskMod:
 def document_mask_mod(cu_seqlens, total: int | None = None) -> MaskMod:
     """Packed sequences (``B = 1``): attend only within the same document of ``cu_seqlens``.
 
+    Parameters
+    ----------
+    cu_seqlens : array-like
+        ``(D + 1,)`` document boundaries, ``0`` first, non-decreasing (as the collator's
+        ``mode="pack"`` gives them).
+    total : int, optional
+        The packed length (default ``cu_seqlens[-1]``).
+
+    Returns
+    -------
+    callable
+        ``mask_mod(b, h, q_idx, kv_idx)``.
+
+    Raises
+    ------
+    ShapeError
+        Boundaries that do not start at 0, decrease or end past ``total``.
+
     Examples
     --------
     >>> m = document_mask_mod(torch.tensor([0, 2, 5]))
     >>> [bool(m(0, 0, torch.tensor(1), torch.tensor(j))) for j in range(5)]
     [True, True, False, False, False]
+    >>> i = torch.arange(5)
+    >>> m(0, 0, i[:, None], i[None, :]).int().tolist()
+    [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 1, 1, 1], [0, 0, 1, 1, 1], [0, 0, 1, 1, 1]]
     """
     from ..encoders.rope import check_cu_seqlens
 
@@ -436,9 +606,26 @@ def document_mask_mod(cu_seqlens, total: int | None = None) -> MaskMod:
 def graph_kv_mask_mod(chunk, adjacency) -> MaskMod:
     """Graph-KV block mask: a token of chunk ``u`` reads chunk ``u`` and every chunk ``v`` with ``adjacency[u, v]``.
 
-    ``chunk`` is ``(B, L)`` (``-1``: shared tokens such as the question, which read and are read
-    by all); ``adjacency`` is ``(C, C)`` bool (or ``(B, C, C)``), e.g. the citation edges
-    ``v → u`` of the chunks' graph. Combine with :func:`causal_mask_mod` for decoding.
+    Combine with :func:`causal_mask_mod` for decoding.
+
+    Parameters
+    ----------
+    chunk : torch.Tensor
+        ``(B, L)`` chunk of each token (``-1``: shared tokens such as the question, which read
+        and are read by all).
+    adjacency : torch.Tensor
+        ``(C, C)`` bool (or ``(B, C, C)``): ``adjacency[u, v]`` lets chunk ``u`` read chunk
+        ``v``, e.g. the citation edges ``v → u`` of the chunks' graph.
+
+    Returns
+    -------
+    callable
+        ``mask_mod(b, h, q_idx, kv_idx)``.
+
+    Raises
+    ------
+    ShapeError
+        ``chunk`` not integer ``(B, L)``, ``adjacency`` not ``(C, C)`` or ``(B, C, C)``.
 
     Examples
     --------
@@ -469,6 +656,20 @@ def graph_kv_mask_mod(chunk, adjacency) -> MaskMod:
 def dense_mask(mask_mod: MaskMod, B: int, H: int, Q: int, KV: int, device=None) -> torch.Tensor:
     """The ``(B, H, Q, KV)`` bool mask a ``mask_mod`` describes (for tests and small inputs only).
 
+    Parameters
+    ----------
+    mask_mod : callable
+        ``mask_mod(b, h, q_idx, kv_idx)``.
+    B, H, Q, KV : int
+        Batch size, heads, query and key lengths.
+    device : torch.device or str, optional
+        Default ``"cpu"``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, H, Q, KV)`` bool.
+
     Examples
     --------
     >>> dense_mask(causal_mask_mod(), 1, 1, 2, 2)[0, 0].tolist()
@@ -487,8 +688,29 @@ def block_mask(mask_mod: MaskMod, B: int | None, H: int | None, Q: int, KV: int,
     whole ``B·H·Q·KV`` mask): O(L) memory for a fixed block size. Tiles that are entirely visible
     are marked *full* (no ``mask_mod`` call inside them); partly visible tiles are *partial*.
 
+    Parameters
+    ----------
+    mask_mod : callable
+        ``mask_mod(b, h, q_idx, kv_idx)``.
+    B, H : int or None
+        Batch size and heads (``None``: the mask is the same for all, one entry).
+    Q, KV : int
+        Query and key lengths.
+    device : torch.device or str, optional
+        Default ``"cpu"``.
+    block : int
+        Tile size.
+
+    Returns
+    -------
+    torch.nn.attention.flex_attention.BlockMask
+        The block mask, carrying ``mask_mod`` for the partial tiles.
+
     Examples
     --------
+    Causal over two 128-token tiles: the diagonal tiles are partial, the one below full, the
+    one above absent:
+
     >>> bm = block_mask(causal_mask_mod(), 1, 1, 256, 256)
     >>> bm.shape, bm.kv_num_blocks.tolist(), bm.full_kv_num_blocks.tolist()
     ((1, 1, 256, 256), [[[1, 1]]], [[[0, 1]]])
@@ -534,10 +756,25 @@ def full_block_mask(q_len: int, kv_len: int, block: int = 128, device=None):
     ``flex_attention(block_mask=None)`` uses one tile of the whole sequence, and the compiled CPU
     kernel then allocates ``threads × L × L`` scratch; tiles of 128 keep it O(L).
 
+    Parameters
+    ----------
+    q_len, kv_len : int
+        Query and key lengths.
+    block : int
+        Tile size.
+    device : torch.device or str, optional
+        Where the block tables live.
+
+    Returns
+    -------
+    torch.nn.attention.flex_attention.BlockMask
+        Shape ``(1, 1, q_len, kv_len)``: every tile full, none partial.
+
     Examples
     --------
-    >>> full_block_mask(300, 300).shape
-    (1, 1, 300, 300)
+    >>> bm = full_block_mask(300, 300)
+    >>> bm.shape, bm.full_kv_num_blocks.tolist(), bm.kv_num_blocks.tolist()
+    ((1, 1, 300, 300), [[[3, 3, 3]]], [[[0, 0, 0]]])
     """
     from torch.nn.attention.flex_attention import BlockMask, noop_mask
 
@@ -563,11 +800,35 @@ def flex(
     compiled kernel streams 128-wide blocks (:func:`full_block_mask` when no mask is given), so
     its extra memory is O(L).
 
+    Parameters
+    ----------
+    q, k, v : torch.Tensor
+        ``(B, H, L, D)`` queries, keys and values (``(B, H_kv, S, D)`` with ``enable_gqa``).
+    score_mod : callable, optional
+        ``score_mod(score, b, h, q_idx, kv_idx)`` (e.g. :func:`tree_distance_score_mod`).
+    block_mask : BlockMask, optional
+        Default :func:`full_block_mask` (no masking, O(L) scratch).
+    scale : float, optional
+        Default ``1 / sqrt(D)``.
+    enable_gqa : bool
+        Grouped-query attention (fewer key/value heads).
+    compile : bool
+        Run the compiled kernel (compiled once per process).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, H, L, D)`` attention output.
+
     Examples
     --------
-    >>> q = k = v = torch.randn(1, 1, 4, 8)
-    >>> flex(q, k, v).shape
-    torch.Size([1, 1, 4, 8])
+    Without a score_mod or mask it is plain softmax attention (the first call in a process
+    imports FlexAttention's machinery, about a second):
+
+    >>> q, k, v = torch.randn(3, 1, 2, 5, 8, generator=torch.Generator().manual_seed(0)).unbind(0)
+    >>> out = flex(q, k, v)
+    >>> out.shape, torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v), atol=1e-5)
+    (torch.Size([1, 2, 5, 8]), True)
     """
     fn = _flex_attention()
     if block_mask is None:
@@ -589,10 +850,36 @@ def hf_flex_attention(module, query, key, value, attention_mask=None, scaling=No
     *absolute* token indices over the whole sequence (cache included). Causal order and the
     2-D padding mask are added here; HF's dense mask is not built.
 
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The attention layer (its ``is_causal``, and the structural state a
+        ``StructuralPatch`` attached).
+    query, key, value : torch.Tensor
+        ``(B, H, L, D)`` and ``(B, H_kv, S, D)`` (``S − L`` cached keys precede the queries).
+    attention_mask : torch.Tensor, optional
+        Ignored: padding comes from the patch's state.
+    scaling : float, optional
+        Softmax scale (default ``1 / sqrt(D)``).
+    dropout : float
+        Ignored (FlexAttention has no dropout).
+    **kwargs
+        Further HF arguments, ignored.
+
+    Returns
+    -------
+    tuple
+        ``(output (B, L, H, D), None)``: no attention weights.
+
     Examples
     --------
-    >>> hf_flex_attention.__name__
-    'hf_flex_attention'
+    On a layer without structural state it is causal attention:
+
+    >>> q, k, v = torch.randn(3, 1, 2, 5, 8, generator=torch.Generator().manual_seed(0)).unbind(0)
+    >>> out, weights = hf_flex_attention(torch.nn.Module(), q, k, v)
+    >>> ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
+    >>> out.shape, weights, torch.allclose(out, ref, atol=1e-5)
+    (torch.Size([1, 5, 2, 8]), None, True)
     """
     from torch.nn.attention.flex_attention import and_masks
 

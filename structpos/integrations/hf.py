@@ -31,10 +31,54 @@ def encode_dataset(
     num_proc: int | None = None,
     **parser_options: Any,
 ):
-    """``dataset.map(EncodeBatch(...), batched=True, with_indices=True, num_proc=num_proc)``.
+    """Encode every row of a Hugging Face ``Dataset``: ``dataset.map(EncodeBatch(...), batched=True, ...)``.
 
-    ``dataset`` is a ``datasets.Dataset``; the result is a new ``Dataset`` with one row per
-    encoded structure (and, with ``keep_errors``, one per failed record).
+    Parameters
+    ----------
+    dataset : datasets.Dataset
+        The input rows.
+    kind : str or None
+        The input kind for every row (:data:`~structpos.parsers.PARSERS`), or ``None`` with
+        ``kind_column``.
+    coords : str
+        The coordinate spec (``"tree"``, ``"lap:8,rw:4"``, ...).
+    text_column : str
+        The column holding each record's input.
+    id_column : str, optional
+        The column holding record ids (default: the row index).
+    kind_column : str, optional
+        The column holding each row's kind, when ``kind`` is ``None``.
+    language : str, optional
+        The language of ``kind="code"`` input.
+    keep_errors : bool
+        Keep one row (null coordinates, ``error_type``/``error`` set) per failed record.
+    batch_size : int
+        Rows per ``map`` batch.
+    num_proc : int, optional
+        Worker processes (``None``: this process).
+    **parser_options
+        Passed to the parser.
+
+    Returns
+    -------
+    datasets.Dataset
+        One row per encoded structure (and, with ``keep_errors``, one per failed record),
+        with the columns of the module docstring instead of the input columns.
+
+    Raises
+    ------
+    SpecError
+        An unknown ``kind``, a bad ``coords`` spec or option (checked before any row is read).
+
+    Examples
+    --------
+    A failed record keeps its row, with the error instead of coordinates:
+
+    >>> import datasets
+    >>> ds = datasets.Dataset.from_dict({"text": ['{"a": 1}', "[1, 2", "[]"]})
+    >>> out = encode_dataset(ds, "json", "tree")
+    >>> list(out["num_nodes"]), list(out["depth"]), list(out["error_type"])
+    ([3, None, 1], [[0, 1, 2], None, [0]], [None, 'ParseError', None])
     """
     fn = EncodeBatch(
         kind,

@@ -94,12 +94,15 @@ def continue_axis0(last: torch.Tensor, num_new: int) -> torch.Tensor:
 class CoordinateState:
     """Per-model coordinate bookkeeping shared by the hook, the rotary module and the attention function.
 
-    Attributes
+    Parameters
     ----------
     num_axes : int
         ``A``.
     rule : callable
         ``rule(last (B, A), n) -> (B, n, A)`` for tokens after the prompt (:func:`continue_axis0`).
+
+    Attributes
+    ----------
     pending : torch.Tensor or None
         Coordinates set by :meth:`StructuralPatch.set_coordinates` for the next prefill.
     current : torch.Tensor or None
@@ -120,6 +123,12 @@ class CoordinateState:
     torch.Size([1, 3, 2])
     >>> st.resolve(None, batch=1, length=1, past=3).tolist()  # continues axis 0, copies axis 1
     [[[3, 5]]]
+    >>> st.keys.tolist()  # the whole cache: prompt and decoded token
+    [[[0, 0], [1, 5], [2, 5], [3, 5]]]
+    >>> st.resolve(torch.zeros(1, 3, 4, dtype=torch.long), batch=1, length=3, past=0)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: position_ids must have shape (B, L, A) = (1, 3, 2); given (1, 3, 4)
     """
 
     num_axes: int
@@ -190,6 +199,12 @@ class StructuralRotaryEmbedding(nn.Module):
     >>> cos, sin = emb(torch.zeros(1, 3, 4), torch.arange(3)[None])
     >>> cos.shape
     torch.Size([1, 3, 8])
+
+    1-D positions on every axis give HF's stock ``cat(f, f)`` angles ``position · inv_freq``:
+
+    >>> angles = torch.arange(3)[:, None] * rope.inv_freq
+    >>> torch.allclose(cos[0], torch.cat((angles, angles), -1).cos())
+    True
     """
 
     def __init__(self, rope: StructuralRoPE, state: CoordinateState, attention_scaling: float = 1.0):
@@ -238,10 +253,35 @@ def _past_length(kwargs: dict) -> int:
 class StructuralPatch:
     """What :func:`install_structural_rope` did: the body, the encoder, the state, and how to undo it.
 
+    Parameters
+    ----------
+    body : torch.nn.Module
+        The decoder body that owns ``rotary_emb``.
+    rope : StructuralRoPE
+        The encoder behind the structural ``rotary_emb``.
+    state : CoordinateState
+        The coordinate bookkeeping of the patched model.
+    original_rotary : torch.nn.Module
+        The model's own rotary module, restored by :meth:`remove`.
+    handle : torch.utils.hooks.RemovableHandle
+        The forward pre-hook on ``body``.
+
     Examples
     --------
-    >>> StructuralPatch.__name__
-    'StructuralPatch'
+    Any module owning a ``rotary_emb`` with HF's ``inv_freq`` buffer can be patched:
+
+    >>> body = torch.nn.Module()
+    >>> body.rotary_emb = torch.nn.Module()
+    >>> body.rotary_emb.register_buffer("inv_freq", torch.tensor([1.0, 0.1]))
+    >>> patch = install_structural_rope(body, num_axes=2)
+    >>> type(body.rotary_emb).__name__, patch.original_rotary.inv_freq.tolist()
+    ('StructuralRotaryEmbedding', [1.0, 0.10000000149011612])
+    >>> patch.set_coordinates(torch.tensor([[0, 0], [1, 1]]))  # for the next prompt
+    >>> patch.state.pending.shape
+    torch.Size([2, 2])
+    >>> patch.remove()
+    >>> body.rotary_emb is patch.original_rotary
+    True
     """
 
     body: nn.Module
@@ -303,32 +343,66 @@ def install_structural_rope(
         A ready encoder (e.g. :class:`~structpos.encoders.HierarchicalRoPE`); by default one is
         built on the model's ``inv_freq``.
 
+    **options
+        Further :class:`~structpos.encoders.StructuralRoPE` options.
+
     Returns
     -------
     StructuralPatch
+        The body, encoder and state, with :meth:`StructuralPatch.remove` to undo the patch.
 
     Raises
     ------
     SpecError
-        The model has no ``rotary_emb``.
+        The model has no ``rotary_emb``; a ready ``rope`` whose axis count is not ``num_axes``.
 
     Notes
     -----
     ``per_head`` needs a structural attention function: this call registers and selects
     ``"structpos_" + <the model's current implementation>`` (eager or sdpa).
 
+    With a real model (``tests/test_integrations_transformers.py`` checks this on tiny random
+    Llama, Qwen and Gemma configs), coordinates equal to the token index on every axis give the
+    stock model's logits::
+
+        model = LlamaForCausalLM(LlamaConfig(...)).eval()
+        ref = model(ids).logits
+        install_structural_rope(model, num_axes=2)
+        same = torch.arange(L)[None, :, None].expand(1, L, 2)
+        torch.allclose(model(ids, position_ids=same).logits, ref, atol=1e-6)   # True
+
     Examples
     --------
-    >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> cfg = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-    ...                   num_attention_heads=2, num_key_value_heads=2)
-    >>> model = LlamaForCausalLM(cfg).eval()
-    >>> ids = torch.tensor([[1, 2, 3, 4]])
-    >>> ref = model(ids).logits
-    >>> patch = install_structural_rope(model, num_axes=2)
-    >>> same = torch.arange(4)[None, :, None].expand(1, 4, 2)
-    >>> torch.allclose(model(ids, position_ids=same).logits, ref, atol=1e-6)
-    True
+    The smallest decoder body: it owns a ``rotary_emb`` (HF's ``inv_freq`` buffer: two
+    frequencies here) and calls it with the ``position_ids`` it is given, as HF decoders do:
+
+    >>> class Body(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.rotary_emb = torch.nn.Module()
+    ...         self.rotary_emb.register_buffer("inv_freq", torch.tensor([1.0, 0.1]))
+    ...
+    ...     def forward(self, input_ids, position_ids=None):
+    ...         return self.rotary_emb(torch.zeros(*input_ids.shape, 8), position_ids)
+    >>> body = Body()
+    >>> patch = install_structural_rope(body, num_axes=2)
+    >>> ids = torch.zeros(1, 4, dtype=torch.long)
+
+    With ``"sectioned"`` allocation the first frequency reads axis 0 (the token index), the
+    second axis 1 (here a tree depth); the angles are ``ω_j · c_n``:
+
+    >>> cos, sin = body(ids, position_ids=torch.tensor([[[0, 0], [1, 1], [2, 1], [3, 2]]]))
+    >>> torch.atan2(sin, cos)[0, :, :2]
+    tensor([[0.0000, 0.0000],
+            [1.0000, 0.1000],
+            [2.0000, 0.1000],
+            [3.0000, 0.2000]])
+
+    Without structural coordinates it is the stock rotary (``position · ω`` on every frequency):
+
+    >>> cos, sin = body(ids)
+    >>> torch.atan2(sin, cos)[0, :, 1]
+    tensor([0.0000, 0.1000, 0.2000, 0.3000])
     """
     body = _decoder_body(model)
     if rope is None:
@@ -407,11 +481,37 @@ def register_structural_attention(base: BaseAttention = "sdpa") -> str:
     ``score_mod`` / ``mask_mod`` built by :func:`structpos.integrations.flex.hf_flex_attention`
     from ``StructuralPatch.set_bias(...)`` inputs (causal and padding added, no L×L tensor).
 
+    Parameters
+    ----------
+    base : {"eager", "sdpa", "flex"}
+        The attention that runs after the rotation.
+
+    Returns
+    -------
+    str
+        The registered name, ``"structpos_<base>"``, for ``attn_implementation=`` or
+        ``model.set_attn_implementation``.
+
+    Raises
+    ------
+    SpecError
+        An unknown ``base`` (checked before transformers is imported).
+
     Examples
     --------
-    >>> register_structural_attention("sdpa")
-    'structpos_sdpa'
+    The first call in a process imports ``transformers.modeling_utils`` (about 2 s on a CPU):
+
+    >>> from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    >>> name = register_structural_attention("sdpa")
+    >>> name, name in ALL_ATTENTION_FUNCTIONS
+    ('structpos_sdpa', True)
+    >>> register_structural_attention("flash")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: base attention must be 'eager', 'sdpa' or 'flex', got 'flash'
     """
+    if base not in ("eager", "sdpa", "flex"):
+        raise SpecError(f"base attention must be 'eager', 'sdpa' or 'flex', got {base!r}")
     from transformers import AttentionInterface
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
@@ -419,8 +519,6 @@ def register_structural_attention(base: BaseAttention = "sdpa") -> str:
         from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
     except ImportError:  # transformers < 4.53: masks do not go through an interface
         ALL_MASK_ATTENTION_FUNCTIONS = AttentionMaskInterface = None  # type: ignore[assignment,misc]
-    if base not in ("eager", "sdpa", "flex"):
-        raise SpecError(f"base attention must be 'eager', 'sdpa' or 'flex', got {base!r}")
     name = f"structpos_{base}"
     if base == "flex":
         from .flex import hf_flex_attention

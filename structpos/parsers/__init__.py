@@ -54,12 +54,31 @@ PARSERS: dict[str, tuple[str, str]] = {
 
 
 def get_parser(kind: str):
-    """The parse function registered for ``kind`` (SpecError for an unknown kind).
+    """The parse function registered for ``kind`` in :data:`PARSERS`, imported on first use.
+
+    Parameters
+    ----------
+    kind : str
+        An input kind: a key of :data:`PARSERS` (``"code"``, ``"json"``, ``"table"``, ...).
+
+    Returns
+    -------
+    callable
+        The kind's parse function (e.g. :func:`~structpos.parsers.json_tree.parse_json`).
+
+    Raises
+    ------
+    SpecError
+        ``kind`` is not a known input kind (the message lists the known ones).
 
     Examples
     --------
     >>> get_parser("json").__name__
     'parse_json'
+    >>> get_parser("jsn")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: unknown input kind 'jsn'; known kinds: code, conllu, document, grammar, graph, json, markdown, spacy, table, xml, yaml
     """
     try:
         mod, fn = PARSERS[kind]
@@ -102,7 +121,36 @@ def parse(obj: Any, kind: str, **options: Any) -> Structure | list[Structure]:
 
 
 def require(module: str, extra: str, what: str):
-    """Import an optional dependency or raise ImportError naming the pip extra."""
+    """Import an optional dependency, or raise an ImportError naming the pip extra that installs it.
+
+    Parameters
+    ----------
+    module : str
+        The module to import (``"yaml"``, ``"tree_sitter"``, ...).
+    extra : str
+        The ``structpos[extra]`` that installs it.
+    what : str
+        The feature that needs it, for the message (``"parse_yaml"``).
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    ImportError
+        The module is not installed; the message says what needs it and how to install it.
+
+    Examples
+    --------
+    >>> require("math", "core", "sqrt").sqrt(16.0)
+    4.0
+    >>> require("no_such_module_xyz", "text", "parse_foo")
+    Traceback (most recent call last):
+    ...
+    ImportError: parse_foo needs the optional dependency 'no_such_module_xyz': pip install 'structpos[text]'
+    """
     try:
         return importlib.import_module(module)
     except ImportError as e:  # pragma: no cover - depends on environment

@@ -79,7 +79,36 @@ def _canonical(name: str) -> str:
 
 
 def get_language(name: str):
-    """The cached ``tree_sitter.Language`` for a language name (``"python"``, ``"cpp"``, ...)."""
+    """The cached ``tree_sitter.Language`` for a language name (``"python"``, ``"cpp"``, ...).
+
+    Parameters
+    ----------
+    name : str
+        A name of :data:`LANGUAGES`, an alias (``"py"``, ``"js"``, ``"c++"``; any case), or
+        ``<name>`` of an installed ``tree_sitter_<name>`` wheel.
+
+    Returns
+    -------
+    tree_sitter.Language
+        The same object for every spelling of a language.
+
+    Raises
+    ------
+    SpecError
+        ``name`` cannot name a module (``"c#"``).
+    ImportError
+        The language's grammar wheel is not installed (the message names the pip package).
+
+    Examples
+    --------
+    >>> lang = get_language("Py")
+    >>> lang is get_language("python"), lang.name
+    (True, 'python')
+    >>> get_language("c#")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: bad language name 'c#'
+    """
     canon = _canonical(name)
     if not canon.isidentifier():
         raise SpecError(f"bad language name {name!r}")
@@ -111,7 +140,32 @@ def _tree_sitter():
 
 
 def language_for_path(path: str | Path) -> str:
-    """Guess the language name from a file suffix (``.py`` -> ``"python"``)."""
+    """The language a file suffix names (``.py`` -> ``"python"``), by :data:`SUFFIXES`.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A file name; only its suffix (any case) is read.
+
+    Returns
+    -------
+    str
+        A canonical language name (a key of :data:`LANGUAGES`).
+
+    Raises
+    ------
+    ParseError
+        The suffix names no known language (the message lists the known suffixes).
+
+    Examples
+    --------
+    >>> language_for_path("src/vec.HPP"), language_for_path("main.rs")
+    ('cpp', 'rust')
+    >>> language_for_path("notes.txt")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: notes.txt: cannot guess the language from suffix '.txt'; pass language=... (known: ...)
+    """
     suffix = Path(path).suffix.lower()
     try:
         return SUFFIXES[suffix]

@@ -33,7 +33,7 @@ from . import require
 from ._dependency import heads_to_preorder
 from ._input import read_text
 
-__all__ = ["parse_conllu", "sentence_text"]
+__all__ = ["parse_conllu"]
 
 
 def _looks_like_path(obj) -> bool:
@@ -51,7 +51,7 @@ def _space_after(tok) -> bool:
     return misc.get("SpaceAfter") != "No"
 
 
-def sentence_text(tokens) -> str:
+def _sentence_text(tokens) -> str:
     """The sentence text synthesized from surface forms and ``SpaceAfter=No``."""
     parts = []
     for form, _, tok in _surface(tokens):
@@ -76,19 +76,52 @@ def _surface(tokens):
 
 
 def parse_conllu(text_or_path, name: str | None = None, *, limits: Limits | None = None) -> list[Structure]:
-    """Parse CoNLL-U text or a file path into one ``kind="tree"`` Structure per sentence.
+    """Parse CoNLL-U text or a file into one ``kind="tree"`` Structure per sentence.
 
-    ``text_or_path``: text, bytes, a ``pathlib.Path`` or a string naming an existing file.
-    ``limits``: ``max_input_bytes``, and ``max_nodes`` over all sentences together.
-    Malformed input raises :class:`~structpos.exceptions.ParseError` naming the sentence
-    and the word.
+    Parameters
+    ----------
+    text_or_path : str, bytes or os.PathLike
+        CoNLL-U text, its bytes, a ``pathlib.Path``, or a string naming an existing file.
+    name : str, optional
+        The input's name in error messages and in each sentence's ``name`` (``name#sent_id``;
+        default: the path, else ``"<conllu>"``).
+    limits : Limits, optional
+        ``max_input_bytes``, and ``max_nodes`` over all sentences together.
+
+    Returns
+    -------
+    list of Structure
+        One preorder dependency tree per sentence (layout in the module docstring), with
+        ``structure.sentence`` holding the sentence id, its index and its comments.
+
+    Raises
+    ------
+    ParseError
+        Text the ``conllu`` library cannot read; a sentence without words, with several roots
+        or none, a head cycle, a head out of range, or a form that does not match ``# text``
+        (each naming the sentence id and the word).
+    LimitError
+        ``max_input_bytes`` or ``max_nodes`` exceeded.
 
     Examples
     --------
     >>> rows = ["1\\tHi\\thi\\tINTJ\\t_\\t_\\t0\\troot\\t_\\t_", "2\\t!\\t!\\tPUNCT\\t_\\t_\\t1\\tpunct\\t_\\t_"]
     >>> [s] = parse_conllu("# text = Hi!\\n" + "\\n".join(rows) + "\\n\\n")
-    >>> [str(l) for l in s.labels], s.node_text(1)
-    (['root', 'punct'], '!')
+    >>> [str(l) for l in s.labels], s.start.tolist(), s.end.tolist(), s.node_text(1)
+    (['root', 'punct'], [0, 2], [2, 3], '!')
+
+    Without ``# text`` the text is rebuilt from the forms (``SpaceAfter=No`` glues them); a
+    head out of range is reported with the word:
+
+    >>> parse_conllu("\\n".join(rows) + "\\n\\n")[0].source
+    'Hi !'
+    >>> rows[0] = rows[0][:-1] + "SpaceAfter=No"  # MISC, the last column
+    >>> parse_conllu("\\n".join(rows) + "\\n\\n")[0].source
+    'Hi!'
+    >>> parse_conllu("1\\tHi\\thi\\tINTJ\\t_\\t_\\t3\\troot\\t_\\t_\\n\\n")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: <conllu>#1 at word 1 ('Hi'): the head of word 1 ('Hi'), word 3, is out of range (the sentence has 1 words)
     """
     conllu = require("conllu", "text", "parse_conllu")
     text, name = _read(text_or_path, name, limits)
@@ -157,7 +190,7 @@ def _sentence(tokens, k: int, name: str) -> Structure:
     source = tokens.metadata.get("text")
     synthesized = source is None
     if synthesized:
-        source = sentence_text(tokens)
+        source = _sentence_text(tokens)
     start, end = _word_spans(tokens, source, n, sname)
     labels = [words[w]["deprel"] or "_" for w in order]
     obj = lambda xs: np.array(xs + [None], dtype=object)[:-1]  # noqa: E731 - 1-D object array

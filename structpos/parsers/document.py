@@ -26,7 +26,7 @@ from ..structure import Structure
 from ._input import read_text
 from ._tree_builder import TreeBuilder
 
-__all__ = ["parse_document", "split_paragraphs", "split_sentences", "tokenize", "add_blocks"]
+__all__ = ["parse_document", "split_paragraphs", "split_sentences", "tokenize"]
 
 _PARA_SEP = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|\w+(?:['’\-]\w+)*|[^\w\s]")
@@ -47,7 +47,27 @@ _ABBREV_WEAK = frozenset("etc inc ltd corp co bros u.s u.k u.n a.m p.m ph.d b.a 
 
 
 def split_paragraphs(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """Spans of the blank-line-separated blocks of ``text[start:end]``, trimmed."""
+    """Spans of the blank-line-separated blocks (paragraphs) of ``text[start:end]``, trimmed.
+
+    Parameters
+    ----------
+    text : str
+        The whole text; spans index it.
+    start, end : int, optional
+        The part of ``text`` to work on (default: all of it).
+
+    Returns
+    -------
+    list of (int, int)
+        ``(start, end)`` character spans in order, without surrounding whitespace; a line
+        holding only whitespace separates blocks too; empty blocks are dropped.
+
+    Examples
+    --------
+    >>> text = "Hi there.\\n  \\nSecond block\\nstill second.\\n"
+    >>> [text[a:b] for a, b in split_paragraphs(text)]
+    ['Hi there.', 'Second block\\nstill second.']
+    """
     end = len(text) if end is None else end
     spans = []
     pos = start
@@ -94,7 +114,27 @@ def _is_boundary(text: str, term_start: int, term_end: int, limit: int) -> bool:
 
 
 def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """Spans of the sentences of ``text[start:end]`` (see the module docstring), trimmed."""
+    """Spans of the sentences of ``text[start:end]`` by the rules in the module docstring, trimmed.
+
+    Parameters
+    ----------
+    text, start, end
+        As for :func:`split_paragraphs`.
+
+    Returns
+    -------
+    list of (int, int)
+        ``(start, end)`` character spans in order, without surrounding whitespace.
+
+    Examples
+    --------
+    Abbreviations (``Mr.``, ``a.m.`` before a lowercase word), initials and ``Fig.`` before
+    a number do not end a sentence:
+
+    >>> text = "Mr. Smith met J. Doe at 10 a.m. today. It rained! Fig. 2 shows it."
+    >>> [text[a:b] for a, b in split_sentences(text)]
+    ['Mr. Smith met J. Doe at 10 a.m. today.', 'It rained!', 'Fig. 2 shows it.']
+    """
     end = len(text) if end is None else end
     spans = []
     pos = start
@@ -107,7 +147,27 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
 
 
 def tokenize(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str]]:
-    """``(start, end, "word" | "punct")`` for each token of ``text[start:end]``."""
+    """The tokens of ``text[start:end]`` by the rules in the module docstring.
+
+    Parameters
+    ----------
+    text, start, end
+        As for :func:`split_paragraphs`.
+
+    Returns
+    -------
+    list of (int, int, str)
+        ``(start, end, kind)`` per token in order; ``kind`` is ``"word"`` (words, numbers)
+        or ``"punct"`` (any other non-space character, one per token).
+
+    Examples
+    --------
+    >>> text = "Don't pay $1,000.50 by e-mail!"
+    >>> [(text[a:b], kind) for a, b, kind in tokenize(text)]
+    [("Don't", 'word'), ('pay', 'word'), ('$', 'punct'), ('1,000.50', 'word'), ('by', 'word'), ('e-mail', 'word'), ('!', 'punct')]
+    >>> tokenize(text, 6, 9)
+    [(6, 9, 'word')]
+    """
     end = len(text) if end is None else end
     return [
         (m.start(), m.end(), "word" if (m.group()[0].isalnum() or m.group()[0] == "_") else "punct")
@@ -115,7 +175,7 @@ def tokenize(text: str, start: int = 0, end: int | None = None) -> list[tuple[in
     ]
 
 
-def add_blocks(
+def _add_blocks(
     b: TreeBuilder, text: str, parent: int, start: int, end: int, label: str = "paragraph", split: bool = True
 ) -> None:
     """Append one block node (paragraph/heading) with its sentences and tokens under ``parent``."""
@@ -126,7 +186,7 @@ def add_blocks(
             b.add(kind, sent, ts, te)
 
 
-def finish(b: TreeBuilder, kind: str, text: str, name: str, format: str) -> Structure:
+def _finish(b: TreeBuilder, kind: str, text: str, name: str, format: str) -> Structure:
     """Build the Structure and attach the hierarchy ids as attributes."""
     from ..coords.hierarchy import hierarchy_ids
 
@@ -136,20 +196,42 @@ def finish(b: TreeBuilder, kind: str, text: str, name: str, format: str) -> Stru
 
 
 def parse_document(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
-    """Parse plain text into a ``kind="document"`` tree (see the module docstring).
+    """Parse plain text into a ``kind="document"`` tree: document → paragraph → sentence → token.
 
-    ``text``: a ``str``, bytes or a path (UTF-8 unless a BOM says otherwise); ``limits``:
-    ``max_input_bytes`` and ``max_nodes`` apply.
+    Parameters
+    ----------
+    text : str, bytes or os.PathLike
+        The text, its bytes or a file (UTF-8 unless a byte-order mark says otherwise).
+    name : str, optional
+        The input's name in error messages (default: the path, else ``"<document>"``).
+    limits : Limits, optional
+        ``max_input_bytes`` and ``max_nodes`` apply.
+
+    Returns
+    -------
+    Structure
+        Labels ``document``, ``paragraph``, ``sentence``, ``word``/``punct`` in preorder, each
+        node spanning its text; attributes ``paragraph``, ``sentence``, ``token`` (hierarchy
+        ids, ``-1`` where not applicable).
+
+    Raises
+    ------
+    ParseError
+        Bytes that do not decode (naming the byte offset), a lone surrogate in ``str`` input.
+    LimitError
+        ``max_input_bytes`` or ``max_nodes`` exceeded.
 
     Examples
     --------
     >>> s = parse_document("Hi there. Bye.\\n\\nNew one.")
     >>> [s.node_text(i) for i in range(len(s)) if s.labels[i] == "sentence"]
     ['Hi there.', 'Bye.', 'New one.']
+    >>> s.num_nodes, s.attrs["paragraph"].tolist()[-5:], s.attrs["token"].tolist()[-5:]
+    (14, [1, 1, 1, 1, 1], [-1, -1, 0, 1, 2])
     """
     text, name = read_text(text, name=name, default="<document>", limits=limits)
     b = TreeBuilder(max_nodes=node_budget(limits), name=name)
     root = b.add("document", -1, 0, len(text))
     for ps, pe in split_paragraphs(text):
-        add_blocks(b, text, root, ps, pe)
-    return finish(b, "document", text, name, "text")
+        _add_blocks(b, text, root, ps, pe)
+    return _finish(b, "document", text, name, "text")

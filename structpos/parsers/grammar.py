@@ -40,12 +40,38 @@ def parse_grammar(
     *,
     limits: Limits | None = None,
 ) -> Structure:
-    """Parse ``text`` with ``grammar`` into a ``kind="tree"`` Structure (see module docstring).
+    """Parse ``text`` with a lark ``grammar`` into a ``kind="tree"`` Structure (see module docstring).
 
-    ``text``: a ``str``, bytes or a path (UTF-8 unless a BOM says otherwise); ``limits``:
-    ``max_input_bytes`` and ``max_nodes`` apply. Input the grammar rejects raises
-    :class:`~structpos.exceptions.ParseError` naming ``line:col``, and so does a grammar that
-    does not compile; a bad ``parser`` option raises :class:`~structpos.exceptions.SpecError`.
+    Parameters
+    ----------
+    text : str, bytes or os.PathLike
+        The input, its bytes or a file (UTF-8 unless a byte-order mark says otherwise).
+    grammar : str or lark.Lark
+        Grammar source text (compiled once and cached), or a compiled ``lark.Lark``.
+    start : str
+        The start rule (grammar text only).
+    parser : {"lalr", "earley"}
+        lark's parser (grammar text only); ``"earley"`` for ambiguous grammars.
+    name : str, optional
+        The input's name in error messages (default: the path, else ``"<grammar input>"``).
+    limits : Limits, optional
+        ``max_input_bytes`` and ``max_nodes`` apply.
+
+    Returns
+    -------
+    Structure
+        Rule nodes labelled by rule name, kept tokens as leaves labelled by terminal type
+        (``attrs["is_token"]``), in preorder with character spans.
+
+    Raises
+    ------
+    ParseError
+        Input the grammar rejects (naming ``line:col`` and the expected terminals), a
+        grammar that does not compile, bytes that do not decode.
+    SpecError
+        ``parser`` is neither ``"lalr"`` nor ``"earley"``.
+    LimitError
+        ``max_input_bytes`` or ``max_nodes`` exceeded.
 
     Examples
     --------
@@ -53,6 +79,12 @@ def parse_grammar(
     >>> s = parse_grammar("1 + 22", g)
     >>> [(str(l), s.node_text(i)) for i, l in enumerate(s.labels)]
     [('start', '1 + 22'), ('NUMBER', '1'), ('NUMBER', '22')]
+    >>> s.parent.tolist(), s.attrs["is_token"].tolist()
+    ([-1, 0, 0], [False, True, True])
+    >>> parse_grammar("1 ? 2", g)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: <grammar input> at line:col 1:3: no terminal matches '?'; expected one of PLUS
     """
     lark = require("lark", "text", "parse_grammar")
     if parser not in ("lalr", "earley"):

@@ -177,15 +177,7 @@ def parse_graph(
     edge_weight: Any = None,
     limits: Limits | None = None,
 ) -> Structure:
-    """A graph Structure (see the module docstring for the edge convention).
-
-    ``obj``: a networkx graph, a ``2 × E`` integer array/tensor, or an object with
-    ``edge_index`` (PyG ``Data``: ``num_nodes``, ``edge_weight`` or 1-d ``edge_attr``).
-    ``weight``: the networkx edge attribute holding weights (missing on an edge → 1.0); for
-    PyG input the weights are ``edge_weight``, else the attribute named ``weight`` (what
-    ``torch_geometric.utils.from_networkx`` creates), else a 1-d ``edge_attr``.
-    ``edge_weight``: weights for a bare ``edge_index``. Raises StructureError naming the edge
-    position for out-of-range indices and negative/NaN/infinite weights.
+    """A graph Structure from networkx, an ``edge_index`` or PyG ``Data`` (edge convention: module docstring).
 
     Weights are a default that changes results, so note it: networkx input uses the edge
     attribute ``weight="weight"`` when any edge has it (missing on an edge → 1.0); pass
@@ -194,16 +186,69 @@ def parse_graph(
     so a weighted networkx graph gives other coordinates than PyG run on
     ``from_networkx(G)`` unless ``weight=None``.
 
-    Limits (``limits``, default :data:`~structpos.limits.DEFAULT_LIMITS`): ``max_nodes``
-    always; when ``num_nodes`` is not given and comes from the largest node id, at most
-    ``max(1024, max_graph_nodes_per_edge * (E + 1))`` nodes — a 30-byte edge list naming node
-    10,000,000 raises :class:`~structpos.exceptions.LimitError` unless ``num_nodes`` says so.
+    Parameters
+    ----------
+    obj : networkx graph, array-like of shape (2, E), or PyG ``Data``
+        A networkx graph, a ``2 × E`` integer array/tensor/list, or an object with
+        ``edge_index`` (PyG ``Data``: ``num_nodes``, ``edge_weight`` or 1-d ``edge_attr``).
+    num_nodes : int, optional
+        The node count (default: the networkx node count, ``Data.num_nodes``, else the
+        largest node id + 1).
+    directed : bool, optional
+        How to read the edges; default: ``G.is_directed()`` for networkx, else undirected
+        exactly when every edge's reverse is present with the same weight.
+    name : str, optional
+        The graph's name in error messages (default: ``G.name``, ``"<pyg>"``, ``"<edge_index>"``).
+    weight : str or None
+        The networkx edge attribute holding weights (missing on an edge → 1.0); for PyG input
+        the weights are ``edge_weight``, else the attribute named ``weight`` (what
+        ``torch_geometric.utils.from_networkx`` creates), else a 1-d ``edge_attr``.
+        ``None``: unweighted.
+    label : str or None
+        The networkx node attribute used as label when present (else ``str(node)``).
+    node_text : sequence of str, or str, optional
+        A text per node (networkx: or the name of a node attribute); the texts joined by
+        newlines become ``source`` and each node spans its text.
+    edge_weight : array-like of shape (E,), optional
+        Weights for a bare ``edge_index`` (or overriding PyG's).
+    limits : Limits, optional
+        ``max_nodes`` always; when ``num_nodes`` is not given and comes from the largest node
+        id, at most ``max(1024, max_graph_nodes_per_edge * (E + 1))`` nodes — a 30-byte edge
+        list naming node 10,000,000 is refused unless ``num_nodes`` says so.
+
+    Returns
+    -------
+    Structure
+        ``kind="graph"`` with ``edge_index``/``edge_weight`` as given (``Structure.edges()``),
+        ``directed``, ``node_ids`` (networkx node keys) and labels.
+
+    Raises
+    ------
+    ParseError
+        An ``edge_index`` not of shape ``(2, E)`` or not integral, an edge naming a node out
+        of range, a negative, NaN or infinite weight (naming the edge position), a
+        ``num_nodes`` that disagrees with the graph.
+    LimitError
+        ``max_nodes`` or ``max_graph_nodes_per_edge`` exceeded.
 
     Examples
     --------
     >>> s = parse_graph([[0, 1], [1, 2]])
     >>> s.num_nodes, s.directed
     (3, True)
+    >>> parse_graph([[0, 1], [1, 0]]).directed  # every edge has its reverse
+    False
+    >>> import networkx as nx
+    >>> G = nx.Graph([("a", "b", {"weight": 2.0}), ("b", "c", {})])
+    >>> s = parse_graph(G)
+    >>> s.node_ids, s.edges()[0].tolist(), s.edges()[1].tolist()
+    (['a', 'b', 'c'], [[0, 1], [1, 2]], [2.0, 1.0])
+    >>> parse_graph(G, weight=None).edges()[1] is None
+    True
+    >>> parse_graph([[0, 1], [1, 2]], num_nodes=2)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: <edge_index> at edge 1: edge (1, 2) refers to a node outside 0..1
     >>> parse_graph([[0], [10_000_000]], name="tiny")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -263,10 +308,35 @@ def parse_graph(
 
 
 def adjacency(s: Structure) -> np.ndarray:
-    """Dense ``(N, N)`` weighted adjacency by the convention above (assignment, not sums).
+    """Dense ``(N, N)`` weighted adjacency by the edge convention of the module (assignment, not sums).
 
     Directed: ``A[u, v] = w``. Undirected: ``A[u, v] = A[v, u] = w``. Parallel edges: the
     last one listed wins. Meant for tests and small graphs.
+
+    Parameters
+    ----------
+    s : Structure
+        A graph Structure (:func:`parse_graph`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float64`` of shape ``(N, N)``; unweighted edges weigh 1.
+
+    Examples
+    --------
+    >>> adjacency(parse_graph([[0, 1], [1, 2]], edge_weight=[2.0, 3.0], directed=True))
+    array([[0., 2., 0.],
+           [0., 0., 3.],
+           [0., 0., 0.]])
+
+    Undirected, an edge listed once (networkx style) or in both directions (PyG style)
+    gives the same symmetric matrix:
+
+    >>> once = adjacency(parse_graph([[0, 1], [1, 2]], edge_weight=[2.0, 3.0], directed=False))
+    >>> both = adjacency(parse_graph([[0, 1, 1, 2], [1, 0, 2, 1]], edge_weight=[2.0, 2.0, 3.0, 3.0]))
+    >>> bool((once == both).all()), once[2].tolist()
+    (True, [0.0, 3.0, 0.0])
     """
     n = s.num_nodes
     ei, w = s.edges()

@@ -297,7 +297,33 @@ class _Scanner:
 
 
 def json_path(structure: Structure, i: int) -> list[str | int]:
-    """The keys/indices leading from the root to node ``i`` (``obj[p0][p1]...`` is node ``i``)."""
+    """The keys/indices leading from the root to node ``i`` (``obj[p0][p1]...`` is node ``i``).
+
+    Parameters
+    ----------
+    structure : Structure
+        A Structure from :func:`parse_json` (or :func:`~structpos.parsers.yaml_tree.parse_yaml`),
+        with the ``key`` and ``index`` attributes.
+    i : int
+        A node index.
+
+    Returns
+    -------
+    list of str or int
+        Object keys and array indices from the root down; a ``member:`` node and its value
+        share a path.
+
+    Examples
+    --------
+    >>> s = parse_json('{"a": [1, {"b": null}]}')
+    >>> [(str(s.labels[i]), json_path(s, i)) for i in (0, 3, 6)]
+    [('object', []), ('number', ['a', 0]), ('null', ['a', 1, 'b'])]
+    >>> value = {"a": [1, {"b": None}]}
+    >>> for key in json_path(s, 4):
+    ...     value = value[key]
+    >>> value, s.node_text(4)
+    ({'b': None}, '{"b": null}')
+    """
     keys, idx, parent = structure.attrs["key"], structure.attrs["index"], structure.parent
     path: list[str | int] = []
     i = int(i)
@@ -319,7 +345,42 @@ def _key_text(k: Any, name: str) -> str:
 
 
 def dumps_iterative(obj: Any, name: str = "<json object>") -> str:
-    """``json.dumps(obj)`` (default options) without recursion, for arbitrarily deep values."""
+    """``json.dumps(obj)`` (default options) without recursion, for arbitrarily deep values.
+
+    Parameters
+    ----------
+    obj : JSON-serializable value
+        Dicts (keys ``str``, ``int``, ``float``, ``bool`` or ``None``, coerced as ``json.dumps``
+        does), lists, tuples and scalars.
+    name : str
+        The value's name in error messages.
+
+    Returns
+    -------
+    str
+        The same text as ``json.dumps(obj)``.
+
+    Raises
+    ------
+    ParseError
+        A circular reference, a key or value ``json.dumps`` cannot serialize.
+
+    Examples
+    --------
+    >>> dumps_iterative({1: [True, None, 1.5], "k": ()})
+    '{"1": [true, null, 1.5], "k": []}'
+    >>> deep = []
+    >>> for _ in range(5000):
+    ...     deep = [deep]
+    >>> dumps_iterative(deep) == "[" * 5001 + "]" * 5001  # json.dumps raises RecursionError here
+    True
+    >>> loop = []
+    >>> loop.append(loop)
+    >>> dumps_iterative(loop, name="loop")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: loop: circular reference
+    """
     out: list[str] = []
     # stack of (iterator over items, is_dict, container id)
     stack: list[tuple[Any, bool, int]] = []

@@ -31,7 +31,7 @@ from ..limits import Limits, node_budget
 from ..structure import Structure
 from ._input import read_text
 from ._tree_builder import TreeBuilder
-from .document import add_blocks, finish
+from .document import _add_blocks, _finish
 
 __all__ = ["parse_markdown"]
 
@@ -82,7 +82,7 @@ class _MarkdownTree:
         """Close the paragraph being collected (its sentences and tokens)."""
         if self.para:
             s, e = self.para[0], _trim_end(self.text, self.para[0], self.para[1])
-            add_blocks(self.b, self.text, self.container(), s, e)
+            _add_blocks(self.b, self.text, self.container(), s, e)
             self.extend_sections(e)
             self.para.clear()
 
@@ -95,7 +95,7 @@ class _MarkdownTree:
         self.sections.append(sec)
         cs, ce = content
         if ce > cs:
-            add_blocks(self.b, self.text, sec, cs, ce, label="heading", split=False)
+            _add_blocks(self.b, self.text, sec, cs, ce, label="heading", split=False)
         else:  # an empty heading ("#"): a block without sentences
             self.b.add("heading", sec, line_start, end)
         self.level[sec + 1] = lvl
@@ -191,6 +191,13 @@ def parse_markdown(text: str, name: str | None = None, *, limits: Limits | None 
     Structure
         ``kind="document"`` with the hierarchy attributes and ``level``.
 
+    Raises
+    ------
+    ParseError
+        Bytes that do not decode (naming the byte offset), a lone surrogate in ``str`` input.
+    LimitError
+        ``max_input_bytes`` or ``max_nodes`` exceeded.
+
     Examples
     --------
     >>> s = parse_markdown("# A\\n\\nHi there.\\n\\n## B\\n")
@@ -198,11 +205,19 @@ def parse_markdown(text: str, name: str | None = None, *, limits: Limits | None 
     ['section', 'heading', 'paragraph', 'section', 'heading']
     >>> s.attrs["level"][s.labels == "section"].tolist()
     [1, 2]
+
+    Section ``B`` (level 2) nests inside section ``A``; a fenced block is one leaf:
+
+    >>> sections = (s.labels == "section").nonzero()[0].tolist()
+    >>> sections, s.parent[sections].tolist()
+    ([1, 10], [0, 1])
+    >>> [str(l) for l in parse_markdown("# A\\n```\\nx = 1\\n```\\n").labels]
+    ['document', 'section', 'heading', 'sentence', 'word', 'code_block']
     """
     text, name = read_text(text, name=name, default="<markdown>", limits=limits)
     md = _MarkdownTree(text, name, node_budget(limits))
     md.scan()
-    s = finish(md.b, "document", text, name, "markdown")
+    s = _finish(md.b, "document", text, name, "markdown")
     lv = np.zeros(len(s), dtype=np.int64)
     for node, lvl in md.level.items():
         lv[node] = lvl

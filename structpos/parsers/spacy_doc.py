@@ -38,18 +38,51 @@ def _sentence_starts(doc) -> list[int] | None:
 def parse_spacy(doc, name: str | None = None, *, limits: Limits | None = None) -> Structure:
     """Turn a parsed spaCy ``Doc`` (or a Doc-like object) into a ``kind="tree"`` Structure.
 
-    ``limits``: ``max_nodes`` (tokens). Heads outside the document, head cycles and token
-    offsets that do not match ``doc.text`` raise :class:`~structpos.exceptions.ParseError`.
+    Parameters
+    ----------
+    doc : spacy.tokens.Doc or Doc-like
+        A parsed document, or any iterable of tokens with ``.i``, ``.head``, ``.dep_``,
+        ``.idx``, ``.text`` (optionally ``.pos_``) that has ``.text`` (see the module
+        docstring); spaCy itself is not imported.
+    name : str, optional
+        The document's name in error messages (default ``"<spacy doc>"``).
+    limits : Limits, optional
+        ``max_nodes`` (tokens) applies.
+
+    Returns
+    -------
+    Structure
+        A dependency forest in preorder (one tree per sentence), labels the dependency
+        relations, token spans (``nested_spans=False``) and the attributes of the module
+        docstring.
+
+    Raises
+    ------
+    ParseError
+        An empty document, tokens not numbered consecutively, a head outside the document,
+        a head cycle, a token offset that does not match ``doc.text`` (each naming the token).
+    LimitError
+        More tokens than ``max_nodes``.
 
     Examples
     --------
-    >>> from types import SimpleNamespace as T
-    >>> root = T(i=0, dep_="ROOT", idx=0, text="Hi"); root.head = root
-    >>> bang = T(i=1, dep_="punct", idx=2, text="!", head=root)
-    >>> class Doc(list): text = "Hi!"
-    >>> s = parse_spacy(Doc([root, bang]))
-    >>> s.parent.tolist(), [str(l) for l in s.labels]
-    ([-1, 0], ['ROOT', 'punct'])
+    spaCy need not be installed: a Doc-like list of tokens will do. The head comes first in
+    preorder; ``token_index`` keeps the word order:
+
+    >>> from types import SimpleNamespace as Token
+    >>> class Doc(list):
+    ...     text = "Big dog"
+    >>> big = Token(i=0, dep_="amod", idx=0, text="Big")
+    >>> dog = Token(i=1, dep_="ROOT", idx=4, text="dog")
+    >>> big.head, dog.head = dog, dog  # a token that is its own head is a root
+    >>> s = parse_spacy(Doc([big, dog]))
+    >>> s.parent.tolist(), [str(l) for l in s.labels], s.attrs["token_index"].tolist(), s.node_text(1)
+    ([-1, 0], ['ROOT', 'amod'], [1, 0], 'Big')
+    >>> dog.head = big  # now no token is a root
+    >>> parse_spacy(Doc([big, dog]))
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: <spacy doc> at token 0 ('Big'): token 0 ('Big') is not connected to a root (its heads form a cycle)
     """
     name = name or "<spacy doc>"
     tokens = list(doc)

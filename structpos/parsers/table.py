@@ -53,10 +53,30 @@ def detect_format(obj: Any, name: str | None = None) -> str:
     A known suffix always wins over content sniffing (a ``.csv`` whose cells contain
     ``<table`` is CSV); only text with neither is sniffed (``<table`` → HTML, else CSV).
 
+    Parameters
+    ----------
+    obj : str, os.PathLike, DataFrame or list of rows
+        What :func:`parse_table` is given.
+    name : str, optional
+        The input's name; its suffix (``.csv``, ``.tsv``, ``.tab``, ``.html``, ``.htm``)
+        names the format of text input.
+
+    Returns
+    -------
+    str
+        ``"csv"``, ``"tsv"``, ``"html"``, ``"dataframe"`` or ``"rows"``.
+
+    Raises
+    ------
+    TypeError
+        ``obj`` is of no table type.
+
     Examples
     --------
     >>> detect_format("a,<table>", name="cells.csv"), detect_format("<table><tr><td>x</table>")
     ('csv', 'html')
+    >>> detect_format([["a", 1]]), detect_format("a\\tb", name="t.tab")
+    ('rows', 'tsv')
     """
     if isinstance(obj, (str, os.PathLike)) and _looks_like_path(obj):
         return _suffix_format(obj) or "csv"
@@ -98,29 +118,73 @@ def parse_table(
     index: bool = False,
     limits: Limits | None = None,
 ) -> Structure:
-    """Parse a table into a Structure of kind ``"table"``.
-
-    ``obj``: CSV/TSV/HTML text, a path to a ``.csv``/``.tsv``/``.html`` file, a pandas
-    DataFrame, or a list of rows. ``format`` (``"csv"``, ``"tsv"``, ``"html"``, ``"dataframe"``,
-    ``"rows"``) overrides detection (extension; text containing ``<table`` is HTML, else CSV).
-    ``header``: ``True`` (first row is the header; default for CSV/DataFrame), ``False``,
-    or ``"auto"`` (CSV: :func:`~structpos.parsers.table_csv.sniff_header`; HTML, the default:
-    ``<thead>`` rows or leading all-``<th>`` rows). ``delimiter`` defaults to ``,`` (``\\t``
-    for TSV); ``quotechar`` defaults to ``"`` for CSV and to ``None`` (no quoting) for TSV, as
-    the IANA TSV format has no quoting; ``escapechar`` as in :mod:`csv` (WikiTableQuestions
-    CSVs need ``"\\"``). HTML: ``table`` picks the top-level table, ``displayed_only`` leaves
-    ``display:none`` content out of cell text. ``index`` includes a DataFrame's index.
+    """Parse a table (CSV/TSV, HTML, a DataFrame or rows) into a Structure of kind ``"table"``.
 
     Format detection (:func:`detect_format`): an explicit ``format`` wins, then the suffix of a
     path, then the suffix of ``name``, then the type (DataFrame, list of rows), and only then
-    the content. ``limits`` (default :data:`~structpos.limits.DEFAULT_LIMITS`):
-    ``max_input_bytes``, ``max_nodes``, ``max_table_cells`` (grid slots after span expansion).
+    the content (text containing ``<table`` is HTML, else CSV).
+
+    Parameters
+    ----------
+    obj : str, bytes, os.PathLike, pandas.DataFrame or list of rows
+        CSV/TSV/HTML text or bytes, a path to a ``.csv``/``.tsv``/``.tab``/``.html``/``.htm``
+        file, a DataFrame, or a list of rows.
+    format : {"csv", "tsv", "html", "dataframe", "rows"}, optional
+        Overrides detection.
+    name : str, optional
+        The input's name in error messages (default: the path, else ``"<csv>"``, ``"<html>"``...).
+    header : bool or "auto", optional
+        ``True``: the first row is the header (default for CSV, rows, DataFrames); ``False``;
+        ``"auto"``: CSV by :func:`~structpos.parsers.table_csv.sniff_header`, HTML (its
+        default) ``<thead>`` rows or leading all-``<th>`` rows.
+    delimiter : str, optional
+        Default ``,`` (``\\t`` for TSV).
+    quotechar : str or None
+        Default ``"`` for CSV and ``None`` (no quoting) for TSV, as the IANA TSV format has
+        no quoting.
+    escapechar : str, optional
+        As in :mod:`csv` (WikiTableQuestions CSVs need ``"\\"``).
+    table : int
+        HTML: which top-level table.
+    displayed_only : bool
+        HTML: leave ``display:none`` content out of cell text.
+    index : bool
+        DataFrame: include the index as leading column(s).
+    limits : Limits, optional
+        ``max_input_bytes``, ``max_nodes``, ``max_table_cells`` (grid slots after span
+        expansion); default :data:`~structpos.limits.DEFAULT_LIMITS`.
+
+    Returns
+    -------
+    Structure
+        ``kind="table"``: node 0 the table, then each row followed by its cells (layout in
+        the module docstring), ``structure.table`` with the expanded grid.
+
+    Raises
+    ------
+    ParseError
+        Malformed CSV/HTML, bytes that do not decode (naming the position).
+    SpecError
+        An unknown ``format`` or a bad option.
+    LimitError
+        ``max_input_bytes``, ``max_nodes`` or ``max_table_cells`` exceeded.
+    TypeError
+        ``obj`` is of no table type.
 
     Examples
     --------
-    >>> s = parse_table("x,<table>\\n1,2\\n", name="t.csv")
-    >>> s.meta["format"], s.meta["n_cols"]
+    >>> s = parse_table('q,n\\n"say ""hi"" now",2\\n')
+    >>> [str(l) for l in s.labels], s.attrs["row"].tolist(), s.attrs["col"].tolist()
+    (['table', 'row', 'header', 'header', 'row', 'cell', 'cell'], [-1, -1, 0, 0, -1, 1, 1], [-1, -1, 0, 1, -1, 0, 1])
+    >>> s.table.grid
+    [['q', 'n'], ['say "hi" now', '2']]
+    >>> s = parse_table("x,<table>\\n1,2\\n", name="t.csv")  # the suffix wins over the content
+    >>> s.format, s.table.n_cols
     ('csv', 2)
+    >>> parse_table("a,b", format="xlsx")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: unknown table format 'xlsx'; known: csv, tsv, html, dataframe, rows
     """
     if isinstance(obj, (bytes, bytearray, memoryview)):
         obj = decode_bytes(bytes(obj), name or "<table>")
@@ -165,5 +229,29 @@ def parse_table(
 
 
 def cell_text(structure: Structure, i: int) -> str | None:
-    """The text of cell node ``i`` (decoded CSV value / visible HTML text), ``None`` for non-cells."""
+    """The text of cell node ``i`` (decoded CSV value / visible HTML text), ``None`` for non-cells.
+
+    Unlike ``structure.node_text(i)`` (the raw slice of the source), this is the value:
+    CSV quotes undone, HTML tags and entities resolved.
+
+    Parameters
+    ----------
+    structure : Structure
+        A table Structure (:func:`parse_table`).
+    i : int
+        A node index.
+
+    Returns
+    -------
+    str or None
+        The cell's text; ``None`` for the table and row nodes.
+
+    Examples
+    --------
+    >>> s = parse_table('q\\n"say ""hi"" now"\\n')
+    >>> cell_text(s, 4), s.node_text(4), cell_text(s, 0)
+    ('say "hi" now', 'say ""hi"" now', None)
+    >>> cell_text(parse_table("<table><tr><td>a &amp; <b>b</b></td></tr></table>"), 2)
+    'a & b'
+    """
     return None if structure.node_texts is None else structure.node_texts[i]

@@ -90,12 +90,49 @@ def scan_csv(
 ) -> TableData:
     """Split ``text`` into records of fields with character spans (see the module docstring).
 
-    ``escapechar`` (as in :mod:`csv`): the character after it is taken literally, inside or
-    outside quotes; the escape character itself is dropped from the value.
-
     Well-formed input without an escape character takes a vectorized path
     (:func:`_scan_vectorized`); anything else — or input that path declines — takes the
     regex scanner (:func:`_scan_regex`), which also produces the error messages.
+
+    Parameters
+    ----------
+    text : str
+        The CSV text; spans index it.
+    delimiter, quotechar : str
+        Single characters, as in :mod:`csv` (``quotechar=None``: no quoting).
+    escapechar : str, optional
+        As in :mod:`csv`: the character after it is taken literally, inside or outside
+        quotes; the escape character itself is dropped from the value.
+    name : str
+        The input's name in error messages.
+
+    Returns
+    -------
+    TableData
+        Columns of rows (``row_start``, ``row_end``, ``row_count``) and cells
+        (``cell_start``, ``cell_end``, ``cell_text``); ``text_rows()`` gives the values as
+        :func:`csv.reader` would (without its ``[]`` for empty lines).
+
+    Raises
+    ------
+    ParseError
+        An unterminated quoted field (naming the line, record and field).
+    SpecError
+        ``delimiter``, ``quotechar`` and ``escapechar`` not distinct single non-newline characters.
+
+    Examples
+    --------
+    >>> import csv, io
+    >>> text = 'a,"b,c"\\r\\n1,"say ""hi"" now"\\n'
+    >>> data = scan_csv(text)
+    >>> data.text_rows() == list(csv.reader(io.StringIO(text)))
+    True
+    >>> data.text_rows()[1], [text[a:b] for a, b in zip(data.cell_start, data.cell_end)][1:]
+    (['1', 'say "hi" now'], ['b,c', '1', 'say ""hi"" now'])
+    >>> scan_csv('a,"b\\n1,2\\n', name="x.csv")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: x.csv at line 1: unterminated quoted field (record 0, field 1)
     """
     chars = [c for c in (delimiter, quotechar, escapechar) if c is not None]
     for ch in chars:
@@ -269,6 +306,25 @@ def sniff_header(rows: list[list[str]], sample: int = 20) -> bool:
 
     For every column whose data cells (rows 1..``sample``) all have one type — numeric, or one
     fixed string length — the first-row cell votes "header" when it does not share that type.
+
+    Parameters
+    ----------
+    rows : list of list of str
+        The table's cell values, first row first.
+    sample : int
+        How many rows after the first take part.
+
+    Returns
+    -------
+    bool
+        True when the header votes outnumber the others (False for fewer than two rows).
+
+    Examples
+    --------
+    >>> sniff_header([["name", "age"], ["ann", "31"], ["bob", "4"]])
+    True
+    >>> sniff_header([["1", "2"], ["3", "4"], ["5", "6"]])
+    False
     """
     if len(rows) < 2:
         return False
@@ -294,17 +350,50 @@ def parse_csv_table(
     fmt: str = "csv",
     limits: Limits | None = None,
 ) -> Structure:
-    """A CSV text as a table Structure; ``header``: True, False or ``"auto"`` (sniffed).
+    """A CSV text as a table Structure (layout in :mod:`structpos.parsers.table`).
 
-    ``header_rows`` (used by the DataFrame front end for MultiIndex columns) overrides the
-    number of leading header rows. ``limits``: ``max_input_bytes``, ``max_nodes`` and
-    ``max_table_cells`` (rows × columns of the grid, ragged rows padded) apply.
+    Parameters
+    ----------
+    text : str
+        The CSV text (the Structure's ``source``).
+    name : str
+        The input's name in error messages.
+    header : bool or "auto"
+        Whether the first row is the header; ``"auto"``: :func:`sniff_header` decides.
+    delimiter, quotechar, escapechar
+        As for :func:`scan_csv`.
+    header_rows : int, optional
+        Overrides ``header`` with a number of leading header rows (the DataFrame front end
+        uses it for MultiIndex columns).
+    fmt : str
+        The ``structure.format`` to record (``"csv"``, ``"tsv"``, ``"dataframe"``, ``"rows"``).
+    limits : Limits, optional
+        ``max_input_bytes``, ``max_nodes`` and ``max_table_cells`` (rows × columns of the
+        grid, ragged rows padded) apply.
+
+    Returns
+    -------
+    Structure
+        ``kind="table"``; header cells are labelled ``header``, the others ``cell``.
+
+    Raises
+    ------
+    ParseError
+        An unterminated quoted field, a lone surrogate.
+    SpecError
+        A bad ``header``, ``delimiter``, ``quotechar`` or ``escapechar``.
+    LimitError
+        ``max_input_bytes``, ``max_nodes`` or ``max_table_cells`` exceeded.
 
     Examples
     --------
     >>> s = parse_csv_table("a,b\\n1,2\\n")
     >>> [s.node_text(i) for i in range(len(s)) if s.labels[i] != "row"][1:]
     ['a', 'b', '1', '2']
+    >>> [str(l) for l in s.labels]
+    ['table', 'row', 'header', 'header', 'row', 'cell', 'cell']
+    >>> parse_csv_table("1,2\\n3,4\\n", header="auto").table.header_rows  # all numbers: no header
+    0
     """
     check_text(text, name, limits)
     rows = scan_csv(text, delimiter=delimiter, quotechar=quotechar, escapechar=escapechar, name=name)

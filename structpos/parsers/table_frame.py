@@ -22,7 +22,46 @@ __all__ = ["parse_dataframe", "parse_rows"]
 def parse_dataframe(
     df: Any, *, name: str = "<dataframe>", header: bool | str = True, index: bool = False, limits: Limits | None = None
 ) -> Structure:
-    """A DataFrame as a table Structure whose source is its CSV rendering."""
+    """A DataFrame as a table Structure whose source is its CSV rendering.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The frame; cell text is what :meth:`~pandas.DataFrame.to_csv` writes (``NaN`` →
+        empty, numbers in pandas' formatting).
+    name : str
+        The table's name in error messages.
+    header : bool
+        Write the column labels as header rows (one per level of a MultiIndex).
+    index : bool
+        Include the index as leading column(s).
+    limits : Limits, optional
+        ``max_input_bytes``, ``max_nodes`` and ``max_table_cells`` apply.
+
+    Returns
+    -------
+    Structure
+        ``kind="table"``, ``format="dataframe"``; ``source`` is the CSV text (``\\r\\n``
+        line ends) and every span points into it.
+
+    Raises
+    ------
+    LimitError
+        ``max_input_bytes``, ``max_nodes`` or ``max_table_cells`` exceeded.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"city": ["Oslo", "Rome"], "t": [4.5, None]})
+    >>> s = parse_dataframe(df)
+    >>> s.source
+    'city,t\\r\\nOslo,4.5\\r\\nRome,\\r\\n'
+    >>> s.table.grid, s.table.header_rows
+    ([['city', 't'], ['Oslo', '4.5'], ['Rome', '']], 1)
+    >>> columns = pd.MultiIndex.from_tuples([("a", "x"), ("a", "y")])
+    >>> parse_dataframe(pd.DataFrame([[1, 2]], columns=columns)).table.header_rows  # one per level
+    2
+    """
     text = df.to_csv(index=index, header=bool(header), lineterminator="\r\n")  # \r\n: fields with \r or \n get quoted
     levels = getattr(df.columns, "nlevels", 1) if header else 0
     # to_csv writes one header line per column level (plus an index-name line when index=True
@@ -36,7 +75,41 @@ def parse_dataframe(
 def parse_rows(
     rows: Sequence[Sequence[Any]], *, name: str = "<rows>", header: bool | str = True, limits: Limits | None = None
 ) -> Structure:
-    """A list of rows (cells converted with ``str``) as a table; source is their CSV rendering."""
+    """A list of rows (cells converted with ``str``) as a table; source is their CSV rendering.
+
+    Parameters
+    ----------
+    rows : sequence of sequences
+        The rows; ``None`` becomes an empty cell, anything else ``str(value)``.
+    name : str
+        The table's name in error messages.
+    header : bool or "auto"
+        Whether the first row is the header; ``"auto"``: sniffed
+        (:func:`~structpos.parsers.table_csv.sniff_header`).
+    limits : Limits, optional
+        ``max_input_bytes``, ``max_nodes`` and ``max_table_cells`` apply.
+
+    Returns
+    -------
+    Structure
+        ``kind="table"``, ``format="rows"``; ``source`` is the rows written by
+        :func:`csv.writer` (fields with delimiters or quotes get quoted).
+
+    Raises
+    ------
+    SpecError
+        A bad ``header``.
+    LimitError
+        ``max_input_bytes``, ``max_nodes`` or ``max_table_cells`` exceeded.
+
+    Examples
+    --------
+    >>> s = parse_rows([["name", "note"], ["ann", "a, b"], ["bob", None]])
+    >>> s.source
+    'name,note\\r\\nann,"a, b"\\r\\nbob,\\r\\n'
+    >>> s.table.grid[1], s.node_text(6)  # the span of a quoted field is inside its quotes
+    (['ann', 'a, b'], 'a, b')
+    """
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\r\n").writerows([[("" if v is None else v) for v in r] for r in rows])
     return parse_csv_table(buf.getvalue(), name=name, header=header, fmt="rows", limits=limits)

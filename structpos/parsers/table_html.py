@@ -42,7 +42,23 @@ _INVISIBLE = frozenset(("style", "script"))
 
 
 def normalize_cell_text(s: str) -> str:
-    """Strip, then collapse newline runs and runs of ≥2 whitespace to one space (as pandas)."""
+    """Strip, then collapse newline runs and runs of ≥2 whitespace to one space (as pandas).
+
+    Parameters
+    ----------
+    s : str
+        A cell's character data.
+
+    Returns
+    -------
+    str
+        The text as :func:`pandas.read_html` would give it.
+
+    Examples
+    --------
+    >>> normalize_cell_text("  New\\nYork   City\\t")
+    'New York City'
+    """
     return _WS.sub(" ", s.strip())
 
 
@@ -233,15 +249,46 @@ def parse_html_tables(
 ) -> list[Structure]:
     """Every top-level ``<table>`` of ``text`` as a table Structure, in document order.
 
-    ``limits``: ``max_input_bytes``; per table ``max_nodes`` and ``max_table_cells`` (grid
-    slots after rowspan/colspan expansion; spans are first clamped as HTML does, colspan ≤ 1000,
-    rowspan ≤ 65534 and to the end of the row group).
+    Parameters
+    ----------
+    text : str
+        The HTML (the Structures' ``source``; each spans its own table).
+    name : str
+        The input's name in error messages.
+    header : bool or "auto"
+        ``"auto"``: the rows of ``<thead>``, else the leading all-``<th>`` rows;
+        ``True``: at least the first row; ``False``: none.
+    displayed_only : bool
+        Leave ``display:none``, ``<style>`` and ``<script>`` content out of cell text.
+    limits : Limits, optional
+        ``max_input_bytes``; per table ``max_nodes`` and ``max_table_cells`` (grid slots after
+        rowspan/colspan expansion; spans are first clamped as HTML does, colspan ≤ 1000,
+        rowspan ≤ 65534 and to the end of the row group).
+
+    Returns
+    -------
+    list of Structure
+        One ``kind="table"`` Structure per top-level table (``structure.table.table_index``
+        its number); empty when there is none.
+
+    Raises
+    ------
+    ParseError
+        Markup :mod:`html.parser` rejects (naming ``line:col``), a bad ``rowspan``/``colspan``.
+    SpecError
+        A bad ``header``.
+    LimitError
+        ``max_input_bytes``, ``max_nodes`` or ``max_table_cells`` exceeded.
 
     Examples
     --------
     >>> t = parse_html_tables("<table><tr><td colspan=2>a</td></tr><tr><td>b<td>c</table>")[0]
-    >>> t.attrs["col"][t.labels != "row"][1:].tolist(), t.meta["n_cols"]
-    ([0, 0, 1], 2)
+    >>> t.attrs["col"][t.labels != "row"][1:].tolist(), t.table.n_cols, t.table.grid
+    ([0, 0, 1], 2, [['a', 'a'], ['b', 'c']])
+    >>> html = "<table><thead><tr><th>k<th>v</thead><tr><td rowspan=2>a<td>1<tr><td>2</table><table></table>"
+    >>> first, second = parse_html_tables(html)
+    >>> first.table.grid, first.table.header_rows, second.table.table_index
+    ([['k', 'v'], ['a', '1'], ['a', '2']], 1, 1)
     """
     if header not in (True, False, "auto"):
         raise SpecError(f"header must be True, False or 'auto', not {header!r}")
@@ -278,7 +325,40 @@ def parse_html_table(
     displayed_only: bool = True,
     limits: Limits | None = None,
 ) -> Structure:
-    """Top-level table number ``table`` of the HTML ``text`` (StructureError when absent)."""
+    """Top-level table number ``table`` of the HTML ``text``.
+
+    Parameters
+    ----------
+    text : str
+        The HTML.
+    name, header, displayed_only, limits
+        As for :func:`parse_html_tables`.
+    table : int
+        Which top-level table (negative counts from the end).
+
+    Returns
+    -------
+    Structure
+        ``kind="table"``; its table node spans ``<table`` to the end of ``</table>``.
+
+    Raises
+    ------
+    ParseError
+        No ``<table>`` in ``text``, ``table`` out of range, or as for :func:`parse_html_tables`.
+    SpecError, LimitError
+        As for :func:`parse_html_tables`.
+
+    Examples
+    --------
+    >>> html = "<p>intro</p><table><tr><td>a</table> <table><tr><td>z &amp; y</table>"
+    >>> t = parse_html_table(html, table=-1)
+    >>> t.table.grid, t.node_text(0)
+    ([['z & y']], '<table><tr><td>z &amp; y</table>')
+    >>> parse_html_table("<p>no table</p>", name="page.html")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: page.html at line 1: no <table> element in the HTML input
+    """
     tables = parse_html_tables(text, name=name, header=header, displayed_only=displayed_only, limits=limits)
     if not tables:
         raise StructureError("no <table> element in the HTML input", name=name, position="line 1")

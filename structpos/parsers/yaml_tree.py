@@ -86,16 +86,49 @@ def _compose_all(yaml, text: str, timeout: float | None, name: str) -> list:
 def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
     """Parse YAML text into a ``kind="tree"`` Structure (see the module docstring).
 
-    ``text``: a ``str``, bytes or a path (UTF-8 unless a BOM says otherwise); ``limits``:
-    ``max_input_bytes`` and ``max_nodes`` apply, and PyYAML's scan stops at ``record_timeout``
-    seconds (its scanner is quadratic in the depth of nested flow collections). Member labels have lone surrogates (from
-    ``"\\ud800"`` escapes) replaced by U+FFFD; the ``key`` attribute keeps the key as PyYAML reads it.
+    Parameters
+    ----------
+    text : str, bytes or os.PathLike
+        The YAML, its bytes or a file (UTF-8 unless a byte-order mark says otherwise).
+    name : str, optional
+        The input's name in error messages (default: the path, else ``"<yaml>"``).
+    limits : Limits, optional
+        ``max_input_bytes`` and ``max_nodes`` apply, and PyYAML's scan stops at
+        ``record_timeout`` seconds (its scanner is quadratic in the depth of nested flow
+        collections).
+
+    Returns
+    -------
+    Structure
+        ``kind="tree"`` with the ``key``/``index`` attributes of
+        :mod:`structpos.parsers.json_tree`. Member labels have lone surrogates (from
+        ``"\\ud800"`` escapes) replaced by U+FFFD; the ``key`` attribute keeps the key as
+        PyYAML reads it.
+
+    Raises
+    ------
+    ParseError
+        YAML that PyYAML rejects (naming ``line:col``), nesting too deep for its composer,
+        undecodable bytes.
+    LimitError
+        ``max_input_bytes``, ``max_nodes`` or ``record_timeout`` exceeded.
 
     Examples
     --------
     >>> s = parse_yaml("a: [1, x]\\n")
     >>> [str(l) for l in s.labels]
     ['object', 'member:a', 'array', 'int', 'str']
+
+    An alias is a leaf without a span; scalar keys keep their YAML type:
+
+    >>> from structpos.parsers.json_tree import json_path
+    >>> s = parse_yaml("a: &x [1, x]\\nb: *x\\n1: 2021-01-02\\n")
+    >>> [(str(l), s.node_text(i), json_path(s, i)) for i, l in enumerate(s.labels)][5:]
+    [('member:b', 'b', ['b']), ('alias', None, ['b']), ('member:1', '1: 2021-01-02', [1]), ('timestamp', '2021-01-02', [1])]
+    >>> parse_yaml("a: [1, 2\\n", name="c.yaml")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: c.yaml at line:col 2:1: while parsing a flow sequence expected ',' or ']', but got '<stream end>'
     """
     yaml = require("yaml", "text", "parse_yaml")
     text, name = read_text(text, name=name, default="<yaml>", limits=limits)

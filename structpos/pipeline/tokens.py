@@ -100,6 +100,20 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
 def tokenize(tokenizer: Any, text: str) -> tuple[np.ndarray, np.ndarray]:
     """``(input_ids (T,), offsets (T, 2))`` with special tokens, for either tokenizer type.
 
+    Parameters
+    ----------
+    tokenizer : tokenizers.Tokenizer or transformers fast tokenizer
+        As :func:`load_tokenizer` returns.
+    text : str
+        The text to split.
+
+    Returns
+    -------
+    input_ids : numpy.ndarray
+        ``int64`` of shape ``(T,)``, special tokens included.
+    offsets : numpy.ndarray
+        ``int64`` of shape ``(T, 2)``: each token's ``[start, end)`` character offsets.
+
     Examples
     --------
     >>> from tokenizers import Tokenizer, models, pre_tokenizers
@@ -121,10 +135,45 @@ def tokenize(tokenizer: Any, text: str) -> tuple[np.ndarray, np.ndarray]:
 def token_columns(structure, coords: Mapping[str, np.ndarray], tokenizer: Any) -> dict[str, np.ndarray]:
     """The token columns of one structure (see the module docstring).
 
+    Parameters
+    ----------
+    structure : Structure
+        A structure with ``source`` text.
+    coords : mapping of str to numpy.ndarray
+        Coordinate columns; those with one entry per node (first axis ``num_nodes``) are
+        gathered per token as ``tok_<name>``, the others ignored.
+    tokenizer : tokenizers.Tokenizer or transformers fast tokenizer
+        As :func:`load_tokenizer` returns.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``input_ids``, ``token_start``, ``token_end``, ``token_node`` (``-1``: no node),
+        ``token_flags`` (the flags of :func:`structpos.align.align`) and ``tok_<name>`` per node column
+        (``-1`` where a token has no node).
+
     Raises
     ------
     InputError
         The structure has no source text to tokenize (e.g. a graph).
+
+    Examples
+    --------
+    Each token takes the coordinates of the deepest node covering it: in ``{"a": 1}`` the
+    tokens ``"`` and ``a"`` lie in the member (depth 1), ``1`` in the number (depth 2):
+
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers
+    >>> import structpos
+    >>> tok = Tokenizer(models.WordLevel({"[UNK]": 0, "a": 1, "1": 2}, unk_token="[UNK]"))
+    >>> tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    >>> s = structpos.parse('{"a": 1}', "json")
+    >>> cols = token_columns(s, {"depth": structpos.compute_coords(s, "tree")["depth"]}, tok)
+    >>> cols["token_start"].tolist(), cols["token_node"].tolist(), cols["tok_depth"].tolist()
+    ([0, 2, 3, 6, 7], [0, 1, 1, 2, 0], [0, 1, 1, 2, 0])
+    >>> token_columns(structpos.parse([[0], [1]], "graph"), {}, tok)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.InputError: <edge_index>: --tokenizer needs a structure with source text (not a graph)
     """
     from ..align import align
 
@@ -149,12 +198,44 @@ def token_columns(structure, coords: Mapping[str, np.ndarray], tokenizer: Any) -
 def add_token_columns(row: dict, structure, options: Mapping[str, Any]) -> None:
     """Add the token columns to an encoded ``row`` in place when ``options`` names a tokenizer.
 
+    Parameters
+    ----------
+    row : dict
+        An encoded row with a ``coords`` dict (and optionally ``parent``, gathered as
+        ``tok_parent``); its ``coords`` gains the columns of :func:`token_columns`.
+    structure : Structure
+        The row's structure.
+    options : mapping
+        The parser options; :data:`TOKENIZER_OPTION` holds the tokenizer path, if any.
+
+    Returns
+    -------
+    None
+        ``row`` is changed in place; unchanged when no tokenizer is named.
+
+    Raises
+    ------
+    SpecError
+        The tokenizer path holds no tokenizer.
+    InputError
+        The structure has no source text.
+
     Examples
     --------
-    >>> row = {"coords": {}}
-    >>> add_token_columns(row, None, {})  # no tokenizer: nothing to do
-    >>> row
-    {'coords': {}}
+    >>> import structpos, tempfile, os
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers
+    >>> tok = Tokenizer(models.WordLevel({"[UNK]": 0, "7": 1}, unk_token="[UNK]"))
+    >>> tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> tok.save(path)
+    >>> s = structpos.parse("[7]", "json")
+    >>> row = {"coords": {}, "parent": s.parent}
+    >>> add_token_columns(row, s, {})  # no tokenizer: nothing to do
+    >>> row["coords"]
+    {}
+    >>> add_token_columns(row, s, {TOKENIZER_OPTION: path})
+    >>> row["coords"]["input_ids"].tolist(), row["coords"]["tok_parent"].tolist()
+    ([0, 1, 0], [-1, 0, -1])
     """
     path = options.get(TOKENIZER_OPTION)
     if not path:
