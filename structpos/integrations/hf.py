@@ -22,32 +22,40 @@ def encode_dataset(
     kind: str | None,
     coords: str,
     *,
-    text_column: str = "text",
-    id_column: str | None = None,
-    kind_column: str | None = None,
-    language: str | None = None,
-    keep_errors: bool = True,
     batch_size: int = 64,
     num_proc: int | None = None,
-    **parser_options: Any,
+    **options: Any,
 ):
-    """``dataset.map(EncodeBatch(...), batched=True, with_indices=True, num_proc=num_proc)``.
+    """``dataset.map(EncodeBatch(kind, coords, **options), batched=True, with_indices=True, num_proc=num_proc)``.
 
-    ``dataset`` is a ``datasets.Dataset``; the result is a new ``Dataset`` with one row per
-    encoded structure (and, with ``keep_errors``, one per failed record).
+    Parameters
+    ----------
+    dataset : datasets.Dataset
+        The input rows.
+    kind : str or None
+        The input kind of every row, or ``None`` with a ``kind_column``.
+    coords : str
+        The coordinate spec.
+    batch_size : int
+        Rows per ``map`` batch.
+    num_proc : int, optional
+        Worker processes (``None``: this process).
+    **options
+        The options of :class:`~structpos.pipeline.EncodeBatch` (``text_column``, ``id_column``,
+        ``kind_column``, ``language``, ``keep_errors``, ``limits``) and parser keyword arguments.
+
+    Returns
+    -------
+    datasets.Dataset
+        One row per encoded structure (and, with ``keep_errors``, one per failed record).
+
+    Raises
+    ------
+    SpecError
+        An unknown kind or a bad coordinate spec, before any row is read.
     """
-    fn = EncodeBatch(
-        kind,
-        coords,
-        text_column=text_column,
-        id_column=id_column,
-        kind_column=kind_column,
-        language=language,
-        keep_errors=keep_errors,
-        **parser_options,
-    )
     return dataset.map(
-        fn,
+        EncodeBatch(kind, coords, **options),
         batched=True,
         batch_size=batch_size,
         with_indices=True,
