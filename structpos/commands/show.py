@@ -369,18 +369,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _encoder(coords: dict, names: list[str] | None, head_dim: int):
-    """The library encoder for these coordinates: WIRE for Laplacian eigenvectors (``lap``,
-    with ``scale = N`` so that spectral steps of size ``O(1/√N)`` turn by useful angles), else
-    StructuralRoPE (sectioned); ``None`` (the viz fallback) when the encoders cannot load."""
-    try:
-        from ..encoders import WIRE, StructuralRoPE
-    except ImportError:
-        return None
+    """The library encoder for these coordinates, built through the encoder registry: ``wire``
+    for Laplacian eigenvectors (``lap``, with ``scale = N`` so that spectral steps of size
+    ``O(1/√N)`` turn by useful angles), else ``rope`` (sectioned); ``None`` (the viz fallback)
+    when the encoders cannot load."""
+    from ..encoders.registry import build
     from ..viz import coordinate_matrix
 
     mat, _ = coordinate_matrix(coords, names)
     n, a = mat.shape
     dim = max(head_dim, 2 * a)
     if names and all(x == "lap" for x in names):
-        return WIRE(dim, a, scale=float(max(n, 1)))
-    return StructuralRoPE(dim, a)
+        name, options = "wire", {"head_dim": dim, "k": a, "scale": float(max(n, 1))}
+    else:
+        name, options = "rope", {"head_dim": dim, "num_axes": a}
+    try:
+        return build(name, **options)
+    except ImportError:  # torch missing: the viz's own sectioned RoPE
+        return None
