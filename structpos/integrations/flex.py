@@ -389,7 +389,7 @@ def table_mask_mod(row, col, header=None, mode: TableMode = "row_or_column") -> 
 def hierarchy_mask_mod(unit_ids, level: int) -> MaskMod:
     """Attend within the same unit at ``level`` (e.g. 0 = paragraph, 1 = sentence, or section).
 
-    ``unit_ids`` is ``(B, L, A)`` with *global* unit ids (``hierarchy_coords(..., mode="global")``
+    ``unit_ids`` is ``(B, L, A)`` with *global* unit ids (``encoders.unit_indices(..., mode="global")``
     or token coordinates ``paragraph``/``sentence``); negative ids are global tokens.
 
     Examples
