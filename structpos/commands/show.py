@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import InputError, SpecError
-from .encode import parser_option
+from .encode import add_parser_opt
 
 DEFAULT_COORDS = {"graph": "lap:4", "table": "table"}
 ROPE_PREFERENCE = [("depth", "sibling"), ("row", "col"), ("lap",), ("rw",)]
@@ -43,14 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--kind", help="input kind (default: from the file suffix)")
     p.add_argument("--language", help="code language (default: from the file suffix)")
-    p.add_argument(
-        "--parser-opt",
-        action="append",
-        type=parser_option,
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable",
-    )
+    add_parser_opt(p)
     p.add_argument(
         "--index",
         type=int,
