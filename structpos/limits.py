@@ -253,17 +253,7 @@ class Deadline:
         return time.monotonic() > self.at
 
     def check(self, position: Any = None) -> None:
-        """Raise :meth:`error` if the deadline has passed.
-
-        Parameters
-        ----------
-        position : optional
-            Where in the input the parse had got to.
-
-        Raises
-        ------
-        LimitError
-            The deadline has passed.
+        """Raise :meth:`error` (with ``position``) if the deadline has passed.
 
         Examples
         --------

@@ -224,22 +224,7 @@ class Registry(Generic[E]):
         return self.get(name).load()
 
     def remove(self, name: str) -> E:
-        """Unregister ``name``; returns its entry.
-
-        Parameters
-        ----------
-        name : str
-            A registered name.
-
-        Returns
-        -------
-        Entry
-            The entry removed.
-
-        Raises
-        ------
-        SpecError
-            If no entry has that name.
+        """Unregister ``name`` and return its entry (:class:`SpecError` as :meth:`get` if unknown).
 
         Examples
         --------

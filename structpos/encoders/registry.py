@@ -126,10 +126,8 @@ def build(name: str, **options: Any) -> Any:
 
     Parameters
     ----------
-    name : str
-        A registered encoder.
-    **options
-        Keyword arguments for its constructor.
+    name, **options
+        As for :func:`validate_options`.
 
     Returns
     -------
