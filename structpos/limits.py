@@ -244,6 +244,7 @@ class Deadline:
         Returns
         -------
         bool
+            True once ``timeout`` seconds have gone by; never without a timeout.
 
         Examples
         --------

@@ -49,15 +49,14 @@ from ._schedule import run_dense_groups
 from ._sparse_eigen import SparseMethod, smallest_eigenpairs
 from ._spectrum import (
     ComponentModes,
-    LapBatch,
     ModeTable,
-    SpectralPE,
     ambiguous_modes,
     check_k,
     components,
     solve_batch,
     solve_graph,
 )
+from .laplacian import LapBatch, SpectralPE
 
 __all__ = ["magnetic_laplacian_pe", "magnetic_laplacian_pe_batch", "maglap_coords", "DENSE_MAX"]
 
