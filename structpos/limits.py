@@ -81,6 +81,7 @@ class Limits:
         Returns
         -------
         Limits
+            A new object; ``self`` is unchanged.
 
         Raises
         ------
@@ -167,6 +168,7 @@ def resolve_limits(limits: "Limits | None") -> "Limits":
     Returns
     -------
     Limits
+        ``limits`` itself, or the defaults.
 
     Raises
     ------
