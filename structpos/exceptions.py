@@ -18,6 +18,9 @@ known, and the two are kept as attributes for programs::
 
 ``StructureError`` is the historical name of :class:`ParseError` and stays an alias.
 
+Every class takes the parameters of :class:`StructposError` (``message``, and the keyword-only
+``name`` and ``position``); :class:`LimitError` and :class:`EigenConvergenceError` add their own.
+
 Examples
 --------
 >>> from structpos.exceptions import ParseError, StructposError
@@ -82,11 +85,6 @@ class StructposError(Exception):
 class InputError(StructposError, ValueError):
     """Bad input or a bad option (also a :class:`ValueError`).
 
-    Parameters
-    ----------
-    message, name, position
-        As for :class:`StructposError`.
-
     Examples
     --------
     >>> isinstance(InputError("x"), ValueError)
@@ -96,11 +94,6 @@ class InputError(StructposError, ValueError):
 
 class ParseError(InputError):
     """Input that cannot be parsed, or that forms no valid :class:`~structpos.Structure`.
-
-    Parameters
-    ----------
-    message, name, position
-        As for :class:`StructposError`.
 
     Examples
     --------
@@ -150,11 +143,6 @@ class LimitError(InputError):
 class SpecError(InputError):
     """A bad coordinate spec (``"lap:abc"``) or encoder option.
 
-    Parameters
-    ----------
-    message, name, position
-        As for :class:`StructposError`.
-
     Examples
     --------
     >>> str(SpecError("'abc' is not an integer", name="lap:abc"))
@@ -165,11 +153,6 @@ class SpecError(InputError):
 class ShapeError(InputError):
     """A tensor whose shape, dtype or axis count does not fit (message: expected vs given).
 
-    Parameters
-    ----------
-    message, name, position
-        As for :class:`StructposError`.
-
     Examples
     --------
     >>> str(ShapeError("coords must be (B, L, 3), got (2, 5, 2)"))
@@ -179,11 +162,6 @@ class ShapeError(InputError):
 
 class SolverError(StructposError, RuntimeError):
     """An iterative solver did not converge (also a :class:`RuntimeError`).
-
-    Parameters
-    ----------
-    message, name, position
-        As for :class:`StructposError`.
 
     Examples
     --------
@@ -198,8 +176,6 @@ class EigenConvergenceError(SolverError):
 
     Parameters
     ----------
-    message, name, position
-        As for :class:`StructposError`.
     residuals : array_like, optional
         ‖Lu − λu‖ per returned mode.
 
@@ -217,11 +193,6 @@ class EigenConvergenceError(SolverError):
 
 class ResumeError(StructposError, RuntimeError):
     """The output directory cannot be resumed (other options, another run holds it, ...).
-
-    Parameters
-    ----------
-    message, name, position
-        As for :class:`StructposError`.
 
     Examples
     --------

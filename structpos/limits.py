@@ -17,12 +17,13 @@ Examples
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .exceptions import LimitError, SpecError
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "check_limit", "resolve_limits", "node_budget"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "Deadline", "check_limit", "resolve_limits", "node_budget"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class Limits:
         Returns
         -------
         Limits
+            A new object; ``self`` is unchanged.
 
         Raises
         ------
@@ -166,6 +168,7 @@ def resolve_limits(limits: "Limits | None") -> "Limits":
     Returns
     -------
     Limits
+        ``limits`` itself, or the defaults.
 
     Raises
     ------
@@ -209,3 +212,82 @@ def node_budget(limits: "Limits | None") -> int:
 
     m = resolve_limits(limits).max_nodes
     return sys.maxsize if m is None else int(m)
+
+
+class Deadline:
+    """The ``record_timeout`` of a parse that checks the clock itself (a parser's progress hook).
+
+    Parameters
+    ----------
+    timeout : float or None
+        Seconds from now; ``None``: no deadline.
+    doing : str
+        What runs, for the message (``"PyYAML still scanning"``).
+    name : str
+        The input named in the message.
+
+    Examples
+    --------
+    >>> Deadline(None, "parsing", "a.yaml").passed()
+    False
+    >>> Deadline(0.0, "PyYAML still scanning", "a.yaml").check(position="line:col 1:5")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.LimitError: a.yaml at line:col 1:5: PyYAML still scanning after 0.0 s (record_timeout: 0.0 > 0.0; raise the limit to allow it)
+    """
+
+    def __init__(self, timeout: float | None, doing: str, name: str) -> None:
+        self.timeout, self.doing, self.name = timeout, doing, name
+        self.at = float("inf") if timeout is None else time.monotonic() + timeout
+
+    def passed(self) -> bool:
+        """Whether the deadline has passed.
+
+        Returns
+        -------
+        bool
+            True once ``timeout`` seconds have gone by; never without a timeout.
+
+        Examples
+        --------
+        >>> Deadline(60, "parsing", "a.py").passed()
+        False
+        """
+        return time.monotonic() > self.at
+
+    def check(self, position: Any = None) -> None:
+        """Raise :meth:`error` (with ``position``) if the deadline has passed.
+
+        Examples
+        --------
+        >>> Deadline(60, "parsing", "a.py").check()
+        """
+        if self.passed():
+            raise self.error(position)
+
+    def error(self, position: Any = None) -> LimitError:
+        """The :class:`LimitError` ``record_timeout`` of a parse stopped at its deadline.
+
+        Parameters
+        ----------
+        position : optional
+            Where in the input the parse had got to.
+
+        Returns
+        -------
+        LimitError
+
+        Examples
+        --------
+        >>> Deadline(1.5, "parsing", "a.py").error().limit
+        'record_timeout'
+        """
+        timeout = float("inf") if self.timeout is None else self.timeout
+        return LimitError(
+            f"{self.doing} after {self.timeout} s",
+            limit="record_timeout",
+            value=round(time.monotonic() - self.at + timeout, 1),
+            maximum=self.timeout,
+            name=self.name,
+            position=position,
+        )

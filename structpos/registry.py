@@ -223,6 +223,19 @@ class Registry(Generic[E]):
         """
         return self.get(name).load()
 
+    def remove(self, name: str) -> E:
+        """Unregister ``name`` and return its entry (:class:`SpecError` as :meth:`get` if unknown).
+
+        Examples
+        --------
+        >>> reg = Registry("x"); _ = reg.add(Entry("a", target=0))
+        >>> reg.remove("a").name, "a" in reg
+        ('a', False)
+        """
+        entry = self.get(name)
+        del self.entries[name]
+        return entry
+
     def names(self) -> list[str]:
         """Registered names in registration order.
 

@@ -328,6 +328,7 @@ class Structure:
         Returns
         -------
         str or None
+            ``source[start[i]:end[i]]``.
 
         Examples
         --------
@@ -372,6 +373,7 @@ class Structure:
         Returns
         -------
         numpy.ndarray
+            The children's int64 node indices (empty for a leaf).
 
         Raises
         ------

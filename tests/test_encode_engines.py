@@ -71,6 +71,16 @@ def test_hf_datasets_map_with_two_processes_matches_local():
         assert ok.column(name).to_pylist() == expected.column(name).to_pylist(), name
 
 
+def test_hf_encode_dataset_passes_the_encode_batch_options_through():
+    datasets = pytest.importorskip("datasets")
+    from structpos.integrations.hf import encode_dataset
+
+    ds = datasets.Dataset.from_dict({"body": ["[1]", "[unclosed", "[[2]]"], "name": ["a", "b", "c"]})
+    out = encode_dataset(ds, "json", "tree", text_column="body", id_column="name", keep_errors=False)
+    assert out["id"] == ["a", "c"] and "error" not in out.column_names
+    assert out["num_nodes"] == [2, 3]
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """One small local Ray cluster for the module (starting one costs seconds)."""

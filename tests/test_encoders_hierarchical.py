@@ -1,11 +1,11 @@
-"""HierarchicalRoPE and hierarchy_coords, checked on UD English-EWT paragraphs/sentences."""
+"""HierarchicalRoPE and unit_indices, checked on UD English-EWT paragraphs/sentences."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from structpos.encoders import HierarchicalRoPE, StructuralRoPE, hierarchy_coords
+from structpos.encoders import HierarchicalRoPE, StructuralRoPE, unit_indices
 
 
 def loop_reference(ids, mode):
@@ -28,15 +28,15 @@ def loop_reference(ids, mode):
 
 
 @pytest.mark.parametrize("mode", ["within", "global"])
-def test_hierarchy_coords_match_loop(mode):
+def test_unit_indices_match_loop(mode):
     g = torch.Generator().manual_seed(0)
     steps = torch.randint(0, 2, (60, 3), generator=g)
     steps[:, 2] = 1  # every token is a new token
     ids = torch.cumsum(steps, 0)
-    got = hierarchy_coords(ids, mode)
+    got = unit_indices(ids, mode)
     ref = loop_reference(ids, mode)
     assert torch.equal(got, ref)
-    batched = hierarchy_coords(torch.stack([ids, ids + 5]), mode)
+    batched = unit_indices(torch.stack([ids, ids + 5]), mode)
     assert torch.equal(batched[0], got) and torch.equal(batched[1], got)
 
 
@@ -67,11 +67,11 @@ def read_ud_slice(path, max_sentences=60):
 def test_document_levels_on_ud_ewt(shared_data):
     rows, sent_in_par = read_ud_slice(shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu")
     ids = torch.stack([rows[:, 0], rows[:, 1], torch.arange(len(rows))], dim=-1)
-    within = hierarchy_coords(ids, "within")
+    within = unit_indices(ids, "within")
     assert torch.equal(within[:, 2], rows[:, 2] - 1)  # token index within sentence == CoNLL-U ID - 1
     assert torch.equal(within[:, 1], sent_in_par)  # sentence index within paragraph
     assert torch.equal(within[:, 0], rows[:, 0] - rows[0, 0])
-    glob = hierarchy_coords(ids, "global")
+    glob = unit_indices(ids, "global")
     assert torch.equal(glob[:, 1], rows[:, 1] - rows[0, 1]) and torch.equal(glob[:, 2], torch.arange(len(rows)))
 
     rope = HierarchicalRoPE(32, "document", num_heads=2)
@@ -98,4 +98,4 @@ def test_presets_and_errors():
     with pytest.raises(ValueError, match="preset"):
         HierarchicalRoPE(16, "poem")
     with pytest.raises(ValueError, match="integers"):
-        hierarchy_coords(torch.rand(4, 2))
+        unit_indices(torch.rand(4, 2))

@@ -10,13 +10,12 @@ import torch
 from structpos import Structure, StructureError
 from structpos.coords import compute
 from structpos.coords.distance import (
+    hop_distances,
+    hop_distances_batch,
     pad_pairwise,
     resistance_distance,
     resistance_distance_batch,
-    hop_distances,
-    hop_distances_batch,
     resistance_distance_pairs,
-    shortest_path_distance,
 )
 
 
@@ -90,13 +89,6 @@ def test_structure_families():
     ref = np.array([[0, 1, 2, 1], [1, 0, 1, 2], [2, 1, 0, 3], [1, 2, 3, 0]])
     np.testing.assert_array_equal(out["spd"], ref)
     np.testing.assert_allclose(out["resistance"], ref, atol=1e-12)
-
-
-def test_old_spd_name_is_a_deprecated_alias():
-    ei = edges(nx.path_graph(4))
-    with pytest.warns(DeprecationWarning, match="hop_distances"):
-        D = shortest_path_distance(ei, 4)
-    np.testing.assert_array_equal(D, hop_distances(ei, 4))
 
 
 @pytest.mark.parametrize("method", ["factor", "amg-cg", "auto"])

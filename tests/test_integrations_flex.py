@@ -14,7 +14,7 @@ from torch.nn.attention.flex_attention import and_masks, create_mask
 
 import structpos
 from structpos.align import token_coords
-from structpos.encoders import SPDBias, alibi_distance_bias, alibi_slopes, hierarchy_coords, tree_distance
+from structpos.encoders import SPDBias, alibi_distance_bias, alibi_slopes, tree_distance, unit_indices
 from structpos.exceptions import ParseError, ShapeError
 from structpos.integrations.flex import (
     block_mask,
@@ -244,7 +244,7 @@ def test_hierarchy_mask_sentence_and_paragraph():
     tok = token_coords(doc, offsets, "hier")
     para, sent = torch.as_tensor(tok["paragraph"]), torch.as_tensor(tok["sentence"])
     assert para.max() == 2 and sent.max() == 1  # sentence numbers restart in each paragraph
-    ids = hierarchy_coords(torch.stack([para, sent], -1)[None], mode="global")  # global unit ids
+    ids = unit_indices(torch.stack([para, sent], -1)[None], mode="global")  # global unit ids
     L = para.numel()
     q, k, v = qkv(1, L, seed=4)
     sent_key = para * 100 + sent  # (paragraph, sentence) pairs, computed independently

@@ -3,6 +3,8 @@ against the implementations' own argument handling, and early failure on bad spe
 
 from __future__ import annotations
 
+from typing import Literal
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -187,3 +189,61 @@ def test_encoder_option_errors_name_the_option():
     with pytest.raises(SpecError, match="unknown encoder 'alibi'"):
         validate_options("alibi")
     assert "`StructuralRoPE`" in encoders_markdown()
+
+
+def test_an_encoder_registered_in_one_place_is_built_validated_and_documented_by_name():
+    """Adding an encoder touches one file: one ENCODERS entry makes it reachable by name."""
+    import torch
+
+    from structpos.encoders.registry import ENCODERS, EncoderEntry, build, encoders_markdown, validate_options
+
+    class ToyEncoder(torch.nn.Module):
+        """Adds ``scale * coordinate`` to every channel."""
+
+        def __init__(self, dim: int, scale: float = 1.0, mode: Literal["add", "sub"] = "add"):
+            super().__init__()
+            self.dim, self.scale, self.mode = dim, scale, mode
+
+        def forward(self, x, coords):
+            shift = self.scale * coords[..., None].to(x.dtype)
+            return x + shift if self.mode == "add" else x - shift
+
+    assert "toy" not in ENCODERS
+    ENCODERS.add(EncoderEntry("toy", ToyEncoder, coords="tree", summary="A toy.", reference="This test."))
+    try:
+        enc = build("toy", dim=3, scale=2.0)
+        assert isinstance(enc, ToyEncoder) and enc.dim == 3
+        out = enc(torch.zeros(1, 2, 3), torch.tensor([[1, 4]]))
+        assert out[0, :, 0].tolist() == [2.0, 8.0]
+        with pytest.raises(SpecError, match="mode='mul' is not one of 'add', 'sub'"):
+            validate_options("toy", dim=3, mode="mul")  # the Literal hint is the declared choice
+        with pytest.raises(SpecError, match="missing required option 'dim'"):
+            build("toy")
+        assert "| `toy` | `ToyEncoder` | `tree` | A toy. | This test. |" in encoders_markdown()
+    finally:
+        ENCODERS.remove("toy")
+    assert "toy" not in encoders_markdown()
+    with pytest.raises(SpecError, match="unknown encoder 'toy'"):
+        build("toy", dim=3)
+
+
+def test_show_picks_its_encoder_through_the_registry(monkeypatch):
+    """``structpos show`` builds its rotary encoder by name through the registry, so replacing the
+    ``rope`` entry changes what it draws with."""
+    pytest.importorskip("matplotlib")
+    import torch
+
+    from structpos.commands.show import _encoder
+    from structpos.encoders.registry import ENCODERS, EncoderEntry
+
+    class Marked(torch.nn.Module):
+        def __init__(self, head_dim: int, num_axes: int):
+            super().__init__()
+            self.head_dim, self.num_axes = head_dim, num_axes
+
+    coords = {"depth": np.arange(4), "sibling": np.zeros(4, int)}
+    assert type(_encoder(coords, ["depth", "sibling"], 8)).__name__ == "StructuralRoPE"
+    assert type(_encoder({"lap": np.ones((4, 2))}, ["lap"], 8)).__name__ == "WIRE"
+    monkeypatch.setitem(ENCODERS.entries, "rope", EncoderEntry("rope", Marked))
+    enc = _encoder(coords, ["depth", "sibling"], 8)
+    assert isinstance(enc, Marked) and (enc.head_dim, enc.num_axes) == (8, 2)

@@ -6,7 +6,7 @@ the running interpreter's standard library (Python) and the C++ headers shipped 
 language=...)``; tokens are the AST leaves, and their coordinates come from
 ``structpos.align.token_coords(tree, leaf_spans, "tree")`` (depth, sibling index), the
 tree-path PE (:func:`structpos.encoders.tree_path_pe`), HiRoPE-style levels (top-level
-definition, statement, token; :func:`structpos.encoders.hierarchy_coords`) and tree distances
+definition, statement, token; :func:`structpos.encoders.unit_indices`) and tree distances
 (:func:`structpos.coords.tree.tree_distance`). 15 % of the tokens (fixed per example) are
 replaced by ``[MASK]``; the vocabulary is the 1,500 most frequent train leaf strings.
 
@@ -34,7 +34,7 @@ import torch
 import structpos
 from structpos.align import token_coords
 from structpos.coords.tree import tree_distance as tree_distance_nodes
-from structpos.encoders import hierarchy_coords, tree_path_pe
+from structpos.encoders import tree_path_pe, unit_indices
 
 from ._common import Task, shuffled_rows
 from .model import Enc
@@ -111,7 +111,7 @@ def encode_window(f, lo: int, hi: int, vocab: dict[str, int], rng: np.random.Gen
         "tree": tree,
         "tree_shuf": np.concatenate([shuffled_rows(tree[:, :2], rng), pos], 1),
         "path": f["path"][lo:hi].astype(np.float32),
-        "hiro": hierarchy_coords(units, mode="within").numpy(),
+        "hiro": unit_indices(units, mode="within").numpy(),
         "pair_tdist": tree_distance_nodes(f["tree"].parent, nodes),
         "node": nodes,
     }

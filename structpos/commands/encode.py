@@ -94,6 +94,31 @@ def parser_option(text: str) -> tuple[str, object]:
         return key, value
 
 
+def add_parser_opt(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add the repeatable ``--parser-opt KEY=VALUE`` argument (read by :func:`parser_option`) to ``parser``.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser or argument group
+        Where the argument goes; ``args.parser_opt`` is then a list of ``(key, value)`` pairs.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_parser_opt(p)
+    >>> p.parse_args(["--parser-opt", "max_depth=2", "--parser-opt", "sep=;"]).parser_opt
+    [('max_depth', 2), ('sep', ';')]
+    """
+    parser.add_argument(
+        "--parser-opt",
+        action="append",
+        type=parser_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable",
+    )
+
+
 def _limit_item(text: str) -> tuple[str, str] | int:
     """``--limit NAME=VALUE`` (a resource limit) or ``--limit N`` (old spelling of ``--max-records N``)."""
     key, sep, value = text.partition("=")
@@ -202,14 +227,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="tree",
         help=f"coordinate spec, comma separated: {spec_syntax()} (default: tree); checked before any work starts",
     )
-    what.add_argument(
-        "--parser-opt",
-        action="append",
-        type=parser_option,
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable",
-    )
+    add_parser_opt(what)
     what.add_argument(
         "--tokenizer",
         help="a local tokenizer.json or transformers tokenizer directory: also write input_ids and per-token "

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import InputError, SpecError
-from .encode import parser_option
+from .encode import add_parser_opt
 
 DEFAULT_COORDS = {"graph": "lap:4", "table": "table"}
 ROPE_PREFERENCE = [("depth", "sibling"), ("row", "col"), ("lap",), ("rw",)]
@@ -43,14 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--kind", help="input kind (default: from the file suffix)")
     p.add_argument("--language", help="code language (default: from the file suffix)")
-    p.add_argument(
-        "--parser-opt",
-        action="append",
-        type=parser_option,
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra parser option (VALUE parsed as JSON when it is JSON); repeatable",
-    )
+    add_parser_opt(p)
     p.add_argument(
         "--index",
         type=int,
@@ -369,18 +362,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _encoder(coords: dict, names: list[str] | None, head_dim: int):
-    """The library encoder for these coordinates: WIRE for Laplacian eigenvectors (``lap``,
-    with ``scale = N`` so that spectral steps of size ``O(1/√N)`` turn by useful angles), else
-    StructuralRoPE (sectioned); ``None`` (the viz fallback) when the encoders cannot load."""
-    try:
-        from ..encoders import WIRE, StructuralRoPE
-    except ImportError:
-        return None
+    """The library encoder for these coordinates, built through the encoder registry: ``wire``
+    for Laplacian eigenvectors (``lap``, with ``scale = N`` so that spectral steps of size
+    ``O(1/√N)`` turn by useful angles), else ``rope`` (sectioned); ``None`` (the viz fallback)
+    when the encoders cannot load."""
+    from ..encoders.registry import build
     from ..viz import coordinate_matrix
 
     mat, _ = coordinate_matrix(coords, names)
     n, a = mat.shape
     dim = max(head_dim, 2 * a)
     if names and all(x == "lap" for x in names):
-        return WIRE(dim, a, scale=float(max(n, 1)))
-    return StructuralRoPE(dim, a)
+        name, options = "wire", {"head_dim": dim, "k": a, "scale": float(max(n, 1))}
+    else:
+        name, options = "rope", {"head_dim": dim, "num_axes": a}
+    try:
+        return build(name, **options)
+    except ImportError:  # torch missing: the viz's own sectioned RoPE
+        return None

@@ -152,6 +152,20 @@ def _one_int(name: str, param: str, default: int | None, minimum: int) -> Callab
     return validate
 
 
+def _int_arg_family(
+    name: str, target: str, *, param: str, default: int | None, minimum: int, **docs: Any
+) -> CoordFamily:
+    """A family whose argument is one optional integer ``param`` (spec ``name[:param]``)."""
+    return CoordFamily(
+        name,
+        target,
+        _one_int(name, param, default, minimum),
+        syntax=f"{name}[:{param}]",
+        default_arg="no cap" if default is None else str(default),
+        **docs,
+    )
+
+
 def _tree_arg(arg: str | None) -> dict[str, Any]:
     from .tree import DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH
 
@@ -255,12 +269,12 @@ COORDS.add(
     )
 )
 COORDS.add(
-    CoordFamily(
+    _int_arg_family(
         "lap",
         "structpos.coords.laplacian:lap_coords",
-        _one_int("lap", "k", 8, 1),
-        syntax="lap[:k]",
-        default_arg="8",
+        param="k",
+        default=8,
+        minimum=1,
         summary="Laplacian eigenvector positional encoding (undirected).",
         reference=r"$L = I - D^{-1/2} A D^{-1/2}$; the $k$ eigenvectors after the zero mode of each component, "
         "sign fixed (Dwivedi et al. 2020).",
@@ -278,12 +292,12 @@ COORDS.add(
     )
 )
 COORDS.add(
-    CoordFamily(
+    _int_arg_family(
         "rw",
         "structpos.coords.random_walk:rw_coords",
-        _one_int("rw", "K", 16, 1),
-        syntax="rw[:K]",
-        default_arg="16",
+        param="K",
+        default=16,
+        minimum=1,
         summary="Random-walk structural encoding: return probabilities after 1..K steps.",
         reference=r"$\mathrm{RWSE}_k(v) = (D^{-1}A)^k_{vv}$, $k = 1..K$ (Dwivedi et al. 2022).",
         columns=(Column("rw", "float32", ("K",), "return probability after 1..K steps"),),
@@ -309,12 +323,12 @@ COORDS.add(
     )
 )
 COORDS.add(
-    CoordFamily(
+    _int_arg_family(
         "spd",
         "structpos.coords.distance:spd_coords",
-        _one_int("spd", "max", None, 0),
-        syntax="spd[:max]",
-        default_arg="no cap",
+        param="max",
+        default=None,
+        minimum=0,
         summary="Shortest-path (hop) distance to every node; -1 beyond `max` or unreachable.",
         reference="Breadth-first hop counts (Graphormer, Ying et al. 2021).",
         columns=(Column("spd", _I64, ("N",), "hops to each node"),),

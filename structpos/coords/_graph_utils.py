@@ -37,7 +37,6 @@ __all__ = [
     "as_graphs",
     "adjacency",
     "edge_weights",
-    "dense_adjacency_batch",
     "packed_edges",
     "bucket_edges",
     "group_by_size",
@@ -252,30 +251,6 @@ def adjacency(g: Graph, *, symmetrize: bool = True, self_loops: bool = False) ->
     A.sum_duplicates()
     if symmetrize:
         A = A.maximum(A.T).tocsr()
-    return A
-
-
-def dense_adjacency_batch(
-    graphs: Sequence[Graph], size: int, *, symmetrize: bool = True, self_loops: bool = False
-) -> np.ndarray:
-    """``(B, size, size)`` dense adjacencies of graphs with ``num_nodes <= size`` (zero padded)."""
-    B = len(graphs)
-    if B == 0:
-        return np.zeros((0, size, size))
-    counts = np.fromiter((g.edge_index.shape[1] for g in graphs), dtype=np.int64, count=B)
-    ei = np.concatenate([g.edge_index for g in graphs], axis=1) if counts.sum() else np.zeros((2, 0), np.int64)
-    if all(g.edge_weight is None for g in graphs):
-        w = np.ones(ei.shape[1])
-    else:
-        w = np.concatenate([edge_weights(g) for g in graphs])
-    gid = np.repeat(np.arange(B), counts)
-    keep = w > 0
-    if not self_loops:
-        keep &= ei[0] != ei[1]
-    flat = (gid[keep] * size + ei[0, keep]) * size + ei[1, keep]
-    A = np.bincount(flat, weights=w[keep], minlength=B * size * size).reshape(B, size, size)
-    if symmetrize:
-        A = np.maximum(A, A.transpose(0, 2, 1))
     return A
 
 

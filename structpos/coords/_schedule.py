@@ -1,7 +1,8 @@
 """One scheduler for batched per-size-group work (LapPE, magnetic LapPE, RWSE).
 
 Graphs of a batch are grouped by size (:func:`._graph_utils.group_by_size`); each group is one
-dense batched kernel call (a stacked ``eigh`` or matrix product). Groups are independent and
+dense batched kernel call (a stacked ``eigh`` or matrix product) on the group's zero-padded
+dense adjacencies, which :func:`run_dense_groups` builds from the packed edges of the batch. Groups are independent and
 their kernels release the GIL, so light groups (``S <= SMALL`` nodes) run concurrently on a
 thread pool with BLAS limited to one thread (OpenBLAS's limit is process-wide, so it is set once
 around the pool), while heavy groups run one after another with BLAS's own threads.
@@ -13,10 +14,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from ._eigen import SMALL, single_blas_thread
-from ._graph_utils import auto_workers
+import numpy as np
 
-__all__ = ["run_size_groups"]
+from ._eigen import SMALL, single_blas_thread
+from ._graph_utils import auto_workers, bucket_edges, group_by_size
+
+__all__ = ["run_dense_groups", "run_size_groups"]
 
 T = TypeVar("T")
 
@@ -71,3 +74,59 @@ def run_size_groups(
                     pass
     for t in heavy:
         run(t)
+
+
+def run_dense_groups(
+    sizes: np.ndarray,
+    packed: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    run: Callable[[np.ndarray, np.ndarray], None],
+    *,
+    bucket: int = 1,
+    workers: int | None = None,
+) -> None:
+    """Call ``run(members, A)`` once per size group of a batch of graphs, light groups concurrently.
+
+    Parameters
+    ----------
+    sizes : numpy.ndarray
+        ``(B,)`` node counts of the graphs.
+    packed : tuple of numpy.ndarray
+        ``(row, col, weight, gid)``: their edges from :func:`._graph_utils.packed_edges`.
+    run : callable
+        ``run(members, A)`` with ``members`` the indices (into ``sizes``) of one group's ``G``
+        graphs and ``A`` their ``(G, S, S)`` float64 adjacencies, zero-padded to the group's
+        size ``S`` (duplicate edges summed, not symmetrised). Called from threads: it must
+        write disjoint outputs. Empty graphs are skipped.
+    bucket : int
+        Sizes are rounded up to a multiple of ``bucket`` (fewer, more padded groups).
+    workers : int or None
+        As :func:`run_size_groups`.
+
+    Examples
+    --------
+    >>> from structpos.coords._graph_utils import Graph, packed_edges
+    >>> gs = [Graph(np.array([[0], [1]]), n, None, False, "g") for n in (2, 3, 2)]
+    >>> seen = []
+    >>> run_dense_groups(np.array([2, 3, 2]), packed_edges(gs), lambda m, A: seen.append((m.tolist(), A.shape)),
+    ...                  workers=1)
+    >>> sorted(seen)  # graphs 0 and 2 padded to 2 nodes, graph 1 to 3
+    [([0, 2], (2, 2, 2)), ([1], (1, 3, 3))]
+    """
+    row, col, weight, gid = packed
+    groups = {S: members for S, members in group_by_size(sizes, bucket).items() if S > 0}
+    edges = bucket_edges(groups, len(sizes), row, col, gid)
+
+    def task(t) -> None:
+        (S, members), (sel, flat) = t
+        G = len(members)
+        A = np.bincount(flat, weights=weight[sel], minlength=G * S * S).astype(np.float64, copy=False)
+        run(members, A.reshape(G, S, S))
+
+    run_size_groups(
+        list(zip(groups.items(), edges)),
+        task,
+        size_of=lambda t: t[0][0],
+        cost_of=lambda t: len(t[0][1]) * t[0][0] ** 3,
+        workers=workers,
+        num_graphs=len(sizes),
+    )

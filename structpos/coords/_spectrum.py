@@ -1,4 +1,9 @@
-r"""Spectral PEs of one graph from its connected components: result type, merging, degeneracy.
+r"""Spectral PEs (LapPE, magnetic LapPE): result types, the solve skeleton, merging, degeneracy.
+
+:func:`solve_graph` and :func:`solve_batch` are the one driver both spectral families use: a
+family supplies a dense batched kernel (``(G, S, S)`` adjacencies of one size group → modes,
+collected in a :class:`ModeTable`) and a sparse per-component path (collected in a
+:class:`ComponentModes`); the drivers pick the path per graph and shape the output.
 
 A (magnetic) Laplacian is block diagonal over connected components, so its eigenpairs are
 those of the components. Each component contributes its ``k + 1`` smallest candidate modes
@@ -16,18 +21,31 @@ basis still is; compare projectors).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from ..exceptions import EigenConvergenceError
+from ._eigen import choose_method
+from ._graph_utils import Graph, batch_output, output_like, scatter_rows, to_output
+from ._sparse_eigen import RESIDUAL_MAX, EigenResult
 
 __all__ = [
     "DEGENERACY_ATOL",
     "DEGENERACY_RTOL",
+    "ComponentModes",
+    "LapBatch",
+    "ModeTable",
     "SolveReport",
     "SpectralPE",
+    "check_k",
+    "components",
+    "solve_batch",
+    "solve_graph",
     "ambiguous_modes",
     "edge_rayleigh_quotients",
     "merge_modes",
@@ -93,6 +111,150 @@ class SpectralPE(_PE):
         self.ambiguous = ambiguous
         self.report = report
         return self
+
+
+class LapBatch(NamedTuple):
+    """Batched PE: rows of all graphs concatenated (PyG ``Batch`` layout)."""
+
+    pe: Any
+    """``(ΣN, k)`` eigenvector entries, graph ``g`` in rows ``ptr[g]:ptr[g+1]``."""
+    eigvals: Any
+    """``(B, k)`` eigenvalues of the kept modes (0 where masked)."""
+    mask: Any
+    """``(B, k)`` bool: mode ``j`` exists for graph ``g``."""
+    ptr: Any
+    """``(B + 1,)`` row offsets."""
+    ambiguous: Any = None
+    """``(B, k)`` bool: kept mode ``j`` of graph ``g`` shares its eigenvalue with the first mode
+    not kept (the cut at ``k`` splits a degenerate eigenspace; see the module docstring)."""
+
+    def graph(self, g: int):
+        """``(pe, eigvals, mask)`` of graph ``g``."""
+        return self.pe[self.ptr[g] : self.ptr[g + 1]], self.eigvals[g], self.mask[g]
+
+
+def check_k(k) -> int:
+    """``k`` as an int, or ``ValueError`` unless it is a positive integer."""
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def components(A) -> list[np.ndarray]:
+    """Node indices of every connected component of the sparse adjacency ``A``, largest first."""
+    ncomp, labels = connected_components(A, directed=False)
+    sizes = np.bincount(labels, minlength=ncomp)
+    order = np.argsort(labels, kind="stable")
+    members = np.split(order, np.cumsum(sizes)[:-1])
+    return [members[c] for c in np.argsort(-sizes, kind="stable")]
+
+
+class ModeTable:
+    """The output arrays of a dense batch, filled one size group at a time (from threads).
+
+    ``put`` writes the modes of a group's graphs (disjoint rows per graph, so concurrent groups
+    do not race); ``result`` checks the largest eigenpair residual and returns the
+    :class:`LapBatch` with that residual.
+    """
+
+    def __init__(self, sizes: np.ndarray, k: int, pe_dtype, eig_dtype) -> None:
+        B = len(sizes)
+        self.sizes = sizes
+        self.ptr = np.concatenate([[0], np.cumsum(sizes)])
+        self.pe = np.zeros((int(self.ptr[-1]), k), dtype=pe_dtype)
+        self.eigvals = np.zeros((B, k), dtype=eig_dtype)
+        self.mask = np.zeros((B, k), dtype=bool)
+        self.ambiguous = np.zeros((B, k), dtype=bool)
+        self.residual = [0.0]
+
+    def put(self, idx: np.ndarray, V: np.ndarray, ev: np.ndarray, valid, ambiguous, residual: float) -> None:
+        """Modes of graphs ``idx``: ``V (G, S, k)`` padded, ``ev``/``valid``/``ambiguous`` ``(G, k)``."""
+        self.eigvals[idx], self.mask[idx], self.ambiguous[idx] = ev, valid, ambiguous
+        self.residual.append(residual)
+        scatter_rows(self.pe, self.ptr, idx, self.sizes[idx], V)
+
+    def result(self, dtype) -> tuple[LapBatch, float]:
+        """The batch and its largest residual; :class:`EigenConvergenceError` when ``eigh`` was inaccurate."""
+        res = max(self.residual)
+        if res > RESIDUAL_MAX * (1e3 if np.dtype(dtype) == np.float32 else 1):
+            raise EigenConvergenceError(f"dense eigh returned a residual of {res:.2e}", residuals=[res])
+        return LapBatch(self.pe, self.eigvals, self.mask, self.ptr, self.ambiguous), res
+
+
+@dataclass
+class ComponentModes:
+    """Candidate modes of one graph's connected components and how they were solved.
+
+    Components are added in order (dense ones first, as one batch); :meth:`merge` keeps the
+    ``k`` smallest modes over all of them (:func:`merge_modes`) and writes the
+    :class:`SolveReport`.
+    """
+
+    cands: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    residual: float = 0.0
+    orthogonality: float = 0.0
+    memory: int = 0
+
+    def add_dense(self, comps: Sequence[np.ndarray], batch: LapBatch, residual: float) -> None:
+        """The modes of components ``comps`` solved as one dense batch (graph ``j`` = ``comps[j]``)."""
+        for j, nodes in enumerate(comps):
+            m = batch.mask[j]
+            self.cands.append((nodes, batch.eigvals[j][m], batch.pe[batch.ptr[j] : batch.ptr[j + 1]][:, m]))
+        self.methods.append("dense")
+        self.residual = max(self.residual, residual)
+
+    def add_sparse(self, nodes: np.ndarray, eigvals: np.ndarray, vectors: np.ndarray, r: EigenResult) -> None:
+        """One component's modes from the sparse layer (``r`` is its result, for the report)."""
+        self.cands.append((nodes, eigvals, vectors))
+        self.methods.append(r.method)
+        self.notes.extend(r.notes)
+        self.residual = max(self.residual, r.max_residual)
+        self.orthogonality = max(self.orthogonality, r.orthogonality)
+        self.memory = max(self.memory, r.memory_estimate)
+
+    def merge(self, n: int, k: int, dtype=np.float64):
+        """``(pe, eigvals, mask, ambiguous, report)`` of the ``k`` smallest modes overall."""
+        pe, ev, mask, amb = merge_modes(n, k, self.cands, dtype=dtype)
+        report = SolveReport(tuple(self.methods), self.residual, self.orthogonality, tuple(self.notes), self.memory)
+        return pe, ev, mask, amb, report
+
+
+DenseSolver = Callable[..., tuple[LapBatch, float]]
+SparseSolver = Callable[..., tuple[Any, Any, Any, Any, SolveReport]]
+
+
+def solve_graph(
+    edge_index: Any, g: Graph, method: str, dense_max: int, dense: DenseSolver, sparse: SparseSolver
+) -> SpectralPE:
+    """One graph's PE: ``dense([g])`` if ``method`` resolves to dense, else ``sparse(g, method=...)``.
+
+    The result follows ``edge_index``'s type (torch in, torch out).
+    """
+    method = choose_method(method, g.num_nodes, dense_max)
+    if method == "dense":
+        out, res = dense([g])
+        pe, ev, mask, amb = out.pe, out.eigvals[0], out.mask[0], out.ambiguous[0]
+        report = SolveReport(("dense",), res, 0.0)
+    else:
+        pe, ev, mask, amb, report = sparse(g, method=method)
+    like = output_like(edge_index)
+    return SpectralPE(to_output(pe, like), to_output(ev, like), to_output(mask, like), to_output(amb, like), report)
+
+
+def solve_batch(
+    graphs: Sequence[Any], gs: Sequence[Graph], dense_max: int, as_torch: bool | None, dense: DenseSolver, sparse
+) -> LapBatch:
+    """Many graphs' PEs: those up to ``dense_max`` nodes by ``dense(gs, only=...)``, larger ones by
+    ``sparse(g)`` one at a time; torch output as :func:`._graph_utils.batch_output` decides."""
+    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
+    out, _ = dense(gs, only=np.flatnonzero(sizes <= dense_max))
+    for i in np.flatnonzero(sizes > dense_max):
+        pe, ev, mask, amb, _ = sparse(gs[int(i)])
+        out.pe[out.ptr[i] : out.ptr[i + 1]] = pe
+        out.eigvals[i], out.mask[i], out.ambiguous[i] = ev, mask, amb
+    return LapBatch(*batch_output(out, graphs, as_torch))
 
 
 def ambiguous_modes(kept: np.ndarray, valid: np.ndarray, nxt: np.ndarray, has_next: np.ndarray) -> np.ndarray:

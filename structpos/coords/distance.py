@@ -18,8 +18,8 @@ resistance distance.
   preconditioned by the same pyamg smoothed-aggregation hierarchy as the AMG eigensolver. No
   pseudo-inverse is formed.
 
-``shortest_path_distance`` is the former name of :func:`hop_distances` (kept as a deprecated
-alias: :func:`structpos.encoders.shortest_path_distance` has another contract).
+The encoders' :func:`structpos.encoders.shortest_path_distance` wraps :func:`hop_distances`
+(numpy output, a Structure's own direction).
 
 Both return dense ``(N, N)`` matrices; the ``*_batch`` functions return a list, and
 :func:`pad_pairwise` stacks a list into ``(B, N_max, N_max)`` with a validity mask.
@@ -27,7 +27,6 @@ Both return dense ``(N, N)`` matrices; the ``*_batch`` functions return a list, 
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Literal, Sequence
 
 import numpy as np
@@ -42,8 +41,6 @@ from ._graph_utils import edge_weights, adjacency, as_graph, output_like, to_out
 __all__ = [
     "hop_distances",
     "hop_distances_batch",
-    "shortest_path_distance",
-    "shortest_path_distance_batch",
     "resistance_distance",
     "resistance_distance_pairs",
     "resistance_distance_batch",
@@ -215,23 +212,6 @@ def hop_distances_batch(
     return [hop_distances(g, max_dist=max_dist, directed=directed, unreachable=unreachable) for g in graphs]
 
 
-def shortest_path_distance(*args, **kwargs):
-    """Deprecated alias of :func:`hop_distances` (same arguments and result).
-
-    Examples
-    --------
-    >>> import warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     shortest_path_distance(np.array([[0], [1]]), 2).tolist()
-    [[0, 1], [1, 0]]
-    """
-    warnings.warn(
-        "structpos.coords.distance.shortest_path_distance is renamed hop_distances", DeprecationWarning, stacklevel=2
-    )
-    return hop_distances(*args, **kwargs)
-
-
 def resistance_distance_pairs(
     edge_index: Any,
     pairs: Any,
@@ -366,25 +346,6 @@ def _grounded_preconditioner(pre, keep: np.ndarray, r: int, m: int):
         return y[keep] - y[r]
 
     return LinearOperator((m - 1, m - 1), matvec=mv, dtype=np.float64)
-
-
-def shortest_path_distance_batch(*args, **kwargs):
-    """Deprecated alias of :func:`hop_distances_batch`.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     len(shortest_path_distance_batch([(np.array([[0], [1]]), 2)]))
-    1
-    """
-    warnings.warn(
-        "structpos.coords.distance.shortest_path_distance_batch is renamed hop_distances_batch",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return hop_distances_batch(*args, **kwargs)
 
 
 def resistance_distance_batch(graphs: Sequence[Any], *, max_nodes: int = RESISTANCE_MAX_NODES) -> list:

@@ -5,7 +5,6 @@
 * :mod:`.magnetic` — :func:`magnetic_laplacian_pe`, :func:`magnetic_laplacian_pe_batch`
 * :mod:`.distance` — :func:`hop_distances`, :func:`resistance_distance`, their ``*_batch``
   forms, :func:`resistance_distance_pairs` (large graphs, requested pairs) and :func:`pad_pairwise`
-  (``shortest_path_distance`` is the deprecated former name of :func:`hop_distances`)
 
 Every function takes ``edge_index (2, E)`` + ``num_nodes`` (numpy or torch; torch in → torch
 out), or a :class:`~structpos.Structure`, a PyG ``Data`` or an ``(edge_index, num_nodes)``
@@ -21,8 +20,6 @@ from .distance import (
     resistance_distance,
     resistance_distance_batch,
     resistance_distance_pairs,
-    shortest_path_distance,
-    shortest_path_distance_batch,
 )
 from .laplacian import LapBatch, laplacian_pe, laplacian_pe_batch
 from .magnetic import magnetic_laplacian_pe, magnetic_laplacian_pe_batch
@@ -41,8 +38,6 @@ __all__ = [
     "magnetic_laplacian_pe_batch",
     "hop_distances",
     "hop_distances_batch",
-    "shortest_path_distance",
-    "shortest_path_distance_batch",
     "resistance_distance",
     "resistance_distance_batch",
     "resistance_distance_pairs",

@@ -29,7 +29,7 @@ Solvers
   (rounded up to ``bucket``) and padded with a sentinel diagonal so padded modes sort last —
   never a block-diagonal union, which would mix graphs inside degenerate eigenspaces. Size
   groups are independent, so a thread pool decomposes them concurrently (``workers``;
-  :func:`._schedule.run_size_groups`).
+  :func:`._schedule.run_dense_groups`).
 * Large graphs: split into connected components; small components go through the dense
   batch, each large one through the checked sparse eigensolver layer
   (:func:`._sparse_eigen.smallest_eigenpairs`: grounded shift-invert, Lanczos or AMG-LOBPCG,
@@ -46,7 +46,8 @@ so those columns are an arbitrary part of it (see :mod:`._spectrum`).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, NamedTuple, Sequence
+from functools import partial
+from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -54,50 +55,27 @@ from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import EigenConvergenceError
 from ..structure import Structure
-from ._eigen import batched_eigh, choose_method
-from ._graph_utils import (
-    SENTINEL,
-    Graph,
-    adjacency,
-    as_graph,
-    as_graphs,
-    batch_output,
-    bucket_edges,
-    canonical_phase,
-    group_by_size,
-    output_like,
-    packed_edges,
-    scatter_rows,
-    to_output,
+from ._eigen import batched_eigh
+from ._graph_utils import SENTINEL, Graph, adjacency, as_graph, as_graphs, canonical_phase, packed_edges
+from ._schedule import run_dense_groups
+from ._sparse_eigen import SparseMethod, smallest_eigenpairs
+from ._spectrum import (
+    ComponentModes,
+    LapBatch,
+    ModeTable,
+    SpectralPE,
+    ambiguous_modes,
+    check_k,
+    components,
+    edge_rayleigh_quotients,
+    solve_batch,
+    solve_graph,
 )
-from ._schedule import run_size_groups
-from ._sparse_eigen import RESIDUAL_MAX, SparseMethod, smallest_eigenpairs
-from ._spectrum import SolveReport, SpectralPE, ambiguous_modes, edge_rayleigh_quotients, merge_modes
 
 __all__ = ["laplacian_pe", "laplacian_pe_batch", "LapBatch", "lap_coords", "DENSE_MAX", "EigenConvergenceError"]
 
 DENSE_MAX = 1000
 """Graphs (or components) with at most this many nodes use dense ``eigh``."""
-
-
-class LapBatch(NamedTuple):
-    """Batched PE: rows of all graphs concatenated (PyG ``Batch`` layout)."""
-
-    pe: Any
-    """``(ΣN, k)`` eigenvector entries, graph ``g`` in rows ``ptr[g]:ptr[g+1]``."""
-    eigvals: Any
-    """``(B, k)`` eigenvalues of the kept modes (0 where masked)."""
-    mask: Any
-    """``(B, k)`` bool: mode ``j`` exists for graph ``g``."""
-    ptr: Any
-    """``(B + 1,)`` row offsets."""
-    ambiguous: Any = None
-    """``(B, k)`` bool: kept mode ``j`` of graph ``g`` shares its eigenvalue with the first mode
-    not kept (the cut at ``k`` splits a degenerate eigenspace; see the module docstring)."""
-
-    def graph(self, g: int):
-        """``(pe, eigvals, mask)`` of graph ``g``."""
-        return self.pe[self.ptr[g] : self.ptr[g + 1]], self.eigvals[g], self.mask[g]
 
 
 # ---------------------------------------------------------------- public API
@@ -162,18 +140,9 @@ def laplacian_pe(
     ([0.5, 0.5, 1.5], [False, False, True])
     """
     g = as_graph(edge_index, num_nodes, edge_weight)
-    k = _check_k(k)
-    method = choose_method(method, g.num_nodes, dense_max)
-    if method == "dense":
-        out, res = _dense_batch([g], k)
-        pe, ev, mask, amb = out.pe, out.eigvals[0], out.mask[0], out.ambiguous[0]
-        report = SolveReport(("dense",), res, 0.0)
-    else:
-        pe, ev, mask, amb, report = _sparse_graph(
-            g, k, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress
-        )
-    like = output_like(edge_index)
-    return SpectralPE(to_output(pe, like), to_output(ev, like), to_output(mask, like), to_output(amb, like), report)
+    k = check_k(k)
+    sparse = partial(_sparse_graph, k=k, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress)
+    return solve_graph(edge_index, g, method, dense_max, partial(_dense_batch, k=k), sparse)
 
 
 def laplacian_pe_batch(
@@ -221,16 +190,11 @@ def laplacian_pe_batch(
     >>> out.pe.shape, out.mask.tolist()
     ((7, 2), [[True, True], [True, True]])
     """
-    k = _check_k(k)
-    gs = as_graphs(graphs)
-    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
-    small = np.flatnonzero(sizes <= dense_max)
-    out, _ = _dense_batch(gs, k, dtype=dtype, bucket=bucket, only=small, workers=workers)
-    for i in np.flatnonzero(sizes > dense_max):
-        pe, ev, mask, amb, _ = _sparse_graph(gs[i], k, dense_max=dense_max)
-        out.pe[out.ptr[i] : out.ptr[i + 1]] = pe
-        out.eigvals[i], out.mask[i], out.ambiguous[i] = ev, mask, amb
-    return LapBatch(*batch_output(out, graphs, as_torch))
+    k = check_k(k)
+    dense = partial(_dense_batch, k=k, dtype=dtype, bucket=bucket, workers=workers)
+    return solve_batch(
+        graphs, as_graphs(graphs), dense_max, as_torch, dense, partial(_sparse_graph, k=k, dense_max=dense_max)
+    )
 
 
 def lap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
@@ -258,12 +222,6 @@ def lap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nda
 
 
 # ---------------------------------------------------------------- dense batch
-def _check_k(k) -> int:
-    if int(k) != k or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return int(k)
-
-
 def _component_counts(row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Connected components with >= 2 nodes, per graph (one csgraph call on all graphs).
 
@@ -288,52 +246,28 @@ def _dense_batch(
     gs: Sequence[Graph], k: int, *, dtype=np.float64, bucket: int = 1, only=None, workers: int | None = 1
 ) -> tuple[LapBatch, float]:
     """Dense LapPE of the graphs ``only`` (default all) and the largest eigenpair residual."""
-    B = len(gs)
-    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=B)
-    ptr = np.concatenate([[0], np.cumsum(sizes)])
-    pe = np.zeros((int(ptr[-1]), k), dtype=dtype)
-    eigvals = np.zeros((B, k), dtype=dtype)
-    mask = np.zeros((B, k), dtype=bool)
-    amb = np.zeros((B, k), dtype=bool)
-    residual = [0.0]
-    idx_all = np.arange(B) if only is None else np.asarray(only, dtype=np.int64)
+    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
+    table = ModeTable(sizes, k, dtype, dtype)
+    idx_all = np.arange(len(gs)) if only is None else np.asarray(only, dtype=np.int64)
     if idx_all.size == 0:
-        return LapBatch(pe, eigvals, mask, ptr, amb), 0.0
-    sub = gs if idx_all.size == B else [gs[i] for i in idx_all]
+        return table.result(dtype)
+    sub = gs if idx_all.size == len(gs) else [gs[i] for i in idx_all]
     sub_sizes = sizes[idx_all]
-    row, col, w, gid = packed_edges(sub)
-    ncomp = _component_counts(row, col, gid, sub_sizes)
-    groups = {S: local for S, local in group_by_size(sub_sizes, bucket).items() if S > 0}
-    edges = bucket_edges(groups, len(sub), row, col, gid)
+    packed = packed_edges(sub)
+    ncomp = _component_counts(packed[0], packed[1], packed[3], sub_sizes)
 
-    def run(task):
-        (S, local), (sel, flat) = task
-        V, ev, valid, ambiguous, res = _group_pe(S, flat, w[sel], sub_sizes[local], ncomp[local], k, dtype)
-        idx = idx_all[local]
-        eigvals[idx], mask[idx], amb[idx] = ev, valid, ambiguous
-        residual.append(res)
-        scatter_rows(pe, ptr, idx, sub_sizes[local], V)  # disjoint rows: safe from threads
+    def run(local, A):
+        table.put(idx_all[local], *_group_pe(A, sub_sizes[local], ncomp[local], k, dtype))
 
-    run_size_groups(
-        list(zip(groups.items(), edges)),
-        run,
-        size_of=lambda t: t[0][0],
-        cost_of=lambda t: len(t[0][1]) * t[0][0] ** 3,
-        workers=workers,
-        num_graphs=len(sub),
-    )
-    res = max(residual)
-    if res > RESIDUAL_MAX * (1e3 if np.dtype(dtype) == np.float32 else 1):
-        raise EigenConvergenceError(f"dense eigh returned a residual of {res:.2e}", residuals=[res])
-    return LapBatch(pe, eigvals, mask, ptr, amb), res
+    run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers)
+    return table.result(dtype)
 
 
-def _group_pe(S: int, flat: np.ndarray, weight: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
+def _group_pe(A: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
     """PE ``(G, S, k)``, eigenvalues ``(G, k)``, mask, ambiguity flags and the largest residual
-    of one size group of ``G`` graphs padded to ``S`` nodes, from its packed edges (``flat``
-    positions in the ``(G, S, S)`` adjacency)."""
-    G = len(n)
-    A = np.bincount(flat, weights=weight, minlength=G * S * S).astype(np.float64, copy=False).reshape(G, S, S)
+    of one size group of ``G`` graphs padded to ``S`` nodes, from their ``(G, S, S)`` adjacencies
+    (``n`` nodes and ``c`` non-trivial components each)."""
+    G, S = len(n), A.shape[1]
     A = np.maximum(A, A.transpose(0, 2, 1))
     deg = A.sum(-1)
     iso = deg <= 0  # isolated nodes and padding
@@ -367,15 +301,6 @@ def _group_pe(S: int, flat: np.ndarray, weight: np.ndarray, n: np.ndarray, c: np
 
 
 # ---------------------------------------------------------------- large sparse graphs
-def _components(A) -> list[np.ndarray]:
-    """Node indices of every connected component, largest first."""
-    ncomp, labels = connected_components(A, directed=False)
-    sizes = np.bincount(labels, minlength=ncomp)
-    order = np.argsort(labels, kind="stable")
-    members = np.split(order, np.cumsum(sizes)[:-1])
-    return [members[c] for c in np.argsort(-sizes, kind="stable")]
-
-
 def _sparse_graph(
     g: Graph,
     k: int,
@@ -387,28 +312,20 @@ def _sparse_graph(
     progress=None,
 ):
     """Per-component decomposition of a large graph; the k smallest non-trivial modes overall."""
-    n = g.num_nodes
     A = adjacency(g)
     deg = np.asarray(A.sum(axis=1)).ravel()
-    comps = [nodes for nodes in _components(A) if len(nodes) >= 2]
+    comps = [nodes for nodes in components(A) if len(nodes) >= 2]
     small = [nodes for nodes in comps if len(nodes) <= dense_max]
-    cands = []
+    modes = ComponentModes()
     if small:
         sub = [_subgraph(A, nodes, g.name) for nodes in small]
-        kk = min(k + 1, max(len(nodes) for nodes in small) - 1)
-        res, res_max = _dense_batch(sub, kk)
-        for j, nodes in enumerate(small):
-            m = res.mask[j]
-            cands.append((nodes, res.eigvals[j][m], res.pe[res.ptr[j] : res.ptr[j + 1]][:, m]))
-    notes: list[str] = []
-    methods, resid, ortho, mem = (["dense"] if small else []), (res_max if small else 0.0), 0.0, 0
+        modes.add_dense(small, *_dense_batch(sub, min(k + 1, max(len(nodes) for nodes in small) - 1)))
     for nodes in (nodes for nodes in comps if len(nodes) > dense_max):
-        Ac = A if len(nodes) == n else A[nodes][:, nodes]
+        Ac = A if len(nodes) == g.num_nodes else A[nodes][:, nodes]
         dc = deg[nodes]
-        Lc = _normalized_laplacian(Ac, dc)
         null = np.sqrt(dc / dc.sum())[:, None]
         r = smallest_eigenpairs(
-            Lc,
+            _normalized_laplacian(Ac, dc),
             min(k + 1, len(nodes) - 1),
             null=null,
             method=method,
@@ -418,13 +335,8 @@ def _sparse_graph(
             name=g.name,
             progress=progress,
         )
-        w = edge_rayleigh_quotients(r.vectors, Ac, dc, r.eigvals)
-        cands.append((nodes, w, canonical_phase(r.vectors)))
-        methods.append(r.method)
-        notes.extend(r.notes)
-        resid, ortho, mem = max(resid, r.max_residual), max(ortho, r.orthogonality), max(mem, r.memory_estimate)
-    pe, ev, mask, amb = merge_modes(n, k, cands)
-    return pe, ev, mask, amb, SolveReport(tuple(methods), resid, ortho, tuple(notes), mem)
+        modes.add_sparse(nodes, edge_rayleigh_quotients(r.vectors, Ac, dc, r.eigvals), canonical_phase(r.vectors), r)
+    return modes.merge(g.num_nodes, k)
 
 
 def _normalized_laplacian(A, deg: np.ndarray):

@@ -36,32 +36,27 @@ components densely and large ones through the checked sparse layer
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import EigenConvergenceError
 from ..structure import Structure
-from ._eigen import batched_eigh, choose_method
-from ._graph_utils import (
-    SENTINEL,
-    Graph,
-    adjacency,
-    as_graph,
-    as_graphs,
-    batch_output,
-    canonical_phase,
-    dense_adjacency_batch,
-    group_by_size,
-    output_like,
-    scatter_rows,
-    to_output,
+from ._eigen import batched_eigh
+from ._graph_utils import SENTINEL, Graph, adjacency, as_graph, as_graphs, canonical_phase, packed_edges
+from ._schedule import run_dense_groups
+from ._sparse_eigen import SparseMethod, smallest_eigenpairs
+from ._spectrum import (
+    ComponentModes,
+    ModeTable,
+    ambiguous_modes,
+    check_k,
+    components,
+    solve_batch,
+    solve_graph,
 )
-from ._schedule import run_size_groups
-from ._sparse_eigen import RESIDUAL_MAX, SparseMethod, smallest_eigenpairs
-from ._spectrum import SolveReport, SpectralPE, ambiguous_modes, merge_modes
-from .laplacian import LapBatch, _check_k, _components
+from .laplacian import LapBatch, SpectralPE
 
 __all__ = ["magnetic_laplacian_pe", "magnetic_laplacian_pe_batch", "maglap_coords", "DENSE_MAX"]
 
@@ -119,19 +114,13 @@ def magnetic_laplacian_pe(
     True
     """
     g = as_graph(edge_index, num_nodes, edge_weight)
-    k = _check_k(k)
+    k = check_k(k)
     _check_q(q)
-    method = choose_method(method, g.num_nodes, dense_max)
-    if method == "dense":
-        out, res = _dense_batch([g], k, q, q_relative)
-        pe, ev, mask, amb = out.pe, out.eigvals[0], out.mask[0], out.ambiguous[0]
-        report = SolveReport(("dense",), res, 0.0)
-    else:
-        pe, ev, mask, amb, report = _sparse_graph(
-            g, k, q, q_relative, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress
-        )
-    like = output_like(edge_index)
-    return SpectralPE(to_output(pe, like), to_output(ev, like), to_output(mask, like), to_output(amb, like), report)
+    dense = partial(_dense_batch, k=k, q=q, q_relative=q_relative)
+    sparse = partial(
+        _sparse_graph, k=k, q=q, q_relative=q_relative, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress
+    )
+    return solve_graph(edge_index, g, method, dense_max, dense, sparse)
 
 
 def magnetic_laplacian_pe_batch(
@@ -163,16 +152,11 @@ def magnetic_laplacian_pe_batch(
     >>> out.pe.dtype, out.mask.tolist()
     (dtype('complex128'), [[True, True]])
     """
-    k = _check_k(k)
+    k = check_k(k)
     _check_q(q)
-    gs = as_graphs(graphs, directed=True)
-    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
-    small = np.flatnonzero(sizes <= dense_max)
-    out, _ = _dense_batch(gs, k, q, q_relative, dtype=dtype, bucket=bucket, only=small, workers=workers)
-    for i in np.flatnonzero(sizes > dense_max):
-        p, ev, m, amb, _ = _sparse_graph(gs[i], k, q, q_relative, dense_max=dense_max)
-        out.pe[out.ptr[i] : out.ptr[i + 1]], out.eigvals[i], out.mask[i], out.ambiguous[i] = p, ev, m, amb
-    return LapBatch(*batch_output(out, graphs, as_torch))
+    dense = partial(_dense_batch, k=k, q=q, q_relative=q_relative, dtype=dtype, bucket=bucket, workers=workers)
+    sparse = partial(_sparse_graph, k=k, q=q, q_relative=q_relative, dense_max=dense_max)
+    return solve_batch(graphs, as_graphs(graphs, directed=True), dense_max, as_torch, dense, sparse)
 
 
 def maglap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
@@ -218,13 +202,15 @@ def _one_way_pairs(Bind: np.ndarray) -> np.ndarray:
     return (Bind & ~np.swapaxes(Bind, -1, -2)).sum(axis=(-1, -2))
 
 
-def _dense_magnetic(group: Sequence[Graph], S: int, q: float, q_relative: bool):
-    A = dense_adjacency_batch(group, S, symmetrize=False)
+def _magnetic_stack(A: np.ndarray, q: float, q_relative: bool):
+    """Dense ``L^(q)`` ``(G, S, S)`` of directed adjacencies ``A`` (padding and isolated nodes get
+    the sentinel diagonal) and the isolated-or-padding mask ``(G, S)``."""
+    S = A.shape[1]
     Bind = A > 0
     As = np.maximum(A, A.transpose(0, 2, 1))
     deg = As.sum(-1)
     iso = deg <= 0
-    qq = np.full(len(group), float(q))
+    qq = np.full(len(A), float(q))
     if q_relative:
         qq = qq / np.maximum(1, _one_way_pairs(Bind))
     theta = (2 * np.pi * qq)[:, None, None] * (Bind.astype(np.float64) - Bind.transpose(0, 2, 1))
@@ -232,6 +218,27 @@ def _dense_magnetic(group: Sequence[Graph], S: int, q: float, q_relative: bool):
     L = -(dinv[:, :, None] * As * dinv[:, None, :]) * np.exp(1j * theta)
     L[:, np.arange(S), np.arange(S)] = np.where(iso, SENTINEL, 1.0)
     return L, iso
+
+
+def _group_pe(A: np.ndarray, n: np.ndarray, k: int, q: float, q_relative: bool, dtype):
+    """PE ``(G, S, k)`` complex, eigenvalues ``(G, k)``, mask, ambiguity flags and the largest
+    residual of one size group of ``G`` directed graphs (``n`` nodes each) padded to ``S`` nodes."""
+    G, S = len(n), A.shape[1]
+    L, iso = _magnetic_stack(A, q, q_relative)
+    real_modes = n - (iso & (np.arange(S) < n[:, None])).sum(-1)
+    w, U = batched_eigh(L, dtype)
+    kk = min(k, S)
+    valid = np.zeros((G, k), dtype=bool)
+    valid[:, :kk] = np.arange(kk) < real_modes[:, None]
+    ev = np.zeros((G, k), dtype=w.dtype)
+    ev[:, :kk] = np.where(valid[:, :kk], np.maximum(w[:, :kk], 0.0), 0.0)  # PSD: clip -1e-16
+    V = canonical_phase(U[:, :, :kk]) * valid[:, None, :kk]
+    R = L @ V - V * ev[:, None, :kk]
+    res = float(np.sqrt(np.max((np.abs(R) ** 2).sum(axis=1)))) if R.size else 0.0
+    ambiguous = ambiguous_modes(ev, valid, w[:, min(k, S - 1)], (k < real_modes) & (k < S))
+    full = np.zeros((G, S, k), dtype=V.dtype)
+    full[:, :, :kk] = V
+    return full, ev, valid, ambiguous, res
 
 
 def _dense_batch(
@@ -246,49 +253,16 @@ def _dense_batch(
     workers: int | None = 1,
 ) -> tuple[LapBatch, float]:
     """Dense magnetic PE of the graphs ``only`` (default all) and the largest residual."""
-    B = len(gs)
-    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=B)
-    ptr = np.concatenate([[0], np.cumsum(sizes)])
-    cdtype = np.complex64 if np.dtype(dtype) == np.float32 else np.complex128
-    pe = np.zeros((int(ptr[-1]), k), dtype=cdtype)
-    eigvals = np.zeros((B, k))
-    mask = np.zeros((B, k), dtype=bool)
-    amb = np.zeros((B, k), dtype=bool)
-    residual = [0.0]
-    idx_all = np.arange(B) if only is None else np.asarray(only, dtype=np.int64)
-    groups = [(S, idx_all[local]) for S, local in group_by_size(sizes[idx_all], bucket).items() if S > 0]
+    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
+    table = ModeTable(sizes, k, np.complex64 if np.dtype(dtype) == np.float32 else np.complex128, np.float64)
+    idx_all = np.arange(len(gs)) if only is None else np.asarray(only, dtype=np.int64)
+    sub_sizes = sizes[idx_all]
 
-    def run(task):
-        S, idx = task
-        n = sizes[idx]
-        L, iso = _dense_magnetic([gs[i] for i in idx], S, q, q_relative)
-        real_modes = n - (iso & (np.arange(S) < n[:, None])).sum(-1)
-        w, U = batched_eigh(L, dtype)
-        kk = min(k, S)
-        valid = np.arange(kk) < real_modes[:, None]
-        ev = np.where(valid, np.maximum(w[:, :kk], 0.0), 0.0)  # PSD: clip -1e-16
-        V = canonical_phase(U[:, :, :kk]) * valid[:, None, :]
-        R = L @ V - V * ev[:, None, :]
-        residual.append(float(np.sqrt(np.max((np.abs(R) ** 2).sum(axis=1)))) if R.size else 0.0)
-        nxt = w[:, min(k, S - 1)]
-        ambiguous = ambiguous_modes(ev, valid, nxt, (k < real_modes) & (k < S))
-        full = np.zeros((len(idx), S, k), dtype=cdtype)
-        full[:, :, :kk] = V
-        eigvals[idx, :kk], mask[idx, :kk], amb[idx, :kk] = ev, valid, ambiguous
-        scatter_rows(pe, ptr, idx, n, full)  # disjoint rows: safe from threads
+    def run(local, A):
+        table.put(idx_all[local], *_group_pe(A, sub_sizes[local], k, q, q_relative, dtype))
 
-    run_size_groups(
-        groups,
-        run,
-        size_of=lambda t: t[0],
-        cost_of=lambda t: len(t[1]) * t[0] ** 3,
-        workers=workers,
-        num_graphs=len(idx_all),
-    )
-    res = max(residual)
-    if res > RESIDUAL_MAX * (1e3 if np.dtype(dtype) == np.float32 else 1):
-        raise EigenConvergenceError(f"dense eigh returned a residual of {res:.2e}", residuals=[res])
-    return LapBatch(pe, eigvals, mask, ptr, amb), res
+    run_dense_groups(sub_sizes, packed_edges([gs[i] for i in idx_all]), run, bucket=bucket, workers=workers)
+    return table.result(dtype)
 
 
 def _magnetic_matrix(g: Graph, q: float, q_relative: bool):
@@ -321,22 +295,16 @@ def _sparse_graph(
     progress=None,
 ):
     """Per-component decomposition of a large directed graph; the k lowest modes overall."""
-    n = g.num_nodes
     L, As, q_abs = _magnetic_matrix(g, q, q_relative)
-    comps = [nodes for nodes in _components(As) if len(nodes) >= 2]
+    comps = [nodes for nodes in components(As) if len(nodes) >= 2]
     small = [nodes for nodes in comps if len(nodes) <= dense_max]
-    notes: list[str] = []
-    cands, methods, resid, ortho, mem = [], [], 0.0, 0.0, 0
+    modes = ComponentModes()
     if small:
         A = adjacency(g, symmetrize=False)
         sub = [_directed_subgraph(A, nodes, g.name) for nodes in small]
-        res, resid = _dense_batch(sub, min(k + 1, max(len(nodes) for nodes in small)), q_abs, False)
-        for j, nodes in enumerate(small):
-            m = res.mask[j]
-            cands.append((nodes, res.eigvals[j][m], res.pe[res.ptr[j] : res.ptr[j + 1]][:, m]))
-        methods.append("dense")
+        modes.add_dense(small, *_dense_batch(sub, min(k + 1, max(len(nodes) for nodes in small)), q_abs, False))
     for nodes in (nodes for nodes in comps if len(nodes) > dense_max):
-        Lc = L if len(nodes) == n else L[nodes][:, nodes].tocsr()
+        Lc = L if len(nodes) == g.num_nodes else L[nodes][:, nodes].tocsr()
         r = smallest_eigenpairs(
             Lc,
             min(k + 1, len(nodes)),
@@ -347,12 +315,8 @@ def _sparse_graph(
             name=g.name,
             progress=progress,
         )
-        cands.append((nodes, np.maximum(r.eigvals, 0.0), canonical_phase(r.vectors)))
-        methods.append(r.method)
-        notes.extend(r.notes)
-        resid, ortho, mem = max(resid, r.max_residual), max(ortho, r.orthogonality), max(mem, r.memory_estimate)
-    pe, ev, mask, amb = merge_modes(n, k, cands, dtype=np.complex128)
-    return pe, ev, mask, amb, SolveReport(tuple(methods), resid, ortho, tuple(notes), mem)
+        modes.add_sparse(nodes, np.maximum(r.eigvals, 0.0), canonical_phase(r.vectors), r)
+    return modes.merge(g.num_nodes, k, dtype=np.complex128)
 
 
 def _directed_subgraph(A, nodes: np.ndarray, name: str) -> Graph:

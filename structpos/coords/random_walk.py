@@ -36,14 +36,12 @@ from ._graph_utils import (
     as_graph,
     as_graphs,
     batch_output,
-    bucket_edges,
-    group_by_size,
     output_like,
     packed_edges,
     scatter_rows,
     to_output,
 )
-from ._schedule import run_size_groups
+from ._schedule import run_dense_groups
 
 __all__ = ["random_walk_pe", "random_walk_pe_batch", "rw_coords", "DENSE_MAX"]
 
@@ -102,28 +100,15 @@ def random_walk_pe_batch(
     pe = np.zeros((int(ptr[-1]), K), dtype=dtype)
     small = np.flatnonzero(sizes <= dense_max)
     sub = gs if small.size == len(gs) else [gs[i] for i in small]
-    row, col, w, gid = packed_edges(sub, self_loops=True)
-    groups = {S: local for S, local in group_by_size(sizes[small], bucket).items() if S > 0}
-    edges = bucket_edges(groups, len(sub), row, col, gid)
 
-    def run(task):
-        (S, local), (sel, flat) = task
+    def run(local, A):
         idx = small[local]
-        G = len(idx)
-        A = np.bincount(flat, weights=w[sel], minlength=G * S * S).reshape(G, S, S)
         if symmetrize:
             A = np.maximum(A, A.transpose(0, 2, 1))
         diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
         scatter_rows(pe, ptr, idx, sizes[idx], diag)  # disjoint rows: safe from threads
 
-    run_size_groups(
-        list(zip(groups.items(), edges)),
-        run,
-        size_of=lambda t: t[0][0],
-        cost_of=lambda t: len(t[0][1]) * t[0][0] ** 3,
-        workers=workers,
-        num_graphs=len(sub),
-    )
+    run_dense_groups(sizes[small], packed_edges(sub, self_loops=True), run, bucket=bucket, workers=workers)
     for i in np.flatnonzero(sizes > dense_max):
         pe[ptr[i] : ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize)
     return batch_output((pe, ptr), graphs, as_torch)

@@ -54,6 +54,7 @@ def header_row_count(s: Structure) -> int:
     Returns
     -------
     int
+        0 when the table has no header row.
 
     Raises
     ------

@@ -103,6 +103,15 @@ def check_parent(parent, name: str = "<parent>") -> np.ndarray:
     return p
 
 
+def _preorder(parent, name: str = "<parent>") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(parent, sibling_index, subtree_size)`` of a parent array checked to be a preorder."""
+    p = check_parent(parent, name=name)
+    sib, nxt = _siblings(p)
+    size = _subtree_size(p, nxt)
+    _check_preorder(p, sib, size, name)
+    return p, sib, size
+
+
 def _check_preorder(p: np.ndarray, sib: np.ndarray, size: np.ndarray, name: str = "<parent>") -> None:
     """Raise unless ``p`` (already ``parent[i] < i``) lists every subtree contiguously.
 
@@ -146,7 +155,7 @@ def depth(parent) -> np.ndarray:
     Raises
     ------
     StructureError
-        If the parent array is not a preorder.
+        If some ``parent[i]`` lies outside ``[-1, i)``.
 
     Examples
     --------
@@ -214,12 +223,12 @@ def sibling_index(parent) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        ``(N,)`` int64.
+        ``(N,)`` int64 positions, 0 for a first child.
 
     Raises
     ------
     StructureError
-        If the parent array is not a preorder.
+        If some ``parent[i]`` lies outside ``[-1, i)``.
 
     Examples
     --------
@@ -240,12 +249,12 @@ def num_children(parent) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        ``(N,)`` int64.
+        ``(N,)`` int64 child counts, 0 for a leaf.
 
     Raises
     ------
     StructureError
-        If the parent array is not a preorder.
+        If some ``parent[i]`` lies outside ``[-1, i)``.
 
     Examples
     --------
@@ -288,11 +297,7 @@ def subtree_size(parent) -> np.ndarray:
     >>> subtree_size([-1, 0, 1, 1, 0]).tolist()
     [5, 3, 1, 1, 1]
     """
-    p = check_parent(parent)
-    sib, nxt = _siblings(p)
-    size = _subtree_size(p, nxt)
-    _check_preorder(p, sib, size)
-    return size
+    return _preorder(parent)[2]
 
 
 def _subtree_size(p: np.ndarray, nxt: np.ndarray) -> np.ndarray:
@@ -358,10 +363,7 @@ def root_path(
         raise ValueError(f"max_depth and max_width must be >= 1, got {max_depth}, {max_width}")
     if keep not in ("top", "bottom"):
         raise ValueError(f"keep must be 'top' or 'bottom', got {keep!r}")
-    p = check_parent(parent)
-    sib, nxt = _siblings(p)
-    size = _subtree_size(p, nxt)
-    _check_preorder(p, sib, size)
+    p, sib, size = _preorder(parent)
     return _root_path(p, _depth_preorder(size), sib, max_depth, max_width, keep)
 
 
@@ -498,13 +500,10 @@ def lca(parent, u, v) -> np.ndarray:
     >>> lca([-1, 0, 1, 1, 0], [2, 2, 3], [3, 4, 1]).tolist()
     [1, 0, 1]
     """
-    p = check_parent(parent)
+    p, _, size = _preorder(parent)
     u = np.asarray(u, dtype=np.int64)
     v = np.asarray(v, dtype=np.int64)
     _check_nodes(np.concatenate([u.ravel(), v.ravel()]), p.size)
-    sib, nxt = _siblings(p)
-    size = _subtree_size(p, nxt)
-    _check_preorder(p, sib, size)
     return _lca_preorder(p, _depth_preorder(size), u, v)
 
 
@@ -547,10 +546,7 @@ def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:
     >>> tree_distance([-1, 0, 1, 1, 0]).tolist()[2]
     [2, 1, 0, 2, 3]
     """
-    p = check_parent(parent)
-    sib, nxt = _siblings(p)
-    size = _subtree_size(p, nxt)
-    _check_preorder(p, sib, size)
+    p, _, size = _preorder(parent)
     d = _depth_preorder(size)
     nodes = np.arange(p.size) if nodes is None else np.asarray(nodes, dtype=np.int64).ravel()
     _check_nodes(nodes, p.size)
@@ -613,10 +609,7 @@ def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nd
     if structure.parent is None:
         raise StructureError("tree coordinates need a tree (no parent array)", name=structure.name)
     max_depth, max_width = _parse_arg(arg)
-    p = check_parent(structure.parent, name=structure.name)
-    sib, nxt = _siblings(p)
-    size = _subtree_size(p, nxt)
-    _check_preorder(p, sib, size, structure.name)
+    p, sib, size = _preorder(structure.parent, structure.name)
     d = _depth_preorder(size)
     path, overflow = _root_path(p, d, sib, max_depth, max_width, "top")
     return {

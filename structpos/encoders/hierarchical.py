@@ -6,20 +6,20 @@ per level, ``c_n = (u_{n,1}, …, u_{n,A})``, and :class:`StructuralRoPE` rotate
 ``ω_j · c_{n, axis(j)}`` (sectioned allocation by default: the highest frequencies go to the
 outermost level). Scores then depend on the per-level offsets ``c_m − c_n`` only.
 
-:func:`hierarchy_coords` turns per-token unit ids (which paragraph, which sentence, …) into
+:func:`unit_indices` turns per-token unit ids (which paragraph, which sentence, …) into
 coordinates, counted either globally or within the enclosing unit.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Literal, Mapping, Sequence
 
 import torch
 
 from ._checks import QKLayout
 from .rope import Allocation, PairLayout, StructuralRoPE
 
-__all__ = ["HierarchicalRoPE", "hierarchy_coords", "LEVEL_PRESETS"]
+__all__ = ["HierarchicalRoPE", "unit_indices", "LEVEL_PRESETS"]
 
 LEVEL_PRESETS: dict[str, tuple[str, ...]] = {
     "document": ("paragraph", "sentence", "token"),
@@ -29,14 +29,39 @@ LEVEL_PRESETS: dict[str, tuple[str, ...]] = {
 """Level names of the ``levels=`` presets of :class:`HierarchicalRoPE`, outermost first."""
 
 
-def hierarchy_coords(unit_ids: torch.Tensor, mode: str = "within") -> torch.Tensor:
-    """Coordinates ``(..., L, A)`` from per-token unit ids ``(..., L, A)`` (outermost level first).
+def unit_indices(unit_ids: torch.Tensor, mode: Literal["within", "global"] = "within") -> torch.Tensor:
+    """Per-level unit indices ``(..., L, A)`` (the coordinates of :class:`HierarchicalRoPE`) from unit ids.
 
     ``unit_ids[..., n, a]`` names the level-``a`` unit that token ``n`` lies in (any integers;
     a new unit starts wherever the id — or the id of an enclosing level — changes). With
     ``mode="global"`` the coordinate is the index of that unit in the sequence (0, 1, …);
     with ``mode="within"`` it is its index inside the enclosing unit (sentence number within
     its paragraph, token number within its sentence); level 0 is the same in both modes.
+
+    Parameters
+    ----------
+    unit_ids : torch.Tensor
+        ``(..., L, A)`` integer ids, outermost level first.
+    mode : {"within", "global"}
+        Count units inside their enclosing unit, or along the whole sequence.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., L, A)`` int64 indices.
+
+    Raises
+    ------
+    ValueError
+        On another ``mode``, fewer than two dimensions or float ids.
+
+    Examples
+    --------
+    Two paragraphs (ids 7, 9) holding sentences (ids 1, 2 | 3); the ids themselves do not matter:
+
+    >>> ids = torch.tensor([[7, 1], [7, 1], [7, 2], [9, 3], [9, 3]])
+    >>> unit_indices(ids, "within")[:, 1].tolist(), unit_indices(ids, "global")[:, 1].tolist()
+    ([0, 0, 1, 0, 0], [0, 0, 1, 2, 2])
     """
     if mode not in ("within", "global"):
         raise ValueError(f"mode must be 'within' or 'global', got {mode!r}")

@@ -38,7 +38,8 @@ class EncoderEntry(Entry):
     Parameters
     ----------
     choices : mapping of str to tuple
-        Allowed values of string options the class checks itself (merged with ``Literal`` hints).
+        Allowed values of string options that the class's ``Literal`` hints do not declare
+        (the two are merged; a hint is the one place to declare an option's values).
     coords : str
         The coordinate families that feed it (a spec, for the docs).
 
@@ -125,10 +126,8 @@ def build(name: str, **options: Any) -> Any:
 
     Parameters
     ----------
-    name : str
-        A registered encoder.
-    **options
-        Keyword arguments for its constructor.
+    name, **options
+        As for :func:`validate_options`.
 
     Returns
     -------
@@ -163,7 +162,7 @@ def encoders_markdown() -> str:
     """
     rows = ["| name | class | fed by | what | reference |", "|---|---|---|---|---|"]
     for e in ENCODERS.entries.values():
-        module, _, cls = str(e.target).partition(":")
+        cls = e.target.partition(":")[2] if isinstance(e.target, str) else e.target.__name__
         rows.append(f"| `{e.name}` | `{cls}` | `{e.coords}` | {e.summary} | {e.reference} |")
     return "\n".join(rows)
 
@@ -178,7 +177,6 @@ ENCODERS.add(
         "rope",
         "structpos.encoders.rope:StructuralRoPE",
         coords="tree / table / hier / any integer axes",
-        choices={"allocation": ("sectioned", "interleaved", "per_head", "mixed"), "layout": _LAYOUTS},
         summary="N-axis rotary encoding of per-token coordinates; equal axes give exactly 1D RoPE.",
         reference="RoFormer (Su et al. 2021); multi-axis allocation as in M-RoPE / 2D-RoPE.",
     )
@@ -188,7 +186,6 @@ ENCODERS.add(
         "hier_rope",
         "structpos.encoders.hierarchical:HierarchicalRoPE",
         coords="hier",
-        choices={"allocation": ("sectioned", "interleaved", "per_head", "mixed"), "layout": _LAYOUTS},
         summary="RoPE with one named axis per level (paragraph / sentence / token, code levels).",
         reference="Hierarchical RoPE (He et al. 2024).",
     )

@@ -524,7 +524,7 @@ def hierarchy_mask_mod(unit_ids, level: int) -> MaskMod:
     Parameters
     ----------
     unit_ids : torch.Tensor
-        ``(B, L, A)`` integer *global* unit ids (``hierarchy_coords(..., mode="global")`` or
+        ``(B, L, A)`` integer *global* unit ids (``encoders.unit_indices(..., mode="global")`` or
         token coordinates ``paragraph``/``sentence``); negative ids are global tokens.
     level : int
         Which of the ``A`` levels bounds attention.

@@ -22,53 +22,37 @@ def encode_dataset(
     kind: str | None,
     coords: str,
     *,
-    text_column: str = "text",
-    id_column: str | None = None,
-    kind_column: str | None = None,
-    language: str | None = None,
-    keep_errors: bool = True,
     batch_size: int = 64,
     num_proc: int | None = None,
-    **parser_options: Any,
+    **options: Any,
 ):
-    """Encode every row of a Hugging Face ``Dataset``: ``dataset.map(EncodeBatch(...), batched=True, ...)``.
+    """``dataset.map(EncodeBatch(kind, coords, **options), batched=True, with_indices=True, num_proc=num_proc)``.
 
     Parameters
     ----------
     dataset : datasets.Dataset
         The input rows.
     kind : str or None
-        The input kind for every row (:data:`~structpos.parsers.PARSERS`), or ``None`` with
-        ``kind_column``.
+        The input kind of every row, or ``None`` with a ``kind_column``.
     coords : str
-        The coordinate spec (``"tree"``, ``"lap:8,rw:4"``, ...).
-    text_column : str
-        The column holding each record's input.
-    id_column : str, optional
-        The column holding record ids (default: the row index).
-    kind_column : str, optional
-        The column holding each row's kind, when ``kind`` is ``None``.
-    language : str, optional
-        The language of ``kind="code"`` input.
-    keep_errors : bool
-        Keep one row (null coordinates, ``error_type``/``error`` set) per failed record.
+        The coordinate spec.
     batch_size : int
         Rows per ``map`` batch.
     num_proc : int, optional
         Worker processes (``None``: this process).
-    **parser_options
-        Passed to the parser.
+    **options
+        The options of :class:`~structpos.pipeline.EncodeBatch` (``text_column``, ``id_column``,
+        ``kind_column``, ``language``, ``keep_errors``, ``limits``) and parser keyword arguments.
 
     Returns
     -------
     datasets.Dataset
-        One row per encoded structure (and, with ``keep_errors``, one per failed record),
-        with the columns of the module docstring instead of the input columns.
+        One row per encoded structure (and, with ``keep_errors``, one per failed record).
 
     Raises
     ------
     SpecError
-        An unknown ``kind``, a bad ``coords`` spec or option (checked before any row is read).
+        An unknown kind or a bad coordinate spec, before any row is read.
 
     Examples
     --------
@@ -80,18 +64,8 @@ def encode_dataset(
     >>> list(out["num_nodes"]), list(out["depth"]), list(out["error_type"])
     ([3, None, 1], [[0, 1, 2], None, [0]], [None, 'ParseError', None])
     """
-    fn = EncodeBatch(
-        kind,
-        coords,
-        text_column=text_column,
-        id_column=id_column,
-        kind_column=kind_column,
-        language=language,
-        keep_errors=keep_errors,
-        **parser_options,
-    )
     return dataset.map(
-        fn,
+        EncodeBatch(kind, coords, **options),
         batched=True,
         batch_size=batch_size,
         with_indices=True,

@@ -5,15 +5,17 @@ out in preorder with each node's dependents in word order (``order[k]`` = the wo
 preorder position ``k``; ``parent[k]`` = preorder position of its head). Words that the
 walk from the roots never reaches lie on a head cycle; heads outside ``[-1, n)`` are out of
 range. Both raise :class:`StructureError` naming the input and the offending word.
+:func:`dependency_structure` then lays the words' labels, spans and attributes out in that order.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
-from ..structure import StructureError
+from ..structure import Structure, StructureError
 
 
 def heads_to_preorder(
@@ -66,3 +68,39 @@ def heads_to_preorder(
     h = heads[order_arr]
     parent = np.where(h >= 0, pos[np.maximum(h, 0)], -1)
     return order_arr, parent
+
+
+def dependency_structure(
+    order: np.ndarray,
+    parent: np.ndarray,
+    labels: Sequence[str],
+    start: np.ndarray,
+    end: np.ndarray,
+    attrs: Mapping[str, np.ndarray | Sequence[Any]],
+    **fields: Any,
+) -> Structure:
+    """The dependency tree as a ``kind="tree"`` :class:`Structure` in the preorder ``order``.
+
+    ``labels``, ``start``, ``end`` and every attribute are given per word in word order and are
+    reordered here; an attribute given as a list becomes a 1-D object array. A word's span is the
+    word alone (spans do not nest). ``fields`` (``source``, ``name``, ``format``, ...) go to
+    :class:`Structure`.
+    """
+
+    def in_order(values: np.ndarray | Sequence[Any]) -> np.ndarray:
+        if isinstance(values, np.ndarray):
+            return values[order]
+        out = np.empty(len(order), dtype=object)
+        out[:] = [values[w] for w in order]
+        return out
+
+    return Structure(
+        kind="tree",
+        labels=[labels[w] for w in order],
+        start=start[order],
+        end=end[order],
+        parent=parent,
+        attrs={key: in_order(values) for key, values in attrs.items()},
+        nested_spans=False,
+        **fields,
+    )

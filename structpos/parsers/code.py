@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import io
 import threading
-import time
 import tokenize
 from functools import lru_cache
 from pathlib import Path
@@ -45,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import LimitError, ParseError, SpecError
-from ..limits import Limits, check_limit, resolve_limits
+from ..exceptions import ParseError, SpecError
+from ..limits import Deadline, Limits, check_limit, resolve_limits
 from ..structure import CodeInfo, Structure, StructureError
 from ._input import bom_encoding, check_text, decode_bytes, is_pathlike, read_bytes
 from ._offsets import ByteToChar
@@ -358,11 +357,11 @@ def _parse_timed(parser, data: bytes, timeout: float | None, name: str):
     if timeout is None:
         tree = parser.parse(data)
     else:
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout, "tree-sitter parse still running", name)
         try:
             tree = parser.parse(
                 lambda off, _point: data[off : off + (1 << 20)],
-                progress_callback=lambda *_state: time.monotonic() > deadline,
+                progress_callback=lambda *_state: deadline.passed(),
             )
         except ValueError:  # py-tree-sitter reports a cancelled parse as "Parsing failed"
             tree = None
@@ -371,14 +370,7 @@ def _parse_timed(parser, data: bytes, timeout: float | None, name: str):
             raise
         if tree is None:
             parser.reset()  # else the next parse would resume the cancelled one
-            if time.monotonic() > deadline:
-                raise LimitError(
-                    f"tree-sitter parse still running after {timeout} s",
-                    limit="record_timeout",
-                    value=round(time.monotonic() - deadline + timeout, 1),
-                    maximum=timeout,
-                    name=name,
-                )
+            deadline.check()
     if tree is None:
         raise ParseError("tree-sitter returned no tree", name=name)
     return tree

@@ -30,7 +30,7 @@ import numpy as np
 from ..limits import Limits, check_limit, node_budget
 from ..structure import SentenceInfo, Structure, StructureError
 from . import require
-from ._dependency import heads_to_preorder
+from ._dependency import dependency_structure, heads_to_preorder
 from ._input import read_text
 
 __all__ = ["parse_conllu"]
@@ -192,24 +192,21 @@ def _sentence(tokens, k: int, name: str) -> Structure:
     if synthesized:
         source = _sentence_text(tokens)
     start, end = _word_spans(tokens, source, n, sname)
-    labels = [words[w]["deprel"] or "_" for w in order]
-    obj = lambda xs: np.array(xs + [None], dtype=object)[:-1]  # noqa: E731 - 1-D object array
-    return Structure(
-        kind="tree",
-        labels=labels,
-        start=start[order],
-        end=end[order],
-        parent=parent,
+    return dependency_structure(
+        order,
+        parent,
+        [t["deprel"] or "_" for t in words],
+        start,
+        end,
+        {
+            "token_index": ids,
+            "head": heads,
+            "upos": [t["upos"] for t in words],
+            "form": [t["form"] for t in words],
+        },
         source=source,
         name=sname,
-        attrs={
-            "token_index": ids[order],
-            "head": heads[order],
-            "upos": obj([words[w]["upos"] for w in order]),
-            "form": obj([words[w]["form"] for w in order]),
-        },
         format="conllu",
-        nested_spans=False,
         sentence=SentenceInfo(sent_id, k, text_synthesized=synthesized, comments=dict(tokens.metadata)),
     )
 

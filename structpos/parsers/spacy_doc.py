@@ -20,7 +20,7 @@ import numpy as np
 
 from ..limits import Limits, check_limit, resolve_limits
 from ..structure import Structure, StructureError
-from ._dependency import heads_to_preorder
+from ._dependency import dependency_structure, heads_to_preorder
 
 __all__ = ["parse_spacy"]
 
@@ -114,23 +114,19 @@ def parse_spacy(doc, name: str | None = None, *, limits: Limits | None = None) -
             raise StructureError(
                 f"{word(w)} does not match the document text at offset {start[w]}", name=name, position=word(w)
             )
-    deps = [tokens[w].dep_ or "dep" for w in order]
-    upos = np.empty(n, dtype=object)
-    upos[:] = [getattr(tokens[w], "pos_", "") or "" for w in order]
-    return Structure(
-        kind="tree",
-        labels=deps,
-        start=start[order],
-        end=end[order],
-        parent=parent,
+    return dependency_structure(
+        order,
+        parent,
+        [t.dep_ or "dep" for t in tokens],
+        start,
+        end,
+        {
+            "token_index": idx + base,
+            "head": head_i + base,
+            "sentence": sentence,
+            "upos": [getattr(t, "pos_", "") or "" for t in tokens],
+        },
         source=text,
         name=name,
-        attrs={
-            "token_index": idx[order] + base,
-            "head": head_i[order] + base,
-            "sentence": sentence[order],
-            "upos": upos,
-        },
         format="spacy",
-        nested_spans=False,
     )

@@ -15,10 +15,7 @@ anchored inside a complex mapping key (``? {a: &x 1}``): keys get no nodes, only
 
 from __future__ import annotations
 
-import time
-
-from ..exceptions import LimitError
-from ..limits import Limits, node_budget, resolve_limits
+from ..limits import Deadline, Limits, node_budget, resolve_limits
 from ..structure import Structure, StructureError
 from . import require
 from ._input import clean_label, read_text
@@ -58,19 +55,12 @@ def _compose_all(yaml, text: str, timeout: float | None, name: str) -> list:
     few KB of nested ``[[[[`` take seconds (quadratic); the deadline is checked once per token
     fetch, which costs nothing measurable.
     """
-    deadline = float("inf") if timeout is None else time.monotonic() + timeout
+    deadline = Deadline(timeout, "PyYAML still scanning", name)
 
     class Loader(yaml.SafeLoader):
         def fetch_more_tokens(self):
-            if time.monotonic() > deadline:
-                raise LimitError(
-                    f"PyYAML still scanning after {timeout} s",
-                    limit="record_timeout",
-                    value=round(time.monotonic() - deadline + timeout, 1),
-                    maximum=timeout,
-                    name=name,
-                    position=f"line:col {self.line + 1}:{self.column + 1}",
-                )
+            if deadline.passed():
+                raise deadline.error(position=f"line:col {self.line + 1}:{self.column + 1}")
             return super().fetch_more_tokens()
 
     loader = Loader(text)

@@ -17,13 +17,14 @@ yields :class:`~structpos.pipeline.shards.ShardResult` s as shards finish (in an
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from .encode import EncodeOptions, conform, encode_one, error_entry, output_schema
-from .isolation import run_isolated
+from .isolation import WorkerPool
 from .records import Record
 from .shards import ShardResult, ShardTask, _rows_table, encode_shard, encode_shard_table, shard_digest, write_shard
 
@@ -86,17 +87,9 @@ def run_processes(tasks: Iterable[ShardTask], workers: int = 1, **_) -> Iterator
         yield from run_serial(tasks)
         return
     it = iter(tasks)
-    try:
-        first = next(it)
-    except StopIteration:
-        return
-    options = first.options
-
-    def all_tasks() -> Iterator[ShardTask]:
-        yield first
-        yield from it
-
-    yield from run_isolated(all_tasks(), options, workers)
+    first = next(it, None)
+    if first is not None:
+        yield from WorkerPool(workers, first.options).run(itertools.chain([first], it))
 
 
 # ------------------------------------------------------------------ Ray

@@ -34,7 +34,7 @@ from typing import Any, Iterable, Iterator
 from .encode import EncodeOptions, error_entry
 from .shards import ShardResult, ShardTask, encode_shard
 
-__all__ = ["WorkerPool", "run_isolated", "limit_memory"]
+__all__ = ["WorkerPool", "limit_memory"]
 
 MAX_SHARD_RETRIES = 2
 """Deaths outside any record after which a shard is given up (the run then fails)."""
@@ -164,11 +164,15 @@ class WorkerPool:
 
     Examples
     --------
-    >>> pool = WorkerPool(2, EncodeOptions("json", "tree"))
-    >>> list(pool.run([]))  # no shard, so no process is started; see run_isolated for a run
-    []
-    >>> pool.deaths
-    0
+    One shard with a good and a bad record, encoded (and written) by a worker process:
+
+    >>> import tempfile
+    >>> from structpos.pipeline.records import Record
+    >>> recs = [Record("a", "[1]", "a"), Record("b", "[", "b")]
+    >>> task = ShardTask(0, recs, EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d1", "d2"])
+    >>> pool = WorkerPool(1, task.options)
+    >>> [(r.encoded, r.errors) for r in pool.run([task])], pool.deaths
+    ([(1, 1)], 0)
     """
 
     workers: int
@@ -233,7 +237,7 @@ class WorkerPool:
 
         Examples
         --------
-        See :class:`WorkerPool` and :func:`run_isolated`.
+        See :class:`WorkerPool`.
         """
         it = iter(tasks)
         queue: list[ShardTask] = []  # shards to start again after a worker death
@@ -354,32 +358,3 @@ def _death_reason(proc) -> str:
         hint = " (out of memory?)" if name == "SIGKILL" else ""
         return f"the encode worker died of {name}{hint} while encoding this record"
     return f"the encode worker exited with status {code} while encoding this record"
-
-
-def run_isolated(shards: Iterable[ShardTask], options: EncodeOptions, workers: int) -> Iterator[ShardResult]:
-    """Run ``shards`` on a :class:`WorkerPool` of ``workers`` processes.
-
-    Parameters
-    ----------
-    shards : iterable of ShardTask
-        The shards (each worker writes the shards it encodes).
-    options : EncodeOptions
-        The options of every shard.
-    workers : int
-        Worker processes (at least 1).
-
-    Yields
-    ------
-    ShardResult
-        One per shard, in the order shards finish.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from structpos.pipeline.records import Record
-    >>> recs = [Record("a", "[1]", "a"), Record("b", "[", "b")]
-    >>> task = ShardTask(0, recs, EncodeOptions("json", "tree"), tempfile.mkdtemp(), ["d1", "d2"])
-    >>> [(r.encoded, r.errors) for r in run_isolated([task], task.options, workers=1)]
-    [(1, 1)]
-    """
-    yield from WorkerPool(max(1, workers), options).run(shards)

@@ -28,7 +28,7 @@ from .encode import EncodeOptions
 from .engines import ENGINES
 from .lock import lock_output
 from .records import Record, check_input, count_records, read_records, record_digest
-from .shards import ERRORS, MANIFEST, Manifest, ShardTask, atomic_write_bytes, shard_paths
+from .shards import ERRORS, MANIFEST, Manifest, ShardTask, atomic_write_bytes, shard_files
 
 __all__ = [
     "EncodeConfig",
@@ -367,7 +367,7 @@ class _Encoding:
             raise RuntimeError(
                 f"records {totals['records']} != encoded {totals['encoded']} + errors {totals['errors']}"
             )
-        merged = b"".join(shard_paths(self.out, i)[1].read_bytes() for i in range(self.n_shards))
+        merged = b"".join(shard_files(self.out, i).errors.read_bytes() for i in range(self.n_shards))
         atomic_write_bytes(self.out / ERRORS, merged)
         m.complete = True
         m.save()

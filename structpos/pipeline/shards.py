@@ -21,7 +21,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,8 +36,8 @@ __all__ = [
     "ShardTask",
     "Manifest",
     "ResumeError",
-    "shard_paths",
-    "index_path",
+    "ShardFiles",
+    "shard_files",
     "encode_shard",
     "encode_shard_table",
     "write_shard",
@@ -53,8 +53,19 @@ MAX_SKIPPED_LISTED = 1000
 """Skipped directory entries listed by path in the manifest (all are counted by reason)."""
 
 
-def shard_paths(out_dir: Path, index: int) -> tuple[Path, Path]:
-    """``(parquet file, errors file)`` of shard ``index``.
+class ShardFiles(NamedTuple):
+    """The three files of one shard (see :func:`shard_files`)."""
+
+    parquet: Path
+    """The rows."""
+    errors: Path
+    """One JSON line per failed record."""
+    index_file: Path
+    """The shard's record ids and content hashes."""
+
+
+def shard_files(out_dir: Path, index: int) -> ShardFiles:
+    """The files of shard ``index``: ``part-NNNNN`` in ``out_dir`` and its ``errors/`` and ``index/`` folders.
 
     Parameters
     ----------
@@ -65,15 +76,19 @@ def shard_paths(out_dir: Path, index: int) -> tuple[Path, Path]:
 
     Returns
     -------
-    tuple of Path
+    ShardFiles
+        ``(parquet, errors, index_file)`` paths.
 
     Examples
     --------
     >>> from pathlib import Path
-    >>> [p.as_posix() for p in shard_paths(Path("out"), 3)]
-    ['out/part-00003.parquet', 'out/errors/part-00003.jsonl']
+    >>> [p.as_posix() for p in shard_files(Path("out"), 3)]
+    ['out/part-00003.parquet', 'out/errors/part-00003.jsonl', 'out/index/part-00003.json']
     """
-    return out_dir / f"part-{index:05d}.parquet", out_dir / "errors" / f"part-{index:05d}.jsonl"
+    stem = f"part-{index:05d}"
+    return ShardFiles(
+        out_dir / f"{stem}.parquet", out_dir / "errors" / f"{stem}.jsonl", out_dir / "index" / f"{stem}.json"
+    )
 
 
 def _tmp(path: Path) -> Path:
@@ -230,29 +245,6 @@ def shard_digest(ids: Sequence[str], digests: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def index_path(out_dir: Path, index: int) -> Path:
-    """The shard's index file: its record ids and content hashes.
-
-    Parameters
-    ----------
-    out_dir : Path
-        The output directory.
-    index : int
-        The shard's index.
-
-    Returns
-    -------
-    Path
-
-    Examples
-    --------
-    >>> from pathlib import Path
-    >>> index_path(Path("out"), 12).as_posix()
-    'out/index/part-00012.json'
-    """
-    return out_dir / "index" / f"part-{index:05d}.json"
-
-
 def write_shard(
     out_dir: Path,
     index: int,
@@ -287,12 +279,12 @@ def write_shard(
     >>> import pyarrow as pa
     >>> out = Path(tempfile.mkdtemp())
     >>> write_shard(out, 0, pa.table({"id": ["a"]}), [{"id": "b", "stage": "parse"}], ["a", "b"], ["d1", "d2"])
-    >>> json.loads(shard_paths(out, 0)[1].read_text())
+    >>> json.loads(shard_files(out, 0).errors.read_text())
     {'id': 'b', 'shard': 0, 'stage': 'parse', 'digest': 'd2'}
-    >>> json.loads(index_path(out, 0).read_text())["ids"]
+    >>> json.loads(shard_files(out, 0).index_file.read_text())["ids"]
     ['a', 'b']
     """
-    parquet, errfile = shard_paths(out_dir, index)
+    files = shard_files(out_dir, index)
     digest_of = dict(zip(ids, digests))
     lines = "".join(
         json.dumps(
@@ -306,9 +298,9 @@ def write_shard(
         + "\n"
         for e in errors
     )
-    atomic_write_bytes(index_path(out_dir, index), json.dumps({"ids": list(ids), "digests": list(digests)}).encode())
-    atomic_write_bytes(errfile, lines.encode("utf-8"))
-    _atomic_write_table(parquet, table)
+    atomic_write_bytes(files.index_file, json.dumps({"ids": list(ids), "digests": list(digests)}).encode())
+    atomic_write_bytes(files.errors, lines.encode("utf-8"))
+    _atomic_write_table(files.parquet, table)
 
 
 def _rows_table(per_record: list[tuple[list[dict], dict | None]], records: Sequence[Record]) -> pa.Table:
@@ -590,11 +582,11 @@ class Manifest:
 
     def _intact(self, index: int, entry: dict) -> bool:
         """The shard's files exist and agree with its entry (a corrupted or truncated shard is redone)."""
-        parquet, errfile = shard_paths(self.out_dir, index)
+        files = shard_files(self.out_dir, index)
         try:
-            rows = pq.read_metadata(parquet).num_rows
-            n_errors = sum(1 for line in errfile.read_bytes().splitlines() if line.strip())
-            index_path(self.out_dir, index).stat()
+            rows = pq.read_metadata(files.parquet).num_rows
+            n_errors = sum(1 for line in files.errors.read_bytes().splitlines() if line.strip())
+            files.index_file.stat()
         except Exception:  # missing, truncated, not Parquet
             return False
         return rows == entry["rows"] and n_errors == entry["errors"]
@@ -632,7 +624,7 @@ class Manifest:
         if index not in self.shards:
             return {}
         try:
-            lines = shard_paths(self.out_dir, index)[1].read_text().splitlines()
+            lines = shard_files(self.out_dir, index).errors.read_text().splitlines()
             errors = {e["id"]: e for e in (json.loads(x) for x in lines if x.strip())}
         except (OSError, ValueError, KeyError, TypeError):
             return {}
@@ -652,7 +644,7 @@ class Manifest:
             The shard's index (one not recorded is a no-op).
         """
         self.shards.pop(index, None)
-        for p in (*shard_paths(self.out_dir, index), index_path(self.out_dir, index)):
+        for p in shard_files(self.out_dir, index):
             p.unlink(missing_ok=True)
 
     def add(self, res: ShardResult) -> None:
@@ -663,11 +655,11 @@ class Manifest:
         res : ShardResult
             The shard's counts and digest.
         """
-        parquet, errfile = shard_paths(self.out_dir, res.index)
+        files = shard_files(self.out_dir, res.index)
         self.shards[res.index] = {
-            "file": parquet.name,
-            "errors_file": f"errors/{errfile.name}",
-            "index_file": f"index/{index_path(self.out_dir, res.index).name}",
+            "file": files.parquet.name,
+            "errors_file": f"errors/{files.errors.name}",
+            "index_file": f"index/{files.index_file.name}",
             **{k: v for k, v in asdict(res).items() if k not in ("index", "seconds")},
         }
 

@@ -8,10 +8,10 @@ from typing import Any
 import torch
 
 from ..coords.laplacian import laplacian_pe
-from ._base import BaseTransform, add_node_attr, edge_weight_of
+from ._base import SpectralTransform, edge_weight_of
 
 
-class AddLaplacianPE(BaseTransform):
+class AddLaplacianPE(SpectralTransform):
     """Add the ``k`` smallest non-trivial normalised-Laplacian eigenvectors as node features.
 
     Unlike PyG: deterministic signs, every connected component's trivial mode is dropped,
@@ -53,15 +53,7 @@ class AddLaplacianPE(BaseTransform):
 
     def forward(self, data: Any) -> Any:
         r = laplacian_pe(data.edge_index, data.num_nodes, self.k, edge_weight_of(data), **self.solver_kwargs)
-        pe, ev, mask = r
-        device = data.edge_index.device
-        if self.eigvals_attr is not None:
-            data[self.eigvals_attr] = ev.to(device, self.dtype).view(1, -1)
-        if self.mask_attr is not None:
-            data[self.mask_attr] = mask.to(device).view(1, -1)
-        if self.ambiguous_attr is not None:
-            data[self.ambiguous_attr] = r.ambiguous.to(device).view(1, -1)
-        return add_node_attr(data, pe.to(device, self.dtype), self.attr_name)
+        return self.store(data, r, r.pe)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}(k={self.k})"

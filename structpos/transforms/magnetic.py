@@ -8,10 +8,10 @@ from typing import Any
 import torch
 
 from ..coords.magnetic import magnetic_laplacian_pe
-from ._base import BaseTransform, add_node_attr, edge_weight_of
+from ._base import SpectralTransform, edge_weight_of
 
 
-class AddMagneticLaplacianPE(BaseTransform):
+class AddMagneticLaplacianPE(SpectralTransform):
     """Add the ``k`` lowest magnetic-Laplacian eigenvectors (potential ``q``).
 
     ``data[attr_name]`` is real ``(N, 2k)``: real parts then imaginary parts of the complex
@@ -57,16 +57,7 @@ class AddMagneticLaplacianPE(BaseTransform):
             q_relative=self.q_relative,
             **self.solver_kwargs,
         )
-        pe, ev, mask = r
-        device = data.edge_index.device
-        if self.eigvals_attr is not None:
-            data[self.eigvals_attr] = ev.to(device, self.dtype).view(1, -1)
-        if self.mask_attr is not None:
-            data[self.mask_attr] = mask.to(device).view(1, -1)
-        if self.ambiguous_attr is not None:
-            data[self.ambiguous_attr] = r.ambiguous.to(device).view(1, -1)
-        feats = torch.cat([pe.real, pe.imag], dim=-1).to(device, self.dtype)
-        return add_node_attr(data, feats, self.attr_name)
+        return self.store(data, r, torch.cat([r.pe.real, r.pe.imag], dim=-1))
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}(k={self.k}, q={self.q})"

@@ -27,6 +27,7 @@ def figure_svg(fig) -> str:
     Returns
     -------
     str
+        The ``<svg>`` element (the XML prolog and doctype dropped).
 
     Examples
     --------
@@ -56,6 +57,7 @@ def html_page(figures, title: str = "structpos", facts: dict | None = None) -> s
     Returns
     -------
     str
+        The page, with no external resource (no script, font or link).
 
     Examples
     --------

@@ -41,7 +41,7 @@ def tree_layout(s: Structure) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        ``(N, 2)`` float.
+        ``(N, 2)`` float ``(x, y)`` per node; a parent sits midway over its children.
 
     Raises
     ------
@@ -91,7 +91,7 @@ def grid_layout(s: Structure) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        ``(N, 2)`` float.
+        ``(N, 2)`` float ``(x, y)`` per node; rows go down (``y <= 0``).
 
     Raises
     ------

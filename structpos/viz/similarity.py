@@ -93,7 +93,7 @@ def sectioned_rope_scores(coords: np.ndarray, q: np.ndarray, k: np.ndarray, base
     Returns
     -------
     numpy.ndarray
-        ``(N, N)`` float64.
+        ``(N, N)`` float64 exact scores (complex arithmetic, no encoder).
 
     Raises
     ------
@@ -141,7 +141,7 @@ def rotary_scores(
     Returns
     -------
     numpy.ndarray
-        ``(N, N)`` float64.
+        ``(N, N)`` float64; row ``i`` holds node ``i``'s query against every key.
 
     Raises
     ------
