@@ -403,10 +403,10 @@ def _extra(m: int, method: str = "lobpcg") -> int:
     """Extra vectors beyond the ``m`` wanted: a LOBPCG block needs room for a degenerate cluster
     cut at ``m`` (``m // 2``, at least 4). The Krylov methods are not block methods — ARPACK
     finds copies of a degenerate eigenvalue only through rounding, whatever the count asked —
-    and rely on the completeness rounds: Lanczos takes 2 extra (faster convergence of the last
-    wanted Ritz pairs in clustered spectra), shift-invert none (its inverted spectrum is
-    well separated)."""
-    return {"shift-invert": 0, "lanczos": 2}.get(method, max(4, m // 2))
+    and rely on the completeness certificate: they take none (measured with the Lanczos
+    certificate, k = 8 on 100k-node random 4-regular and Barabási–Albert graphs: 2 extra Ritz
+    pairs cost 1–11 % more CPU time; shift-invert's inverted spectrum is well separated)."""
+    return 0 if method in ("shift-invert", "lanczos") else max(4, m // 2)
 
 
 def _accept(L, Z, w, U, method) -> tuple[np.ndarray, float]:
