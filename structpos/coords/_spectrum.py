@@ -327,9 +327,13 @@ def edge_rayleigh_quotients(U: np.ndarray, A, deg: np.ndarray, w: np.ndarray, ph
     [2.0]
     """
     C = sp.triu(A, k=1).tocoo()
-    y = U / np.sqrt(deg)[:, None]
-    diff = y[C.row] - (y[C.col] if phase is None else y[C.col] * _entries(phase, C.row, C.col)[:, None])
-    lam = (C.data[:, None] * np.abs(diff) ** 2).sum(axis=0)
+    ph = None if phase is None else _entries(phase, C.row, C.col)
+    Y = np.asfortranarray(U / np.sqrt(deg)[:, None])
+    lam = np.empty(Y.shape[1])
+    for j in range(Y.shape[1]):  # one column at a time: (E,) temporaries, not (E, k)
+        y = Y[:, j]
+        diff = y[C.row] - (y[C.col] if ph is None else y[C.col] * ph)
+        lam[j] = C.data @ (diff.real**2 + diff.imag**2 if np.iscomplexobj(diff) else diff * diff)
     ok = np.abs(lam - w) <= 1e-6 * np.maximum(np.abs(w), 1e-300) + 1e-15
     return np.where(ok, lam, w)
 

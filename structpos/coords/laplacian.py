@@ -344,13 +344,12 @@ def _normalized_laplacian(A, deg: np.ndarray):
     regular parts, e.g. ``1/2`` inside a path, so the matrix determines eigenvalues as small as
     ``1/N²`` to ~1e-8 relative; ``d^{-1/2}_i d^{-1/2}_j`` would put an ε-sized perturbation on
     every entry, ~1e-5 relative error for the smallest eigenvalue of a 1M-node path)."""
-    C = A.tocoo()
-    off = C.row != C.col
-    vals = -C.data[off] / np.sqrt(deg[C.row[off]] * deg[C.col[off]])
+    A = sp.csr_matrix(A)
     n = A.shape[0]
-    rows = np.concatenate([C.row[off], np.arange(n)])
-    cols = np.concatenate([C.col[off], np.arange(n)])
-    return sp.csr_matrix((np.concatenate([vals, np.ones(n)]), (rows, cols)), shape=(n, n))
+    rows = np.repeat(np.arange(n), np.diff(A.indptr))
+    vals = np.where(rows == A.indices, 0.0, -A.data / np.sqrt(deg[rows] * deg[A.indices]))  # no self-loops
+    off = sp.csr_matrix((vals, A.indices, A.indptr), shape=(n, n))  # A's pattern: no COO round trip
+    return (off + sp.identity(n, format="csr")).tocsr()
 
 
 def _subgraph(A, nodes: np.ndarray, name: str) -> Graph:
