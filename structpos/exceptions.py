@@ -81,6 +81,28 @@ class StructposError(Exception):
             where += f" at {position}" if where else f"at {position}"
         super().__init__(f"{where}: {message}" if where else message)
 
+    def __reduce__(self):
+        """Pickle by state: the keyword-only arguments cannot be replayed from ``args``.
+
+        Errors then cross process boundaries intact (worker processes, Ray tasks).
+
+        Examples
+        --------
+        >>> import pickle
+        >>> e = pickle.loads(pickle.dumps(LimitError("big", limit="max_nodes", value=9, maximum=5, name="g")))
+        >>> str(e), e.limit, e.input_name
+        ('g: big (max_nodes: 9 > 5; raise the limit to allow it)', 'max_nodes', 'g')
+        """
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+def _rebuild(cls: "type[StructposError]", args: tuple, state: dict) -> "StructposError":
+    """An error of class ``cls`` with ``args`` and attributes ``state``, without calling ``__init__``."""
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
 
 class InputError(StructposError, ValueError):
     """Bad input or a bad option (also a :class:`ValueError`).

@@ -38,8 +38,12 @@ SAMPLES = [
     ("table", {"format": "html"}, "<table><tr><td>1<td>2<td>3<td>é<tr><td>4<td>5<td>6<td>7</table>"),
     ("document", {}, "One sentence here. Another one there.\n\nA second paragraph."),
     ("markdown", {}, "# Title\n\nSome text here. More text.\n\n## Sub\n\nEnd.\n"),
-    ("conllu", {}, "1\tI\tI\tPRON\t_\t_\t2\tnsubj\t_\t_\n2\tsee\tsee\tVERB\t_\t_\t0\troot\t_\t_\n"
-                   "3\tit\tit\tPRON\t_\t_\t2\tobj\t_\t_\n\n" * 6),
+    (
+        "conllu",
+        {},
+        "1\tI\tI\tPRON\t_\t_\t2\tnsubj\t_\t_\n2\tsee\tsee\tVERB\t_\t_\t0\troot\t_\t_\n"
+        "3\tit\tit\tPRON\t_\t_\t2\tobj\t_\t_\n\n" * 6,
+    ),
     ("grammar", {"grammar": ARITH}, " + ".join(["1"] * 12)),
 ]
 IDS = [f"{k}-{o.get('format', '')}" for k, o, _ in SAMPLES]
@@ -149,6 +153,86 @@ def test_slow_tree_sitter_parse_stops_at_record_timeout():
     assert parse(small, "code", language="python").num_nodes == ref.root_node.descendant_count
 
 
+# tree-sitter's error recovery at the end of this input accepts every path through its merged
+# parse stack (ts_parser__accept over ts_stack_pop_all) and calls no progress callback meanwhile:
+# ~25 s on the 2-core dev machine, all past the last callback (a callback deadline stops nothing)
+EOF_RECOVERY_BOMB = b"def f(x):\n" + b"/*" * 100 + b'"' + b"/*" * 4500 + b"    return [y for y in"
+
+
+def _progress_gap(data: bytes, budget: float) -> tuple[float, bool]:
+    """Parse ``data`` in this process with a progress callback that cancels after ``budget`` seconds;
+    return (seconds taken, whether the parse was cancelled)."""
+    import tree_sitter
+    import tree_sitter_python
+
+    parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
+    t0 = time.perf_counter()
+    try:
+        tree = parser.parse(lambda off, _p: data[off:], progress_callback=lambda *_: time.perf_counter() - t0 > budget)
+    except ValueError:
+        tree = None
+    return time.perf_counter() - t0, tree is None
+
+
+def test_tree_sitter_eof_recovery_stops_at_record_timeout():
+    # the mechanism: on a smaller bomb (~1.5 s), a callback deadline of 0.05 s is not honoured
+    small = b"def f(x):\n" + b"/*" * 100 + b'"' + b"/*" * 1500 + b"    return [y for y in"
+    took, cancelled = _progress_gap(small, 0.05)
+    assert took > 0.4, "tree-sitter now checks progress in its EOF recovery: the helper process may be unneeded"
+    # parse_code stops the 10 KB bomb at the deadline, naming the input and the limit
+    t = time.perf_counter()
+    with pytest.raises(LimitError, match="bomb.py.*record_timeout") as e:
+        parse(EOF_RECOVERY_BOMB, "code", language="python", name="bomb.py", limits=Limits(record_timeout=0.5))
+    assert e.value.limit == "record_timeout" and e.value.input_name == "bomb.py"
+    assert time.perf_counter() - t < 5  # 0.5 s plus slack for a loaded machine, not the 25 s of the parse
+    # the killed helper is replaced: the next parses are correct (against tree-sitter's own count)
+    import tree_sitter
+    import tree_sitter_python
+
+    src = b"def g(a, b):\n    return a + b\n" * 50
+    ref = tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language())).parse(src)
+    for _ in range(2):
+        assert parse(src, "code", language="python").num_nodes == ref.root_node.descendant_count
+
+
+def test_code_parse_with_a_language_made_after_the_helper_started():
+    import tree_sitter
+    import tree_sitter_python
+
+    parse(b"x = 1\n", "code", language="python")  # a helper exists now
+    lang = tree_sitter.Language(tree_sitter_python.language())  # an object the helper has never seen
+    src = b"class A:\n    def f(self):\n        return [i for i in self]\n"
+    s = parse(src, "code", language=lang)
+    ref = tree_sitter.Parser(lang).parse(src)
+    assert s.num_nodes == ref.root_node.descendant_count
+    assert s.labels[0] == "module" and not s.meta["has_error"]
+
+
+def _die() -> None:
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_guard_helper_death_is_a_parse_error_and_errors_cross_intact():
+    from structpos.parsers._guard import call_guarded
+
+    with pytest.raises(ParseError, match="rec-1.*died.*signal 9"):
+        call_guarded(_die, (), time.monotonic() + 30, what="test call", timeout=30, name="rec-1")
+    err = LimitError("too big", limit="max_nodes", value=9, maximum=5, name="g")
+    with pytest.raises(LimitError) as e:  # raised in the helper, raised again here with its attributes
+        call_guarded(_raise, (err,), time.monotonic() + 30, what="test call", timeout=30, name="x")
+    assert (str(e.value), e.value.limit, e.value.value, e.value.input_name) == (str(err), "max_nodes", 9, "g")
+    with pytest.raises(ParseError, match="test call failed: ZeroDivisionError"):
+        call_guarded(divmod, (1, 0), time.monotonic() + 30, what="test call", timeout=30, name="x")
+    assert call_guarded(divmod, (7, 2), time.monotonic() + 30, what="test call", timeout=30, name="x") == (3, 1)
+
+
+def _raise(err: BaseException) -> None:
+    raise err
+
+
 def test_slow_yaml_scan_stops_at_record_timeout():
     pytest.importorskip("yaml")
     deep = "[" * 4000 + "]" * 4000  # PyYAML's scanner is quadratic in the flow nesting depth
@@ -176,7 +260,9 @@ def test_known_suffix_wins_over_sniffing(tmp_path):
 
 
 def test_html_spans_are_clamped_as_html_does():
-    s = parse("<table><tr><td colspan=5000 rowspan=99999>x</td></tr><tr><td>y</td></tr></table>", "table", format="html")
+    s = parse(
+        "<table><tr><td colspan=5000 rowspan=99999>x</td></tr><tr><td>y</td></tr></table>", "table", format="html"
+    )
     cell = int(np.flatnonzero(s.labels != "row")[1])
     assert s.attrs["colspan"][cell] == 1000  # HTML clamps colspan to 1000
     assert s.attrs["rowspan"][cell] == 2  # rowspan clamps to 65534, then to the end of the row group
@@ -266,10 +352,19 @@ for name, (obj, kind, opts) in cases.items():
 def test_worst_inputs_stay_under_1gib():
     pytest.importorskip("lark")
     limit = 2**30
-    code = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))\n" + textwrap.dedent(WORST_CASES)
-    env = {"PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600, check=False)
+    code = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))\n" + textwrap.dedent(
+        WORST_CASES
+    )
+    env = {
+        "PYTHONPATH": str(REPO),
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PATH": "/usr/bin:/bin",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert proc.returncode == 0, proc.stderr[-3000:] + "\n" + proc.stdout[-2000:]
     assert len(rows) == 15

@@ -31,6 +31,13 @@ walk costs ~0.7x the bare parse (six binding calls per node); ``node.children`` 
 a breadth-first ``children`` walk and ``QueryCursor`` captures all measured slower, and
 ``Parser.parse`` holds the GIL (checked with py-tree-sitter 0.26), so a parsing thread cannot
 overlap the walk. ``benchmarks/bench_parse.py`` measures the whole path.
+
+Time limit: with ``limits.record_timeout`` set (the default), the parse and the walk run in a
+helper process (:mod:`structpos.parsers._guard`, a ``fork`` kept for the next parses) that is
+killed at the deadline, because tree-sitter can spend unbounded time without calling its
+progress callback (error recovery at the end of the input, see :func:`_parse_timed`); the
+columns come back through a pipe (~0.2 ms per file on the stdlib). With ``record_timeout=None``,
+or without ``fork``, everything runs in this process.
 """
 
 from __future__ import annotations
@@ -40,13 +47,14 @@ import threading
 import tokenize
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..exceptions import ParseError, SpecError
 from ..limits import Deadline, Limits, check_limit, resolve_limits
 from ..structure import CodeInfo, Structure, StructureError
+from ._guard import StaleHelper, call_guarded, can_fork
 from ._input import bom_encoding, check_text, decode_bytes, is_pathlike, read_bytes
 from ._offsets import ByteToChar
 
@@ -344,15 +352,42 @@ def _resolve_language(language) -> tuple[Any, str]:
     return language, getattr(language, "name", None) or "custom"
 
 
-def _parse_timed(parser, data: bytes, timeout: float | None, name: str):
-    """``parser.parse(data)``, cancelled after ``timeout`` seconds (LimitError ``record_timeout``).
+class _Columns(NamedTuple):
+    """What a parse leaves for :func:`_build`: the walk's columns as arrays, and the tree's error flag and size."""
 
-    tree-sitter's error recovery is superlinear on some inputs (an unclosed ``def`` before
-    thousands of comment lines: 128 KB take ~5 s; some 10 KB inputs take seconds), and a C
-    parse cannot be interrupted by a signal, so the input goes through a read callback with a
-    progress callback that checks a deadline (the bare bytes path ignores progress callbacks;
-    the callbacks cost no measurable time on the stdlib). A cancelled parser is
-    reset, or its next parse would resume the cancelled one.
+    has_error: bool
+    nodes: int  # every node of the tree (named_only keeps fewer)
+    kinds: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    parents: np.ndarray
+    field_ids: np.ndarray
+    missing: np.ndarray
+
+
+def _tree_columns(tree, keep: list[bool] | None, fields: bool, max_nodes: int | None, name: str) -> _Columns:
+    """Walk ``tree`` into :class:`_Columns` (LimitError ``max_nodes`` before a full walk of too many nodes)."""
+    count = tree.root_node.descendant_count
+    if keep is None:  # the walk visits every node: refuse before building the columns
+        check_limit(count, max_nodes, "max_nodes", "nodes", name=name)
+    has_error = tree.root_node.has_error
+    kinds, starts, ends, parents, field_ids, missing = _walk(tree, keep, fields, has_error)
+    flags = np.array(missing, dtype=bool)
+    return _Columns(has_error, count, _ints(kinds), _ints(starts), _ints(ends), _ints(parents), _ints(field_ids), flags)
+
+
+def _parse_timed(parser, data: bytes, timeout: float | None, name: str):
+    """``parser.parse(data)``, cancelled after ``timeout`` seconds if tree-sitter lets it be (LimitError ``record_timeout``).
+
+    tree-sitter checks a deadline only through the progress callback, which it calls every 100
+    parse operations while it advances, and a C parse cannot be interrupted by a signal. The input
+    goes through a read callback (the bare bytes path ignores progress callbacks; the callbacks
+    cost no measurable time on the stdlib). A cancelled parser is reset, or its next parse would
+    resume the cancelled one. This is the fallback where :func:`_parse_columns` has no helper
+    process: at the end of an input in error, tree-sitter's recovery accepts every path through its
+    merged parse stack (``ts_parser__accept`` over ``ts_stack_pop_all``) without calling the
+    callback, and the paths can be many: ``def f(x):`` + ``/*`` x 100 + ``"`` + ``/*`` x 4500 +
+    ``    return [y for y in`` (10 KB) spends 25 s there.
     """
     if timeout is None:
         tree = parser.parse(data)
@@ -376,33 +411,74 @@ def _parse_timed(parser, data: bytes, timeout: float | None, name: str):
     return tree
 
 
-def _build(tree, text: str, data: bytes, name: str, lang, lang_name: str, named_only: bool, fields: bool) -> Structure:
-    """Walk a parsed tree into a Structure."""
+def _language_key(lang, lang_name: str) -> str | int:
+    """How a helper process finds ``lang``: its name if it is the cached one of that name, else its id."""
+    try:
+        if get_language(lang_name) is lang:
+            return lang_name
+    except (ImportError, SpecError):
+        pass
+    _kind_tables(lang)  # registers it by id: a helper forked from now on finds it
+    return id(lang)
+
+
+def _helper_columns(key: str | int, data: bytes, named_only: bool, fields: bool, max_nodes: int | None, name: str):
+    """In a helper process: parse and walk (a fresh parser; no callback, the parent kills at the deadline)."""
+    if isinstance(key, str):
+        lang = get_language(key)
+    elif key in _tables:
+        lang = _tables[key][0]
+    else:  # a Language created after this helper started
+        raise StaleHelper(key)
+    keep = _kind_tables(lang).keep_named if named_only else None
+    return _tree_columns(_tree_sitter().Parser(lang).parse(data), keep, fields, max_nodes, name)
+
+
+def _parse_columns(
+    lang, lang_name: str, data: bytes, limits: Limits, name: str, named_only: bool, fields: bool
+) -> _Columns:
+    """Parse and walk ``data``, stopped at ``limits.record_timeout`` seconds whatever the input.
+
+    With a timeout, the parse runs in a helper process killed at the deadline
+    (:func:`~structpos.parsers._guard.call_guarded`: a pipe round trip per parse), since
+    tree-sitter may spend unbounded time without a progress callback (see :func:`_parse_timed`).
+    Without a timeout, or without ``fork``, it runs here.
+    """
+    timeout = limits.record_timeout
+    if timeout is not None and can_fork():
+        args = (_language_key(lang, lang_name), data, named_only, fields, limits.max_nodes, name)
+        deadline = time.monotonic() + timeout
+        return call_guarded(_helper_columns, args, deadline, what="tree-sitter parse", timeout=timeout, name=name)
+    keep = _kind_tables(lang).keep_named if named_only else None
+    return _tree_columns(_parse_timed(_parser_for(lang), data, timeout, name), keep, fields, limits.max_nodes, name)
+
+
+def _build(
+    cols: _Columns, text: str, data: bytes, name: str, lang, lang_name: str, named_only: bool, fields: bool
+) -> Structure:
+    """The Structure of a parse's columns."""
     tables = _kind_tables(lang)
-    has_error = tree.root_node.has_error
-    keep = tables.keep_named if named_only else None
-    kinds, starts, ends, parents, field_ids, missing = _walk(tree, keep, fields, has_error)
-    kind = _ints(kinds)
+    kind = cols.kinds
     kind[kind >= tables.error_slot] = tables.error_slot
     is_error = kind == tables.error_slot
-    if has_error:
-        is_error |= np.array(missing, dtype=bool)
+    if cols.has_error:
+        is_error |= cols.missing
     to_char = ByteToChar(text, data)
     attrs: dict[str, np.ndarray] = {"is_named": tables.named[kind], "is_error": is_error}
     if fields:
         names = np.array([""] + [lang.field_name_for_id(i) or "" for i in range(1, lang.field_count + 1)], dtype=object)
-        attrs["field"] = names[_ints(field_ids)]
+        attrs["field"] = names[cols.field_ids]
     return Structure(
         kind="tree",
         labels=tables.labels[kind],
-        start=to_char(_ints(starts)),
-        end=to_char(_ints(ends)),
-        parent=_ints(parents),
+        start=to_char(cols.starts),
+        end=to_char(cols.ends),
+        parent=cols.parents,
         source=text,
         name=name,
         attrs=attrs,
         format="code",
-        code=CodeInfo(language=lang_name, has_error=bool(has_error), named_only=named_only),
+        code=CodeInfo(language=lang_name, has_error=bool(cols.has_error), named_only=named_only),
     )
 
 
@@ -437,7 +513,8 @@ def parse_code(
     fields : bool
         Add ``attrs["field"]``.
     limits : Limits, optional
-        ``max_input_bytes`` and ``max_nodes`` apply.
+        ``max_input_bytes`` and ``max_nodes`` apply; the parse stops at ``record_timeout``
+        seconds (in a helper process killed at the deadline; see the module docstring).
 
     Returns
     -------
@@ -449,7 +526,7 @@ def parse_code(
     ------
     ParseError
         Bytes that do not decode (naming the byte offset), a lone
-        surrogate in ``str`` input.
+        surrogate in ``str`` input, a helper process that died while parsing.
     SpecError
         No language given and none to guess.
     LimitError
@@ -467,9 +544,7 @@ def parse_code(
     language = _language_of(language, source, name)
     lang, lang_name = _resolve_language(language)
     text, data, name = _read_source(source, name, lang_name, limits)
-    tree = _parse_timed(_parser_for(lang), data, resolve_limits(limits).record_timeout, name)
-    if not named_only:  # the walk visits every node: refuse before building the columns
-        check_limit(tree.root_node.descendant_count, resolve_limits(limits).max_nodes, "max_nodes", "nodes", name=name)
-    s = _build(tree, text, data, name, lang, lang_name, named_only, fields)
+    cols = _parse_columns(lang, lang_name, data, resolve_limits(limits), name, named_only, fields)
+    s = _build(cols, text, data, name, lang, lang_name, named_only, fields)
     check_limit(s.num_nodes, resolve_limits(limits).max_nodes, "max_nodes", "nodes", name=name)
     return s

@@ -1,0 +1,251 @@
+"""Run a function in a helper process that is killed at a deadline.
+
+For C code that neither checks a deadline nor can be interrupted by a signal (tree-sitter's
+error recovery at the end of an input calls no progress callback, see
+:mod:`structpos.parsers.code`). Helpers are ``fork`` s of this process, started on first use
+and kept for the next calls (one per concurrent call): a call sends the function (by
+reference) and its arguments through a pipe and waits for the pickled result until the
+deadline. A helper still working at the deadline is killed with ``SIGKILL`` and
+:class:`~structpos.exceptions.LimitError` (``record_timeout``) is raised; a helper that dies
+(a segfault in C code) raises :class:`~structpos.exceptions.ParseError`. An exception the
+function raises is raised again here (structpos's own errors and ``MemoryError`` as they are,
+anything else as a ``ParseError``).
+
+A helper inherits this process's memory when it starts (loaded modules and objects: no
+import), so a call costs a pipe round trip (tens of microseconds plus the pickled arguments
+and result), not a ``fork``. Helpers ignore ``SIGINT`` and exit when this process does; a
+process forked from this one starts its own. POSIX only: :func:`can_fork` says whether
+helpers are available.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import threading
+import time
+import warnings
+from typing import Any, Callable
+
+from ..exceptions import LimitError, ParseError, StructposError
+
+__all__ = ["can_fork", "call_guarded", "StaleHelper"]
+
+
+class StaleHelper(Exception):
+    """Raised by a guarded function that needs an object created after its helper started:
+    :func:`call_guarded` then runs it once more in a fresh helper."""
+
+
+def can_fork() -> bool:
+    """Whether :func:`call_guarded` can run here (a POSIX ``fork``).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import os
+    >>> can_fork() == hasattr(os, "fork")
+    True
+    """
+    return hasattr(os, "fork")
+
+
+class _Helper:
+    """One forked helper process and the parent's end of its pipe."""
+
+    def __init__(self) -> None:
+        ours, theirs = mp.Pipe()
+        parent = os.getpid() if threading.current_thread() is threading.main_thread() else None
+        with warnings.catch_warnings():  # the helper runs only guarded functions: no other thread's lock is needed
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - the helper (coverage does not follow it)
+            ours.close()
+            _serve(theirs, parent)
+        theirs.close()
+        self.pid, self.conn = pid, ours
+
+    def alive(self) -> bool:
+        """Whether the helper has not exited (reaps it if it has)."""
+        try:
+            return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+        except ChildProcessError:
+            return False
+
+    def stop(self) -> None:
+        """Kill the helper and reap it."""
+        self.conn.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def _die_with(parent: int | None) -> None:  # pragma: no cover - runs in the helper
+    """Linux: have the kernel kill this helper when its parent dies, even mid-call (no orphan keeps burning CPU).
+
+    Only for a helper forked by the main thread: the kernel watches the forking *thread*, and a
+    helper forked by a worker thread would die with it while other threads still use it.
+    """
+    if parent is None:
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the call above
+        os._exit(0)
+
+
+def _serve(conn, parent: int | None) -> None:  # pragma: no cover - runs in the helper
+    """The helper's loop: run each ``(fn, args)`` received, send ``(ok, result or error)``; exit at EOF."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with(parent)
+    _pool.clear()  # helpers of the parent are not this process's children
+    try:
+        while True:
+            try:
+                fn, args = conn.recv()
+            except (EOFError, OSError):
+                return
+            try:
+                outcome: tuple = (True, fn(*args))
+            except StaleHelper:
+                outcome = (False, StaleHelper)
+            except (StructposError, MemoryError) as e:
+                outcome = (False, e)
+            except BaseException as e:  # reported to the parent, which raises it as a ParseError
+                outcome = (False, f"{type(e).__name__}: {e}")
+            conn.send(outcome)
+    finally:
+        os._exit(0)
+
+
+class _Pool:
+    """Idle helpers of this process (a forked child of this process forgets them)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.idle: list[_Helper] = []
+        self.owner = os.getpid()
+
+    def take(self) -> _Helper:
+        with self.lock:
+            if self.owner != os.getpid():  # inherited through a fork: not our children
+                self.idle, self.owner = [], os.getpid()
+            while self.idle:
+                helper = self.idle.pop()
+                if helper.alive():
+                    return helper
+                helper.stop()  # died while idle (the OOM killer, ...)
+        return _Helper()
+
+    def give_back(self, helper: _Helper) -> None:
+        with self.lock:
+            if self.owner == os.getpid():
+                self.idle.append(helper)
+
+    def clear(self) -> None:
+        self.idle, self.owner = [], os.getpid()
+
+
+_pool = _Pool()
+
+
+def call_guarded(
+    fn: Callable[..., Any], args: tuple, deadline: float, *, what: str, timeout: float, name: str | None
+) -> Any:
+    """``fn(*args)`` computed in a helper process, killed at ``deadline`` (a ``time.monotonic()`` value).
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function (it is sent by reference); its arguments and result must pickle.
+    args : tuple
+        Its arguments.
+    deadline : float
+        When to give up, on the ``time.monotonic()`` clock.
+    what : str
+        The work, as the timeout message names it (``"tree-sitter parse"``).
+    timeout : float
+        The limit the deadline comes from, for the message.
+    name : str or None
+        The input, for the messages.
+
+    Returns
+    -------
+    object
+        What ``fn(*args)`` returned.
+
+    Raises
+    ------
+    LimitError
+        ``record_timeout``: the deadline passed (the helper was killed).
+    ParseError
+        The helper died, or ``fn`` raised an exception other than structpos's own or ``MemoryError``.
+    StructposError, MemoryError
+        As ``fn`` raised them.
+
+    Examples
+    --------
+    >>> import time
+    >>> call_guarded(sum, ([1, 2, 3],), time.monotonic() + 10, what="a sum", timeout=10, name="x")
+    6
+    >>> call_guarded(time.sleep, (60,), time.monotonic() + 0.1, what="a nap", timeout=0.1, name="x")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.LimitError: x: a nap still running after 0.1 s (record_timeout: ...)
+    """
+    for _attempt in range(2):
+        ok, value = _round_trip(_pool.take(), fn, args, deadline, what, timeout, name)
+        if ok:
+            return value
+        if value is not StaleHelper:
+            break
+    if isinstance(value, BaseException):
+        raise value
+    raise ParseError(f"{what} failed: {value}", name=name)
+
+
+def _round_trip(helper: _Helper, fn, args: tuple, deadline: float, what: str, timeout: float, name: str | None):
+    """Send one call to ``helper`` and wait for its outcome; a helper in any doubt is stopped, not reused."""
+    start = time.monotonic()
+    kept = False
+    try:
+        helper.conn.send((fn, args))
+        if not helper.conn.poll(max(0.0, deadline - start)):
+            raise LimitError(
+                f"{what} still running after {timeout:g} s",
+                limit="record_timeout",
+                value=round(time.monotonic() - start, 1),
+                maximum=timeout,
+                name=name,
+            )
+        try:
+            outcome = helper.conn.recv()
+        except (EOFError, OSError):
+            raise ParseError(f"the process running the {what} died ({_death(helper)})", name=name) from None
+        kept = outcome[1] is not StaleHelper
+        return outcome
+    finally:
+        if kept:
+            _pool.give_back(helper)
+        else:  # timed out, died, interrupted here (Ctrl-C, an alarm) or stale: never reuse
+            helper.stop()
+
+
+def _death(helper: _Helper) -> str:
+    try:
+        _, status = os.waitpid(helper.pid, 0)
+    except ChildProcessError:
+        return "unknown status"
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"exit status {os.waitstatus_to_exitcode(status)}"
