@@ -125,7 +125,7 @@ def _child(contender: str, edge_path: str, n: int, mem_gib: float, verbose: bool
         out = run_contender(contender, ei, n, verbose)
         out["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         conn.send(out)
-    except BaseException as e:  # noqa: BLE001 - report anything (MemoryError included) to the parent
+    except BaseException as e:
         conn.send({"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120],
                    "trace": traceback.format_exc(limit=3),
                    "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 pytest.importorskip("tree_sitter")
-import tree_sitter  # noqa: E402
+import tree_sitter
 
-from structpos import StructureError  # noqa: E402
-from structpos.coords.tree import tree_coords  # noqa: E402
-from structpos.parsers import parse  # noqa: E402
-from structpos.parsers.code import get_language, language_for_path, parse_code  # noqa: E402
+from structpos import StructureError
+from structpos.coords.tree import tree_coords
+from structpos.parsers import parse
+from structpos.parsers.code import get_language, language_for_path, parse_code
 
 SAMPLE_EVERY = 24  # full equality check on every 24th stdlib file ...
 NON_ASCII_EVERY = 4  # ... and on every 4th file with non-ASCII text (char offsets)

@@ -7,14 +7,15 @@ import pytest
 import torch
 
 pytest.importorskip("torch_geometric")
-from torch_geometric.data import Data  # noqa: E402
-from torch_geometric.loader import DataLoader  # noqa: E402
-from torch_geometric.transforms import AddLaplacianEigenvectorPE, AddRandomWalkPE as PygRW, Compose  # noqa: E402
-from torch_geometric.utils import to_dense_adj, to_undirected  # noqa: E402
+from torch_geometric.data import Data
+from torch_geometric.loader import DataLoader
+from torch_geometric.transforms import AddLaplacianEigenvectorPE, Compose
+from torch_geometric.transforms import AddRandomWalkPE as PygRW
+from torch_geometric.utils import to_dense_adj, to_undirected
 
-from structpos.coords.distance import resistance_distance, hop_distances  # noqa: E402
-from structpos.coords.magnetic import magnetic_laplacian_pe  # noqa: E402
-from structpos.transforms import (  # noqa: E402
+from structpos.coords.distance import hop_distances, resistance_distance
+from structpos.coords.magnetic import magnetic_laplacian_pe
+from structpos.transforms import (
     AddLaplacianPE,
     AddMagneticLaplacianPE,
     AddRandomWalkPE,
@@ -70,6 +71,9 @@ def test_lap_transform_spans_pyg_eigenvectors_and_batches():
         L = torch.eye(g.num_nodes, dtype=torch.float64) - dinv[:, None] * A * dinv[None, :]
         ref_ev = torch.einsum("ij,ij->j", ref, L @ ref)
         torch.testing.assert_close(d.laplacian_eigenvalues[0].double(), ref_ev, atol=1e-5, rtol=0)
+        # and our vectors are eigenvectors of that Laplacian for those eigenvalues
+        our_ev = torch.einsum("ij,ij->j", ours, L @ ours)
+        torch.testing.assert_close(our_ev, ref_ev, atol=1e-5, rtol=0)
     batch = next(iter(DataLoader(ds, batch_size=5)))
     assert batch.laplacian_eigenvector_pe.shape == (batch.num_nodes, 4)
     assert batch.laplacian_eigenvalues.shape == (5, 4) and batch.laplacian_mask.all()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import lark
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from structpos import StructureError
 from structpos.parsers import parse

@@ -11,9 +11,12 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from structpos import Structure, StructureError  # noqa: E402
-from structpos import viz  # noqa: E402
-from structpos.cli import main as cli_main  # noqa: E402
+from structpos import (
+    Structure,
+    StructureError,
+    viz,
+)
+from structpos.cli import main as cli_main
 
 
 def random_preorder_tree(n: int, rng: np.random.Generator) -> np.ndarray:

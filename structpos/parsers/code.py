@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 import tokenize
 from functools import lru_cache
 from pathlib import Path
