@@ -54,7 +54,15 @@ MAX_SKIPPED_LISTED = 1000
 
 
 class ShardFiles(NamedTuple):
-    """The three files of one shard (see :func:`shard_files`)."""
+    """The three files of one shard (see :func:`shard_files`).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> files = shard_files(Path("out"), 0)
+    >>> files.errors.parent.name, files.index_file.suffix
+    ('errors', '.json')
+    """
 
     parquet: Path
     """The rows."""
