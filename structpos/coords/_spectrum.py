@@ -114,7 +114,23 @@ class SpectralPE(_PE):
 
 
 class LapBatch(NamedTuple):
-    """Batched PE: rows of all graphs concatenated (PyG ``Batch`` layout)."""
+    """Batched PE: rows of all graphs concatenated (PyG ``Batch`` layout).
+
+    Examples
+    --------
+    A triangle and an edge, ``k = 2``: the normalised Laplacian of a triangle has ``3/2``
+    twice, an edge has ``2`` once, so the edge's second mode is masked out.
+
+    >>> import numpy as np
+    >>> from structpos.coords.laplacian import laplacian_pe_batch
+    >>> tri = (np.array([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]), 3)
+    >>> edge = (np.array([[0, 1], [1, 0]]), 2)
+    >>> b = laplacian_pe_batch([tri, edge], 2)
+    >>> b.ptr.tolist(), b.eigvals.round(6).tolist(), b.mask.tolist()
+    ([0, 3, 5], [[1.5, 1.5], [2.0, 0.0]], [[True, True], [True, False]])
+    >>> b.graph(1)[0].shape
+    (2, 2)
+    """
 
     pe: Any
     """``(ΣN, k)`` eigenvector entries, graph ``g`` in rows ``ptr[g]:ptr[g+1]``."""

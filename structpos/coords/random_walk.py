@@ -60,9 +60,42 @@ def random_walk_pe(
 ):
     """RWSE of one graph: ``(N, walk_length)`` return probabilities (see the module docstring).
 
-    ``edge_index`` may also be a Structure / PyG Data / ``(edge_index, num_nodes)`` tuple.
-    Computed and returned in ``dtype`` (float32 by default, as PyG; ``np.float64`` for full
-    precision). Torch input gives torch output.
+    Parameters
+    ----------
+    edge_index : array or tensor, shape (2, E)
+        The edges; may also be a Structure, a PyG ``Data`` or an ``(edge_index, num_nodes)`` tuple.
+    num_nodes : int, optional
+        Node count (default: one more than the largest index).
+    walk_length : int
+        ``K``, the number of steps (columns).
+    edge_weight : array or tensor, shape (E,), optional
+        Edge weights (``P_ij = w_ij / d_i``); default 1.
+    symmetrize : bool
+        Walk ``max(A, Aᵀ)`` (default) or the edges as given.
+    dtype : numpy dtype
+        Computed and returned in this precision (float32 as PyG; ``np.float64`` for full precision).
+    dense_max : int
+        Graphs above this many nodes use sparse products.
+
+    Returns
+    -------
+    ndarray or torch.Tensor, shape (N, walk_length)
+        ``[P^k]_ii`` for ``k = 1..K``; torch input gives torch output.
+
+    Raises
+    ------
+    SpecError
+        ``walk_length`` below 1.
+
+    Examples
+    --------
+    On a triangle the return probability after ``k`` steps is ``(1 + 2 (-1/2)^k) / 3``:
+
+    >>> import numpy as np
+    >>> ei = np.array([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]])
+    >>> pe = random_walk_pe(ei, 3, walk_length=4, dtype=np.float64)
+    >>> np.allclose(pe, [(1 + 2 * (-0.5) ** k) / 3 for k in range(1, 5)])
+    True
     """
     g = as_graph(edge_index, num_nodes, edge_weight)
     K = _check_len(walk_length)
@@ -92,6 +125,38 @@ def random_walk_pe_batch(
     ``workers``: threads multiplying size groups concurrently (BLAS releases the GIL); ``None``
     uses one per available core (at most 4) for batches of >= 256 graphs. The result does not
     depend on it.
+
+    Parameters
+    ----------
+    graphs : sequence
+        Graphs in any form :func:`random_walk_pe` accepts.
+    walk_length, symmetrize, dtype, dense_max
+        As in :func:`random_walk_pe`.
+    bucket : int
+        Size rounding of the dense groups.
+    as_torch : bool, optional
+        Torch output (default: when the input is torch).
+    workers : int, optional
+        Threads for the size groups.
+
+    Returns
+    -------
+    (pe, ptr)
+        ``pe (ΣN, K)`` and the row offsets ``ptr (B+1,)``.
+
+    Examples
+    --------
+    Equal to :func:`random_walk_pe` graph by graph; one edge returns with probability 1 after
+    every even number of steps:
+
+    >>> import numpy as np
+    >>> tri = (np.array([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]), 3)
+    >>> edge = (np.array([[0, 1], [1, 0]]), 2)
+    >>> pe, ptr = random_walk_pe_batch([tri, edge], 4, dtype=np.float64)
+    >>> ptr.tolist(), pe[3].tolist()
+    ([0, 3, 5], [0.0, 1.0, 0.0, 1.0])
+    >>> np.array_equal(pe[:3], random_walk_pe(*tri, walk_length=4, dtype=np.float64))
+    True
     """
     K = _check_len(walk_length)
     gs = as_graphs(graphs)
@@ -115,7 +180,30 @@ def random_walk_pe_batch(
 
 
 def rw_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
-    """Coordinate family ``rw[:K]`` (default 16): ``rw (N, K)``; undirected unless ``directed``."""
+    """Coordinate family ``rw[:K]`` (default 16): ``rw (N, K)``; undirected unless ``directed``.
+
+    Parameters
+    ----------
+    structure : Structure
+        Any structure; its edges (tree edges for trees) are walked.
+    arg : str, optional
+        ``K`` as text.
+
+    Returns
+    -------
+    dict
+        ``{"rw": (N, K) float32}``.
+
+    Examples
+    --------
+    A JSON array of two numbers is a star around the array node: after two steps the centre
+    is back with probability 1, a leaf with probability 1/2 (the centre picks one of two).
+
+    >>> import structpos
+    >>> s = structpos.parse("[1, 2]", kind="json")
+    >>> rw_coords(s, "2")["rw"].round(6).tolist()
+    [[0.0, 1.0], [0.0, 0.5], [0.0, 0.5]]
+    """
     K = int(arg) if arg else 16
     pe = random_walk_pe(as_graph(structure), walk_length=K, symmetrize=not structure.directed)
     return {"rw": pe}

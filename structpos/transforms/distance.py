@@ -17,7 +17,30 @@ from ._base import BaseTransform, all_pairs, edge_weight_of
 
 
 class AddShortestPathDistance(BaseTransform):
-    """Hop distances capped at ``max_dist`` (``-1`` beyond it or unreachable), int64."""
+    """Hop distances capped at ``max_dist`` (``-1`` beyond it or unreachable), int64.
+
+    Parameters
+    ----------
+    max_dist : int, optional
+        Distances above this become ``-1``.
+    attr_name : str
+        ``data[attr_name]`` gets the ``N²`` distances, ``data[attr_name + "_index"]`` the pairs.
+    directed : bool
+        Follow edges only in their stored direction.
+
+    Examples
+    --------
+    On a path ``0 - 1 - 2`` the distance is ``|i - j|``:
+
+    >>> import torch
+    >>> from torch_geometric.data import Data
+    >>> d = Data(edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]), num_nodes=3)
+    >>> d = AddShortestPathDistance()(d)
+    >>> d.spd.view(3, 3).tolist(), d.spd_index.shape
+    ([[0, 1, 2], [1, 0, 1], [2, 1, 0]], torch.Size([2, 9]))
+    >>> AddShortestPathDistance(max_dist=1)(d).spd.view(3, 3)[0].tolist()
+    [0, 1, -1]
+    """
 
     def __init__(self, max_dist: int | None = None, attr_name: str = "spd", *, directed: bool = False) -> None:
         self.max_dist, self.attr_name, self.directed = max_dist, attr_name, directed
@@ -34,7 +57,26 @@ class AddShortestPathDistance(BaseTransform):
 
 
 class AddResistanceDistance(BaseTransform):
-    """Effective resistances (``inf`` across components), float32 by default."""
+    """Effective resistances (``inf`` across components), float32 by default.
+
+    Parameters
+    ----------
+    attr_name : str
+        ``data[attr_name]`` gets the ``N²`` resistances, ``data[attr_name + "_index"]`` the pairs.
+    dtype : torch.dtype
+        The stored precision.
+
+    Examples
+    --------
+    On a triangle of unit resistors, one edge in parallel with a path of two: ``1·2/(1+2)``.
+
+    >>> import torch
+    >>> from torch_geometric.data import Data
+    >>> d = Data(edge_index=torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]), num_nodes=3)
+    >>> r = AddResistanceDistance(dtype=torch.float64)(d).resistance.view(3, 3)
+    >>> torch.allclose(r, (1 - torch.eye(3, dtype=torch.float64)) * 2 / 3)
+    True
+    """
 
     def __init__(self, attr_name: str = "resistance", *, dtype: torch.dtype = torch.float32) -> None:
         self.attr_name, self.dtype = attr_name, dtype

@@ -16,6 +16,28 @@ class AddRandomWalkPE(BaseTransform):
 
     Same values as PyG's ``AddRandomWalkPE`` on simple graphs (stored with both directions);
     ``symmetrize=False`` walks a directed graph's edges as given, like PyG does.
+
+    Parameters
+    ----------
+    walk_length : int
+        ``K``, the number of steps.
+    attr_name : str or None
+        The node attribute to set (``None``: concatenated to ``data.x``, as PyG).
+    symmetrize : bool
+        See :func:`~structpos.coords.random_walk.random_walk_pe`.
+    dtype : torch.dtype
+        The stored precision.
+
+    Examples
+    --------
+    On a triangle the return probability after ``k`` steps is ``(1 + 2 (-1/2)^k) / 3``:
+
+    >>> import torch
+    >>> from torch_geometric.data import Data
+    >>> d = Data(edge_index=torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]), num_nodes=3)
+    >>> pe = AddRandomWalkPE(3)(d).random_walk_pe
+    >>> torch.allclose(pe, torch.tensor([[(1 + 2 * (-0.5) ** k) / 3 for k in (1, 2, 3)]] * 3))
+    True
     """
 
     def __init__(
