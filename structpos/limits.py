@@ -47,7 +47,8 @@ class Limits:
     record_timeout : float or None
         Seconds one record may take in ``encode`` before it goes to the errors file.
     max_memory_bytes : int or None
-        Address-space limit of an ``encode`` worker process.
+        Address-space limit of an ``encode`` worker process (under Ray: the address space a
+        task may add to what its worker already maps).
 
     Examples
     --------

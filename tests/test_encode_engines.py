@@ -7,6 +7,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -103,17 +104,42 @@ def ray_cluster():
 def test_ray_engine_on_an_existing_cluster_matches_local(ray_cluster, shared_data, tmp_path):
     ray, address = ray_cluster
     src = shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu"
-    common = ["encode", str(src), "--kind", "conllu", "--coords", "tree", "--limit", "60", "--shard-size", "15", "--no-progress"]
+    common = [
+        "encode",
+        str(src),
+        "--kind",
+        "conllu",
+        "--coords",
+        "tree",
+        "--limit",
+        "60",
+        "--shard-size",
+        "15",
+        "--no-progress",
+    ]
     assert main(common + ["--out", str(tmp_path / "local")]) == 0
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "structpos.cli"] + common + ["--out", str(tmp_path / "ray"), "--engine", "ray", "--workers", "2", "--ray-address", address]
+    cmd = (
+        [sys.executable, "-m", "structpos.cli"]
+        + common
+        + ["--out", str(tmp_path / "ray"), "--engine", "ray", "--workers", "2", "--ray-address", address]
+    )
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "60 records: 60 encoded" in proc.stdout
     assert read_output(tmp_path / "ray").equals(read_output(tmp_path / "local"))
     assert read_errors(tmp_path / "ray") == []
-    in_process = encode_to_parquet(src, tmp_path / "ray2", kind="conllu", coords="tree", limit=60, shard_size=15,
-                                   engine="ray", workers=2, progress=False)
+    in_process = encode_to_parquet(
+        src,
+        tmp_path / "ray2",
+        kind="conllu",
+        coords="tree",
+        limit=60,
+        shard_size=15,
+        engine="ray",
+        workers=2,
+        progress=False,
+    )
     assert in_process.shards == 4 and ray.is_initialized()  # used the running cluster and left it up
     assert read_output(tmp_path / "ray2").equals(read_output(tmp_path / "local"))
 
@@ -125,9 +151,13 @@ def test_ray_data_map_batches_matches_local(ray_cluster, shared_data):
     blocks = [b for _, _, b in conllu_sentences(src.read_text(encoding="utf-8"))][:20]
     keys = [f"s{i}" for i in range(20)]
     ds = ray.data.from_items([{"key": k, "text": b} for k, b in zip(keys, blocks)], override_num_blocks=4)
-    out = ds.map_batches(EncodeBatch("conllu", "tree", id_column="key"), batch_size=5, batch_format="pyarrow").take_all()
+    out = ds.map_batches(
+        EncodeBatch("conllu", "tree", id_column="key"), batch_size=5, batch_format="pyarrow"
+    ).take_all()
     got = {r["id"]: r for r in out}
-    expected = {r["id"]: r for r in EncodeBatch("conllu", "tree", id_column="key")({"key": keys, "text": blocks}).to_pylist()}
+    expected = {
+        r["id"]: r for r in EncodeBatch("conllu", "tree", id_column="key")({"key": keys, "text": blocks}).to_pylist()
+    }
     assert set(got) == set(expected) == set(keys)
     for k, row in expected.items():
         assert row["error"] is None and got[k]["error"] is None
@@ -145,10 +175,65 @@ def test_ray_engine_isolates_a_record_that_kills_its_worker(ray_cluster, tmp_pat
     src = tmp_path / "in.jsonl"
     ids = _jsonl(src, payloads)
     out = tmp_path / "enc"
-    s = encode_to_parquet(src, out, kind="faulty", extra_parsers=FAULTS, coords="tree", id_field="id", shard_size=3,
-                          engine="ray", workers=2, limits=Limits(record_timeout=20), progress=False)
+    s = encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        id_field="id",
+        shard_size=3,
+        engine="ray",
+        workers=2,
+        limits=Limits(record_timeout=20),
+        progress=False,
+    )
     rows, errors = _check(out, ids)
     assert (s.records, s.errors) == (6, 2)
     assert errors["r1"]["stage"] == "worker" and errors["r3"]["error_type"] == "IndexError"
     for rid in ("r0", "r2", "r4", "r5"):  # the shard-mates of the killer were encoded one task each
         assert rows[rid]["num_nodes"] == _json_size(json.loads(payloads[int(rid[1:])]))
+
+
+@pytest.mark.slow
+def test_ray_engine_applies_the_record_timeout_and_memory_limit(ray_cluster, tmp_path):
+    from test_faults import FAULTS, _check, _json_size, _jsonl
+
+    from structpos.limits import Limits
+
+    payloads = ["[1]", "sleep", "[2, [3]]", "hog", '{"a": [4]}', "[5]"]
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, payloads)
+    out = tmp_path / "enc"
+    t = time.perf_counter()
+    s = encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        id_field="id",
+        shard_size=3,
+        engine="ray",
+        workers=1,
+        limits=Limits(record_timeout=1.0, max_memory_bytes=2**30),
+        progress=False,
+    )
+    assert time.perf_counter() - t < 60  # the sleeper (60 s) was stopped at its 1 s
+    rows, errors = _check(out, ids)
+    assert (s.records, s.errors) == (6, 2)
+    sleeper, hog = errors["r1"], errors["r3"]
+    assert sleeper["stage"] == "timeout" and sleeper["error_type"] == "LimitError"
+    assert "record_timeout" in sleeper["message"] and "in.jsonl line 2" in sleeper["message"]
+    assert hog["stage"] == "memory" and hog["error_type"] == "MemoryError", hog  # 2 GiB under a 1 GiB limit
+    for rid in ("r0", "r2", "r4", "r5"):  # their shard-mates were encoded
+        assert rows[rid]["num_nodes"] == _json_size(json.loads(payloads[int(rid[1:])]))
+    # the limit was lifted after the tasks: the Ray worker can map more again
+    ray, _ = ray_cluster
+    assert ray.get(ray.remote(_address_space_limit).remote()) == -1
+
+
+def _address_space_limit() -> int:
+    import resource
+
+    return resource.getrlimit(resource.RLIMIT_AS)[0]

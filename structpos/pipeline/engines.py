@@ -10,9 +10,12 @@ yields :class:`~structpos.pipeline.shards.ShardResult` s as shards finish (in an
   existing one (``address``); tasks return the Arrow table and errors and the driver writes
   them, so the workers need no shared filesystem. A shard whose task dies or runs past its
   time is run again one task per record, so only the record at fault becomes an error. Ray
-  restarts dead workers itself; records are timed by ``SIGALRM`` inside the task (Ray runs
-  tasks on the worker's main thread), and ``max_memory_bytes`` is not applied (Ray's own
-  memory monitor kills a worker that grows too large, and the record then becomes an error).
+  restarts dead workers itself. The per-record limits are the local workers' own: records are
+  timed by ``SIGALRM`` inside the task (Ray runs tasks on the worker's main thread; a record
+  stuck in C code is caught by the shard's time limit, then alone, by ``ray.get``'s timeout),
+  and each task runs under ``max_memory_bytes`` of address space above what its worker
+  already maps (:func:`~structpos.pipeline.isolation.memory_limited`; a record allocating past
+  it fails with ``MemoryError`` and becomes an error entry of stage ``memory``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from .encode import EncodeOptions, conform, encode_one, error_entry, output_schema
-from .isolation import WorkerPool
+from .isolation import WorkerPool, memory_limited
 from .records import Record
 from .shards import ShardResult, ShardTask, _rows_table, encode_shard, encode_shard_table, shard_digest, write_shard
 
@@ -94,9 +97,10 @@ def run_processes(tasks: Iterable[ShardTask], workers: int = 1, **_) -> Iterator
 
 # ------------------------------------------------------------------ Ray
 def _ray_shard(task: ShardTask):
-    return encode_shard_table(
-        task.index, task.records, replace(task.options, timeout_in_process=True), preset=task.preset
-    )
+    with memory_limited(task.options.limits.max_memory_bytes, above_current=True):
+        return encode_shard_table(
+            task.index, task.records, replace(task.options, timeout_in_process=True), preset=task.preset
+        )
 
 
 def _ray_init(ray, workers: int, address: str | None) -> bool:
@@ -146,7 +150,8 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
 
 
 def _ray_one(record: Record, options: EncodeOptions):
-    return encode_one(record, replace(options, timeout_in_process=True))
+    with memory_limited(options.limits.max_memory_bytes, above_current=True):
+        return encode_one(record, replace(options, timeout_in_process=True))
 
 
 def _first_line(e: BaseException) -> str:
