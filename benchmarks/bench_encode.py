@@ -51,11 +51,26 @@ def run_once(src: Path, workers: int, coords: str, shard_size: int, engine: str)
     """One encode run: wall seconds, CPU seconds of this (driver) process and of the workers."""
     with tempfile.TemporaryDirectory() as out:
         cpu0, t = _cpu(), time.perf_counter()
-        s = encode_to_parquet(src, out, kind="code", language="python", coords=coords, shard_size=shard_size,
-                              workers=workers, engine=engine, progress=False)
+        s = encode_to_parquet(
+            src,
+            out,
+            kind="code",
+            language="python",
+            coords=coords,
+            shard_size=shard_size,
+            workers=workers,
+            engine=engine,
+            progress=False,
+        )
         elapsed, cpu1 = time.perf_counter() - t, _cpu()
     assert s.records == s.encoded + s.errors
-    return {"wall": elapsed, "driver_cpu": cpu1[0] - cpu0[0], "worker_cpu": cpu1[1] - cpu0[1], "records": s.records, "errors": s.errors}
+    return {
+        "wall": elapsed,
+        "driver_cpu": cpu1[0] - cpu0[0],
+        "worker_cpu": cpu1[1] - cpu0[1],
+        "records": s.records,
+        "errors": s.errors,
+    }
 
 
 def main() -> None:
@@ -70,8 +85,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "stdlib"
         n_files, size = stage_input(src, args.quick)
-        print(f"input: {n_files} stdlib .py files, {size / 1e6:.1f} MB; coords={args.coords}; "
-              f"shard size {args.shard_size}; engine {args.engine}; {os.cpu_count()} CPUs")
+        print(
+            f"input: {n_files} stdlib .py files, {size / 1e6:.1f} MB; coords={args.coords}; "
+            f"shard size {args.shard_size}; engine {args.engine}; {os.cpu_count()} CPUs"
+        )
         best: dict[int, dict] = {}
         for _ in range(args.repeat):
             for workers in (1, 2):
@@ -80,19 +97,25 @@ def main() -> None:
                     best[workers] = r
         for workers, r in best.items():
             mb_s = size / 1e6 / r["wall"]
-            print(f"  workers={workers}: {r['wall']:6.2f} s  {r['records'] / r['wall']:7.1f} records/s  {mb_s:5.2f} MB/s "
-                  f"({mb_s / ANCHOR_BARE_PARSE_MB_S:.2f}x the bare tree-sitter parse anchor)  "
-                  f"CPU s: driver {r['driver_cpu']:.1f}, workers {r['worker_cpu']:.1f}  errors={r['errors']}")
+            print(
+                f"  workers={workers}: {r['wall']:6.2f} s  {r['records'] / r['wall']:7.1f} records/s  {mb_s:5.2f} MB/s "
+                f"({mb_s / ANCHOR_BARE_PARSE_MB_S:.2f}x the bare tree-sitter parse anchor)  "
+                f"CPU s: driver {r['driver_cpu']:.1f}, workers {r['worker_cpu']:.1f}  errors={r['errors']}"
+            )
         speedup = best[1]["wall"] / best[2]["wall"]
-        print(f"speed-up 2 workers / 1 worker (wall): {speedup:.2f}x (goal >= {GOAL_SPEEDUP}x: "
-              f"{'met' if speedup >= GOAL_SPEEDUP else 'NOT met'}; ratio to goal {speedup / GOAL_SPEEDUP:.2f})")
+        print(
+            f"speed-up 2 workers / 1 worker (wall): {speedup:.2f}x (goal >= {GOAL_SPEEDUP}x: "
+            f"{'met' if speedup >= GOAL_SPEEDUP else 'NOT met'}; ratio to goal {speedup / GOAL_SPEEDUP:.2f})"
+        )
         # On a shared machine wall time measures the neighbours too; CPU seconds do not. With two
         # idle cores the 2-worker run takes at least max(driver CPU, worker CPU / 2) seconds.
         one, two = best[1], best[2]
         bound = (one["driver_cpu"] + one["worker_cpu"]) / max(two["driver_cpu"], two["worker_cpu"] / 2)
         load = os.getloadavg()[0]
-        print(f"CPU-time speed-up on 2 idle cores (load-independent estimate): {bound:.2f}x "
-              f"(ratio to goal {bound / GOAL_SPEEDUP:.2f}); 1-min load average now {load:.1f} on {os.cpu_count()} CPUs")
+        print(
+            f"CPU-time speed-up on 2 idle cores (load-independent estimate): {bound:.2f}x "
+            f"(ratio to goal {bound / GOAL_SPEEDUP:.2f}); 1-min load average now {load:.1f} on {os.cpu_count()} CPUs"
+        )
 
 
 if __name__ == "__main__":

@@ -123,6 +123,7 @@ def child(L: int, method: str) -> dict:
         spd = spd_tables(mats)
         gid_t, nid_t = torch.as_tensor(gid), torch.as_tensor(nid)
         if method == "dense_spd":
+
             def run():
                 same = gid_t[:, None] == gid_t[None, :]
                 d = torch.where(same, spd[gid_t[:, None], nid_t[:, None], nid_t[None, :]], -1)
@@ -132,6 +133,7 @@ def child(L: int, method: str) -> dict:
 
             def run():
                 return flex(q, k, v, mod, compile=True)
+
     t0 = time.perf_counter()
     out = run()  # warm-up (compiles flex)
     warm = time.perf_counter() - t0
@@ -142,14 +144,25 @@ def child(L: int, method: str) -> dict:
     out = run()
     seconds = time.perf_counter() - t0
     _, peak = _rss_kib()
-    return {"L": L, "method": method, "seconds": seconds, "first_call_s": warm,
-            "extra_mib": (peak - rss0) / 1024, "finite": bool(torch.isfinite(out).all())}
+    return {
+        "L": L,
+        "method": method,
+        "seconds": seconds,
+        "first_call_s": warm,
+        "extra_mib": (peak - rss0) / 1024,
+        "finite": bool(torch.isfinite(out).all()),
+    }
 
 
 def run_one(L: int, method: str, timeout: float) -> dict:
     try:
-        p = subprocess.run([sys.executable, __file__, "--child", str(L), method], capture_output=True, text=True,
-                           timeout=timeout, check=False)
+        p = subprocess.run(
+            [sys.executable, __file__, "--child", str(L), method],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return {"L": L, "method": method, "error": f"timeout after {timeout:.0f}s"}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
@@ -176,24 +189,31 @@ def main(argv=None) -> int:
         print(json.dumps(child(int(args.child[0]), args.child[1])), flush=True)
         return 0
     lengths = [256, 1024] if args.quick else args.lengths
-    print(f"FlexAttention structural bias vs dense bias + SDPA: B=1, H={H}, D={D}, fp32, CPU "
-          f"(each row: fresh process, warm-up then one timed call)")
+    print(
+        f"FlexAttention structural bias vs dense bias + SDPA: B=1, H={H}, D={D}, fp32, CPU "
+        f"(each row: fresh process, warm-up then one timed call)"
+    )
     results = {}
     for L in lengths:
         for m in args.methods:
             r = run_one(L, m, args.timeout)
             results[(L, m)] = r
             extra = "" if "error" not in r else f"  [{r['error']}]"
-            print(f"  L={L:5d} {m:10s} time {fmt(r, 'seconds', '8.3f')} s   first call {fmt(r, 'first_call_s', '7.1f')} s"
-                  f"   extra {fmt(r, 'extra_mib', '8.1f')} MiB{extra}", flush=True)
+            print(
+                f"  L={L:5d} {m:10s} time {fmt(r, 'seconds', '8.3f')} s   first call {fmt(r, 'first_call_s', '7.1f')} s"
+                f"   extra {fmt(r, 'extra_mib', '8.1f')} MiB{extra}",
+                flush=True,
+            )
     print("\nratios flex / dense (time, extra memory):")
     for bias in ("tree", "spd"):
         for L in lengths:
             f, d = results.get((L, f"flex_{bias}")), results.get((L, f"dense_{bias}"))
             if f and d and "error" not in f and "error" not in d:
-                print(f"  {bias:4s} L={L:5d}: time {f['seconds'] / d['seconds']:6.2f}x   "
-                      f"memory {f['extra_mib'] / max(d['extra_mib'], 1e-3):6.3f}x "
-                      f"({f['extra_mib']:.1f} vs {d['extra_mib']:.1f} MiB)")
+                print(
+                    f"  {bias:4s} L={L:5d}: time {f['seconds'] / d['seconds']:6.2f}x   "
+                    f"memory {f['extra_mib'] / max(d['extra_mib'], 1e-3):6.3f}x "
+                    f"({f['extra_mib']:.1f} vs {d['extra_mib']:.1f} MiB)"
+                )
             else:
                 print(f"  {bias:4s} L={L:5d}: not measured (see errors above)")
     for m in args.methods:
@@ -201,8 +221,10 @@ def main(argv=None) -> int:
         if len(rows) >= 2:
             a, b = rows[0], rows[-1]
             growth = b["extra_mib"] / max(a["extra_mib"], 1e-3)
-            print(f"  {m:10s} extra memory ×{growth:.1f} from L={a['L']} to L={b['L']} "
-                  f"(O(L): ×{b['L'] / a['L']:.0f}, O(L²): ×{(b['L'] / a['L']) ** 2:.0f})")
+            print(
+                f"  {m:10s} extra memory ×{growth:.1f} from L={a['L']} to L={b['L']} "
+                f"(O(L): ×{b['L'] / a['L']:.0f}, O(L²): ×{(b['L'] / a['L']) ** 2:.0f})"
+            )
     return 0
 
 

@@ -57,8 +57,13 @@ def small_graphs(count: int, seed: int = 0):
 
 def grid_edges(side: int) -> np.ndarray:
     idx = np.arange(side * side).reshape(side, side)
-    e = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 0),
-                        np.stack([idx[:-1, :].ravel(), idx[1:, :].ravel()], 0)], 1)
+    e = np.concatenate(
+        [
+            np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 0),
+            np.stack([idx[:-1, :].ravel(), idx[1:, :].ravel()], 0),
+        ],
+        1,
+    )
     return np.concatenate([e, e[::-1]], 1)
 
 
@@ -68,9 +73,13 @@ def main(argv=None) -> None:
     ap.add_argument("--graphs", type=int, default=None)
     ap.add_argument("--grid", type=int, default=None, help="side of the large grid graph")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None,
-                    help="limit torch and BLAS threads for every contender (fair on a busy machine), "
-                         "and structpos's thread pool (workers=) to the same number")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="limit torch and BLAS threads for every contender (fair on a busy machine), "
+        "and structpos's thread pool (workers=) to the same number",
+    )
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -91,8 +100,10 @@ def main(argv=None) -> None:
 
     torch.manual_seed(0)
     graphs = small_graphs(count)
-    print(f"{count} graphs of 10-40 nodes ({sum(g.num_nodes for g in graphs)} nodes); "
-          f"torch threads={torch.get_num_threads()}; best of {args.repeats}")
+    print(
+        f"{count} graphs of 10-40 nodes ({sum(g.num_nodes for g in graphs)} nodes); "
+        f"torch threads={torch.get_num_threads()}; best of {args.repeats}"
+    )
     rows = []
 
     def per_graph(T):  # in place: re-running only overwrites the attribute (no clone in the timing)
@@ -147,12 +158,16 @@ def main(argv=None) -> None:
     _, ev, _ = laplacian_pe(ei, n, 8)
     print(f"\nlarge sparse graph: {side}x{side} grid, {n} nodes, {ei.shape[1] // 2} edges, k=8")
     print(f"{'direct scipy eigsh shift-invert':40s} {t_direct:9.3f} s")
-    print(f"{'laplacian_pe (end to end)':40s} {t_ours:9.3f} s   ratio {t_ours / t_direct:.2f}x "
-          f"(goal <= 1.2x); max |Δλ| = {np.abs(ev - w).max():.1e}")
-    print(f"\nsummary ({ws}): LapPE {t_pyg_lap / t_lap64:.1f}x / {t_pyg_lap / t_lap32:.1f}x (f64/f32), "
-          f"RWSE {t_pyg_rw / t_rw64:.1f}x / {t_pyg_rw / t_rw32:.1f}x vs PyG; "
-          f"one worker: LapPE {t_pyg_lap / best['lap64_1']:.1f}x, RWSE {t_pyg_rw / best['rw64_1']:.1f}x / "
-          f"{t_pyg_rw / best['rw32_1']:.1f}x; large graph {t_ours / t_direct:.2f}x scipy")
+    print(
+        f"{'laplacian_pe (end to end)':40s} {t_ours:9.3f} s   ratio {t_ours / t_direct:.2f}x "
+        f"(goal <= 1.2x); max |Δλ| = {np.abs(ev - w).max():.1e}"
+    )
+    print(
+        f"\nsummary ({ws}): LapPE {t_pyg_lap / t_lap64:.1f}x / {t_pyg_lap / t_lap32:.1f}x (f64/f32), "
+        f"RWSE {t_pyg_rw / t_rw64:.1f}x / {t_pyg_rw / t_rw32:.1f}x vs PyG; "
+        f"one worker: LapPE {t_pyg_lap / best['lap64_1']:.1f}x, RWSE {t_pyg_rw / best['rw64_1']:.1f}x / "
+        f"{t_pyg_rw / best['rw32_1']:.1f}x; large graph {t_ours / t_direct:.2f}x scipy"
+    )
 
 
 if __name__ == "__main__":

@@ -83,14 +83,14 @@ def main(argv: list[str] | None = None) -> None:
     tb = min((r[0] for r in runs), key=lambda c: c.wall)
     tf, tc = min(((r[1], r[2]) for r in runs), key=lambda c: c[0].wall)
     print(f"{len(data)} stdlib files ({skipped} skipped: not UTF-8), {mb:.1f} MB, {nodes_ts} tree-sitter nodes")
-    print(f"bare tree-sitter parse : {tb.wall:6.2f} s  {mb / tb.wall:6.2f} MB/s  {nodes_ts / tb.wall / 1e6:5.2f} M nodes/s")
+    print(
+        f"bare tree-sitter parse : {tb.wall:6.2f} s  {mb / tb.wall:6.2f} MB/s  {nodes_ts / tb.wall / 1e6:5.2f} M nodes/s"
+    )
     print(
         f"parse_code+tree_coords: {tf.wall:6.2f} s  {mb / tf.wall:6.2f} MB/s  {nodes / tf.wall / 1e6:5.2f} M nodes/s"
         f"  ({nodes} nodes{', named only' if args.named_only else ''}; tree_coords {tc.wall:.2f} s)"
     )
-    print(
-        f"ratio full / bare     : {tf.wall / tb.wall:.2f}x wall, {tf.cpu / tb.cpu:.2f}x CPU  (goal <= 1.5x)"
-    )
+    print(f"ratio full / bare     : {tf.wall / tb.wall:.2f}x wall, {tf.cpu / tb.cpu:.2f}x CPU  (goal <= 1.5x)")
 
 
 if __name__ == "__main__":

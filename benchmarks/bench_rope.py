@@ -86,7 +86,9 @@ def run(B, L, H, D, dtype, repeat):
     with torch.inference_mode():
         t3, t1, thf = timeit_interleaved([lambda: rope3(q, k, coords3), lambda: rope1(q, k, coords1), hf], repeat)
         # the only work that differs between 3 axes and 1: building cos/sin from coordinates
-        c3, c1 = timeit_interleaved([lambda: rope3.cos_sin(coords3, dtype), lambda: rope1.cos_sin(coords1, dtype)], repeat)
+        c3, c1 = timeit_interleaved(
+            [lambda: rope3.cos_sin(coords3, dtype), lambda: rope1.cos_sin(coords1, dtype)], repeat
+        )
     r1, rhf = paired_ratio(t3, t1), paired_ratio(t3, thf)
     name = str(dtype).replace("torch.", "")
     print(

@@ -79,7 +79,7 @@ def path_reference(n: int) -> np.ndarray:
 def torus_reference(side: int) -> np.ndarray:
     s = np.sin(np.pi * np.arange(side) / side) ** 2  # (1 − cos 2x) / 2 = sin² x
     lam = np.sort((s[:, None] + s[None, :]).ravel())
-    return lam[1: K + 1]
+    return lam[1 : K + 1]
 
 
 def build_graphs(quick: bool, workdir: str) -> list[dict]:
@@ -88,16 +88,46 @@ def build_graphs(quick: bool, workdir: str) -> list[dict]:
     big, mid = (100_000, 20_000) if quick else (1_000_000, 100_000)
     side, tside = (300, 100) if quick else (1000, 500)
     specs = [
-        dict(name="path", label=f"path {big:,}", n=big, make=lambda: path_edges(big), ref=path_reference(big),
-             ref_kind="closed form"),
-        dict(name="grid", label=f"grid {side}x{side}", n=side * side, make=lambda: grid_edges(side), ref=None,
-             ref_kind="best scipy"),
-        dict(name="regular", label=f"4-regular {mid:,}", n=mid,
-             make=lambda: nx_edges(nx.random_regular_graph(4, mid, seed=0)), ref=None, ref_kind="best scipy"),
-        dict(name="ba", label=f"BA(m=3) {mid:,}", n=mid,
-             make=lambda: nx_edges(nx.barabasi_albert_graph(mid, 3, seed=0)), ref=None, ref_kind="best scipy"),
-        dict(name="torus", label=f"torus {tside}x{tside}", n=tside * tside,
-             make=lambda: grid_edges(tside, periodic=True), ref=torus_reference(tside), ref_kind="closed form"),
+        dict(
+            name="path",
+            label=f"path {big:,}",
+            n=big,
+            make=lambda: path_edges(big),
+            ref=path_reference(big),
+            ref_kind="closed form",
+        ),
+        dict(
+            name="grid",
+            label=f"grid {side}x{side}",
+            n=side * side,
+            make=lambda: grid_edges(side),
+            ref=None,
+            ref_kind="best scipy",
+        ),
+        dict(
+            name="regular",
+            label=f"4-regular {mid:,}",
+            n=mid,
+            make=lambda: nx_edges(nx.random_regular_graph(4, mid, seed=0)),
+            ref=None,
+            ref_kind="best scipy",
+        ),
+        dict(
+            name="ba",
+            label=f"BA(m=3) {mid:,}",
+            n=mid,
+            make=lambda: nx_edges(nx.barabasi_albert_graph(mid, 3, seed=0)),
+            ref=None,
+            ref_kind="best scipy",
+        ),
+        dict(
+            name="torus",
+            label=f"torus {tside}x{tside}",
+            n=tside * tside,
+            make=lambda: grid_edges(tside, periodic=True),
+            ref=torus_reference(tside),
+            ref_kind="closed form",
+        ),
     ]
     for s in specs:
         e = s.pop("make")()
@@ -126,9 +156,13 @@ def _child(contender: str, edge_path: str, n: int, mem_gib: float, verbose: bool
         out["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         conn.send(out)
     except BaseException as e:
-        conn.send({"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120],
-                   "trace": traceback.format_exc(limit=3),
-                   "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+        conn.send(
+            {
+                "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120],
+                "trace": traceback.format_exc(limit=3),
+                "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
 
 
 def run_contender(contender: str, ei: np.ndarray, n: int, verbose: bool) -> dict:
@@ -137,18 +171,27 @@ def run_contender(contender: str, ei: np.ndarray, n: int, verbose: bool) -> dict
     if contender == "structpos":
         from structpos.coords.laplacian import laplacian_pe
 
-        say = (lambda s: print(f"    [{time.perf_counter() - t0:6.1f}s] {s}", file=sys.stderr, flush=True)) \
-            if verbose else None
+        say = (
+            (lambda s: print(f"    [{time.perf_counter() - t0:6.1f}s] {s}", file=sys.stderr, flush=True))
+            if verbose
+            else None
+        )
         t0, c0 = time.perf_counter(), time.process_time()
         r = laplacian_pe(ei, n, K, progress=say)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         L, d = normalized_laplacian(ei, n)  # the checks below are computed independently
         U, w = np.asarray(r.pe), np.asarray(r.eigvals)
         z = np.sqrt(d / d.sum())
-        return dict(wall=wall, cpu=cpu, eigvals=w, resid=float(np.linalg.norm(L @ U - U * w, axis=0).max()),
-                    ortho=float(max(np.abs(U.T @ U - np.eye(K)).max(), np.abs(z @ U).max())),
-                    method="+".join(dict.fromkeys(r.report.methods)), notes=list(r.report.notes),
-                    ambiguous=int(np.asarray(r.ambiguous).sum()))
+        return dict(
+            wall=wall,
+            cpu=cpu,
+            eigvals=w,
+            resid=float(np.linalg.norm(L @ U - U * w, axis=0).max()),
+            ortho=float(max(np.abs(U.T @ U - np.eye(K)).max(), np.abs(z @ U).max())),
+            method="+".join(dict.fromkeys(r.report.methods)),
+            notes=list(r.report.notes),
+            ambiguous=int(np.asarray(r.ambiguous).sum()),
+        )
     L, _ = normalized_laplacian(ei, n)
     rng = np.random.default_rng(0)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -167,8 +210,13 @@ def run_contender(contender: str, ei: np.ndarray, n: int, verbose: bool) -> dict
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     order = np.argsort(w)
     w, U = w[order][1:], U[:, order][:, 1:]
-    return dict(wall=wall, cpu=cpu, eigvals=w, resid=float(np.linalg.norm(L @ U - U * w, axis=0).max()),
-                ortho=float(np.abs(U.T @ U - np.eye(K)).max()))
+    return dict(
+        wall=wall,
+        cpu=cpu,
+        eigvals=w,
+        resid=float(np.linalg.norm(L @ U - U * w, axis=0).max()),
+        ortho=float(np.abs(U.T @ U - np.eye(K)).max()),
+    )
 
 
 def run_capped(contender: str, g: dict, cap: float, mem_gib: float, verbose: bool) -> dict:
@@ -212,8 +260,12 @@ def main(argv=None) -> None:
     ap.add_argument("--mem-gib", type=float, default=10.0, help="address-space limit per contender process")
     ap.add_argument("--only", default=None, help="comma-separated graph names: path,grid,regular,ba,torus")
     ap.add_argument("--verbose", action="store_true", help="structpos's progress messages on stderr")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="BLAS/OpenMP threads of every contender (1 is fairer on a machine busy with other work)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="BLAS/OpenMP threads of every contender (1 is fairer on a machine busy with other work)",
+    )
     args = ap.parse_args(argv)
     if args.threads:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -225,9 +277,12 @@ def main(argv=None) -> None:
         graphs = build_graphs(args.quick, tmp)
         if args.only:
             graphs = [g for g in graphs if g["name"] in args.only.split(",")]
-        print(f"k = {K}; graphs built in {time.perf_counter() - t:.1f} s; cap {cap:.0f} s per scipy method; "
-              f"{os.cpu_count()} CPUs, BLAS threads {args.threads or 'default'}, "
-              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"k = {K}; graphs built in {time.perf_counter() - t:.1f} s; cap {cap:.0f} s per scipy method; "
+            f"{os.cpu_count()} CPUs, BLAS threads {args.threads or 'default'}, "
+            f"load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         rows = []
         for g in graphs:
             res = {"structpos": run_capped("structpos", g, max(cap, 120.0), args.mem_gib, args.verbose)}
@@ -256,8 +311,9 @@ def report_row(g: dict, res: dict, cap: float, methods: list[str]) -> None:
                 correct[m] = rel_err(res[m]["eigvals"], ref) <= 1e-6
     g["correct"] = correct
     print(f"\n{g['label']}: {g['n']:,} nodes, {g['edges']:,} edges (reference: {ref_kind})")
-    print(f"  {'contender':14s} {'wall':>9s} {'cpu':>8s} {'peak RSS':>9s} {'resid':>9s} {'ortho':>9s} "
-          f"{'Δλ/λ':>9s}  note")
+    print(
+        f"  {'contender':14s} {'wall':>9s} {'cpu':>8s} {'peak RSS':>9s} {'resid':>9s} {'ortho':>9s} {'Δλ/λ':>9s}  note"
+    )
     for m in ["structpos"] + methods:
         r = res[m]
         if "wall" not in r:
@@ -265,12 +321,16 @@ def report_row(g: dict, res: dict, cap: float, methods: list[str]) -> None:
             continue
         err = f"{rel_err(r['eigvals'], ref):9.1e}" if ref is not None else f"{'-':>9s}"
         if m == "structpos":
-            note = f"method {r['method']}, {r['ambiguous']} ambiguous" + (f"; {'; '.join(r['notes'])}"
-                                                                           if r["notes"] else "")
+            note = f"method {r['method']}, {r['ambiguous']} ambiguous" + (
+                f"; {'; '.join(r['notes'])}" if r["notes"] else ""
+            )
         else:
             note = "correct" if correct[m] else ("time cap" if r.get("timeout") else "WRONG / not converged")
-        print(f"  {m:14s} {fmt_time(r, cap):>9s} {r['cpu']:7.1f}s {r['rss_mib']:8.0f}M {r['resid']:9.1e} "
-              f"{r['ortho']:9.1e} {err}  {note}", flush=True)
+        print(
+            f"  {m:14s} {fmt_time(r, cap):>9s} {r['cpu']:7.1f}s {r['rss_mib']:8.0f}M {r['resid']:9.1e} "
+            f"{r['ortho']:9.1e} {err}  {note}",
+            flush=True,
+        )
     g["ref_used"] = ref
 
 
@@ -288,11 +348,16 @@ def summary(rows, cap: float, methods: list[str]) -> None:
             best_s = f"none in {cap:.0f}s"
         if "wall" in ours:
             ref = g["ref_used"]
-            ok = ours["resid"] <= 1e-6 and ours["ortho"] <= 1e-8 and (ref is None or rel_err(ours["eigvals"], ref) <= 1e-6)
+            ok = (
+                ours["resid"] <= 1e-6
+                and ours["ortho"] <= 1e-8
+                and (ref is None or rel_err(ours["eigvals"], ref) <= 1e-6)
+            )
             ratio = ours["wall"] / bt
             ratio_s = f"{ratio:.2f}x" if best else f"<{ratio:.2f}x"
-            print(f"{g['label']:22s} {ours['wall']:9.1f}s {best_s:>22s} {ratio_s:>8s} {ok!s:>8s} "
-                  f"{ours['rss_mib']:7.0f}M")
+            print(
+                f"{g['label']:22s} {ours['wall']:9.1f}s {best_s:>22s} {ratio_s:>8s} {ok!s:>8s} {ours['rss_mib']:7.0f}M"
+            )
         else:
             print(f"{g['label']:22s} {ours.get('error', '?'):>10s} {best_s:>22s}")
 

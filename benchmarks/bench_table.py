@@ -38,7 +38,9 @@ def main() -> None:
     text = "".join(f'{i},"text, with comma {i}","a""b",plain\r\n' for i in range(rows))
     ours = best_of(lambda: parse_table(text, format="csv"), repeat)
     ref = best_of(lambda: list(csv.reader(io.StringIO(text, newline=""))), repeat)
-    print(f"CSV {len(text) / 1e6:.1f} MB, {rows * 4} cells: structpos {ours:.3f}s  csv.reader {ref:.3f}s  ratio {ours / ref:.2f}x")
+    print(
+        f"CSV {len(text) / 1e6:.1f} MB, {rows * 4} cells: structpos {ours:.3f}s  csv.reader {ref:.3f}s  ratio {ours / ref:.2f}x"
+    )
 
     wtq = Path(args.wtq)
     pages = [p.read_text(encoding="utf-8") for p in sorted(wtq.glob("*.html"))]
@@ -54,7 +56,9 @@ def main() -> None:
     ours = best_of(lambda: [parse_table(t, format="html") for t in pages], repeat)
     ref = best_of(pandas_all, repeat)
     size = sum(map(len, pages)) / 1e6
-    print(f"HTML {len(pages)} WTQ tables, {size:.2f} MB: structpos {ours:.3f}s  pandas/lxml {ref:.3f}s  ratio {ours / ref:.2f}x")
+    print(
+        f"HTML {len(pages)} WTQ tables, {size:.2f} MB: structpos {ours:.3f}s  pandas/lxml {ref:.3f}s  ratio {ours / ref:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,12 @@ from structpos.parsers.grammar import parse_grammar
 from structpos.parsers.json_tree import parse_json
 from structpos.parsers.markdown import parse_markdown
 
-UD = Path(os.environ.get("STRUCTPOS_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data" / "ud_en_ewt" / "en_ewt-ud-dev.conllu"
+UD = (
+    Path(os.environ.get("STRUCTPOS_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    / "data"
+    / "ud_en_ewt"
+    / "en_ewt-ud-dev.conllu"
+)
 ARITH = r"""
 ?start: sum
 ?sum: product | sum "+" product -> add | sum "-" product -> sub
@@ -55,14 +60,18 @@ def main() -> None:
     a = ap.parse_args()
     scale = 10 if a.quick else 1
 
-    rows = [{"id": i, "name": f"item {i}", "tags": ["a", "b"], "price": i * 0.25, "ok": i % 2 == 0, "note": None}
-            for i in range(50_000 // scale)]
+    rows = [
+        {"id": i, "name": f"item {i}", "tags": ["a", "b"], "price": i * 0.25, "ok": i % 2 == 0, "note": None}
+        for i in range(50_000 // scale)
+    ]
     text = json.dumps(rows, indent=1)
     n_nodes = len(parse_json(text))
     t_ours = best(lambda: parse_json(text), a.repeat)
     t_ref = best(lambda: json.loads(text), a.repeat)
-    print(f"json     {len(text) / 1e6:.2f} MB, {n_nodes} nodes: parse_json {t_ours:.3f}s "
-          f"({len(text) / t_ours / 1e6:.2f} MB/s, {n_nodes / t_ours / 1e3:.0f}k nodes/s), json.loads {t_ref:.3f}s, ratio {t_ours / t_ref:.1f}x")
+    print(
+        f"json     {len(text) / 1e6:.2f} MB, {n_nodes} nodes: parse_json {t_ours:.3f}s "
+        f"({len(text) / t_ours / 1e6:.2f} MB/s, {n_nodes / t_ours / 1e3:.0f}k nodes/s), json.loads {t_ref:.3f}s, ratio {t_ours / t_ref:.1f}x"
+    )
     deep = 100_000
     t_deep = best(lambda: parse_json("[" * deep + "]" * deep), 1)
     print(f"json     {deep}-deep nesting: {t_deep:.3f}s")
@@ -70,7 +79,9 @@ def main() -> None:
     expr = " + ".join(f"({i} * {i + 1} - {i})" for i in range(2000 // scale))
     t_lalr = best(lambda: parse_grammar(expr, ARITH, parser="lalr"), a.repeat)
     t_earley = best(lambda: parse_grammar(expr, ARITH, parser="earley"), 1)
-    print(f"lark     {len(expr)} chars: lalr {t_lalr:.3f}s, earley {t_earley:.3f}s, earley/lalr {t_earley / t_lalr:.1f}x (anchor ~12x on JSON)")
+    print(
+        f"lark     {len(expr)} chars: lalr {t_lalr:.3f}s, earley {t_earley:.3f}s, earley/lalr {t_earley / t_lalr:.1f}x (anchor ~12x on JSON)"
+    )
 
     raw = UD.read_text(encoding="utf-8")
     if a.quick:
@@ -78,7 +89,9 @@ def main() -> None:
     t_ours = best(lambda: parse_conllu(raw), a.repeat)
     t_ref = best(lambda: conllu.parse(raw), a.repeat)
     n_sent = len(conllu.parse(raw))
-    print(f"conllu   {n_sent} sentences: parse_conllu {t_ours:.3f}s, conllu.parse {t_ref:.3f}s, ratio {t_ours / t_ref:.2f}x")
+    print(
+        f"conllu   {n_sent} sentences: parse_conllu {t_ours:.3f}s, conllu.parse {t_ref:.3f}s, ratio {t_ours / t_ref:.2f}x"
+    )
 
     paras, cur = [], None
     for line in raw.splitlines():
@@ -89,7 +102,7 @@ def main() -> None:
             cur.append(line[9:])
     doc = "\n\n".join(" ".join(p) for p in paras if p)
     for name, fn in (("document", parse_document), ("markdown", parse_markdown)):
-        t = best(lambda: fn(doc), a.repeat)
+        t = best(lambda fn=fn: fn(doc), a.repeat)
         print(f"{name:8s} {len(doc) / 1e3:.0f}k chars, {len(fn(doc))} nodes: {t:.3f}s ({len(doc) / t / 1e6:.2f} MB/s)")
 
 

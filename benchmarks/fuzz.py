@@ -44,9 +44,37 @@ from structpos.limits import Limits
 LIMITS = Limits(max_input_bytes=2**20, max_nodes=200_000, max_table_cells=200_000, record_timeout=5.0)
 
 HOSTILE = [
-    "\ud800", "\udfff", "\x00", "\ufeff", "\u202e", "\u0301" * 5, "\r", "\r\n", "\t", "\x0b", "\x1f", "\u2028",
-    "\U0001f600", "é", "ß", "\u00a0", "\uffff", "\\", "\\u", "\\ud800", '"', "'", "<", ">", "&", ";", "#",
-    "\n\n", " " * 8, "\u3000", "𝔘",
+    "\ud800",
+    "\udfff",
+    "\x00",
+    "\ufeff",
+    "\u202e",
+    "\u0301" * 5,
+    "\r",
+    "\r\n",
+    "\t",
+    "\x0b",
+    "\x1f",
+    "\u2028",
+    "\U0001f600",
+    "é",
+    "ß",
+    "\u00a0",
+    "\uffff",
+    "\\",
+    "\\u",
+    "\\ud800",
+    '"',
+    "'",
+    "<",
+    ">",
+    "&",
+    ";",
+    "#",
+    "\n\n",
+    " " * 8,
+    "\u3000",
+    "𝔘",
 ]
 
 ARITH = r"""
@@ -61,37 +89,142 @@ ARITH = r"""
 """
 
 SEEDS = {
-    "json": ['{"a": [1, 2.5e3, true, null], "b": {"c": "x\\u00e9\\ud83d\\ude00"}}', "[[], {}, [[[-0.0]]]]",
-             '"s"', '{"k\\ud800": "\\udfff", "": [NaN, Infinity]}'],
-    "xml": ['<?xml version="1.0"?><a x="1"><b/>t&amp;u<![CDATA[<z>]]><!-- c --><?pi d?></a>',
-            '<!DOCTYPE r [<!ENTITY e "v">]><r><s>&e;</s><s k=\'&e;\'/></r>', "<a><b><c>deep</c></b></a>"],
-    "yaml": ["a: [1, 2]\nb:\n  c: &x {d: e}\n  f: *x\n", "- 1\n- - 2\n  - 3\n---\nk: v\n", '"q\\ud800": 2001-01-01\n? [a]\n: b\n'],
-    "code": ["def f(x):\n    return [y for y in x if y]\n", "class A:\n  @d\n  def g(self): ...\n",
-             "# -*- coding: latin-1 -*-\ns = 'x'\n", "int main() { return 0; }\n"],
+    "json": [
+        '{"a": [1, 2.5e3, true, null], "b": {"c": "x\\u00e9\\ud83d\\ude00"}}',
+        "[[], {}, [[[-0.0]]]]",
+        '"s"',
+        '{"k\\ud800": "\\udfff", "": [NaN, Infinity]}',
+    ],
+    "xml": [
+        '<?xml version="1.0"?><a x="1"><b/>t&amp;u<![CDATA[<z>]]><!-- c --><?pi d?></a>',
+        "<!DOCTYPE r [<!ENTITY e \"v\">]><r><s>&e;</s><s k='&e;'/></r>",
+        "<a><b><c>deep</c></b></a>",
+    ],
+    "yaml": [
+        "a: [1, 2]\nb:\n  c: &x {d: e}\n  f: *x\n",
+        "- 1\n- - 2\n  - 3\n---\nk: v\n",
+        '"q\\ud800": 2001-01-01\n? [a]\n: b\n',
+    ],
+    "code": [
+        "def f(x):\n    return [y for y in x if y]\n",
+        "class A:\n  @d\n  def g(self): ...\n",
+        "# -*- coding: latin-1 -*-\ns = 'x'\n",
+        "int main() { return 0; }\n",
+    ],
     "csv": ['a,b,"c ""q"""\n1,2,3\r\n"x\ny",,\n', "h1\th2\nv1\tv2\n", 'a,<table>,"<td rowspan=9>"\n'],
-    "html": ["<table><thead><tr><th>a<th colspan=2>b</thead><tr><td rowspan=2>1<td>2<td>3<tr><td>4</table>",
-             "<table><tr><td><table><tr><td>in</table></td><td style='display:none'>h</td></tr></table>",
-             "<p>x</p><table><caption>c</caption><tbody><tr><td rowspan=0>z</td></tr></tbody></table>"],
-    "document": ["Dr. Smith went to Washington. He said: \u201chi!\u201d\n\nNew para... e.g. this one? Yes.", "3.14 isn't 1,000 — ok."],
+    "html": [
+        "<table><thead><tr><th>a<th colspan=2>b</thead><tr><td rowspan=2>1<td>2<td>3<tr><td>4</table>",
+        "<table><tr><td><table><tr><td>in</table></td><td style='display:none'>h</td></tr></table>",
+        "<p>x</p><table><caption>c</caption><tbody><tr><td rowspan=0>z</td></tr></tbody></table>",
+    ],
+    "document": [
+        "Dr. Smith went to Washington. He said: \u201chi!\u201d\n\nNew para... e.g. this one? Yes.",
+        "3.14 isn't 1,000 — ok.",
+    ],
     "markdown": ["# Title\n\nText here.\n\n## Sub\n\n```py\ncode\n```\n\nSetext\n===\n\n---\n", "### a ###\n#\n~~~\nx"],
-    "conllu": ["# sent_id = 1\n# text = Don't go.\n1-2\tDon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tDo\tdo\tAUX\t_\t_\t3\taux\t_\t_\n"
-               "2\tn't\tnot\tPART\t_\t_\t3\tadvmod\t_\t_\n3\tgo\tgo\tVERB\t_\t_\t0\troot\t_\tSpaceAfter=No\n"
-               "4\t.\t.\tPUNCT\t_\t_\t3\tpunct\t_\t_\n\n",
-               "1\ta\ta\tX\t_\t_\t0\troot\t_\t_\n1.1\tb\tb\tX\t_\t_\t_\t_\t0:root\t_\n2\tc\tc\tX\t_\t_\t1\tdep\t_\t_\n\n"],
+    "conllu": [
+        "# sent_id = 1\n# text = Don't go.\n1-2\tDon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tDo\tdo\tAUX\t_\t_\t3\taux\t_\t_\n"
+        "2\tn't\tnot\tPART\t_\t_\t3\tadvmod\t_\t_\n3\tgo\tgo\tVERB\t_\t_\t0\troot\t_\tSpaceAfter=No\n"
+        "4\t.\t.\tPUNCT\t_\t_\t3\tpunct\t_\t_\n\n",
+        "1\ta\ta\tX\t_\t_\t0\troot\t_\t_\n1.1\tb\tb\tX\t_\t_\t_\t_\t0:root\t_\n2\tc\tc\tX\t_\t_\t1\tdep\t_\t_\n\n",
+    ],
     "grammar": ["1 + 2 * (3 - x)", "((((4))))", "a*b+c"],
 }
 TOKENS = {
     "json": list('{}[],:"') + ["true", "false", "null", "-", "1e999", "0.", '"\\', "NaN", "\\ud800", '"\\uZZ"'],
-    "xml": ["<a>", "</a>", "<b/>", "<![CDATA[", "]]>", "<!--", "-->", "<?p ", "?>", "&amp;", "&e;", "&#0;", "&#x10FFFF;",
-            '="', "<!DOCTYPE a [", "]>", "<!ENTITY e '<b/>'>", "xmlns:p='u'", "<p:x>"],
-    "yaml": [": ", "- ", "&a ", "*a", "!!int ", "!!binary ", "? ", "{", "}", "[", "]", "'", "|\n", ">-\n", "---\n",
-             "...\n", "%YAML 1.1\n", "<<: *a\n", "!!python/object ", "\t", "0x", "2001-13-45"],
-    "code": ["(", ")", ":", "\n    ", "def ", "class ", "'''", '"', "\\\n", "lambda", "@", "async ", "{", "}", ";", "/*",
-             "#", "# coding: bogus\n", "\x0c"],
+    "xml": [
+        "<a>",
+        "</a>",
+        "<b/>",
+        "<![CDATA[",
+        "]]>",
+        "<!--",
+        "-->",
+        "<?p ",
+        "?>",
+        "&amp;",
+        "&e;",
+        "&#0;",
+        "&#x10FFFF;",
+        '="',
+        "<!DOCTYPE a [",
+        "]>",
+        "<!ENTITY e '<b/>'>",
+        "xmlns:p='u'",
+        "<p:x>",
+    ],
+    "yaml": [
+        ": ",
+        "- ",
+        "&a ",
+        "*a",
+        "!!int ",
+        "!!binary ",
+        "? ",
+        "{",
+        "}",
+        "[",
+        "]",
+        "'",
+        "|\n",
+        ">-\n",
+        "---\n",
+        "...\n",
+        "%YAML 1.1\n",
+        "<<: *a\n",
+        "!!python/object ",
+        "\t",
+        "0x",
+        "2001-13-45",
+    ],
+    "code": [
+        "(",
+        ")",
+        ":",
+        "\n    ",
+        "def ",
+        "class ",
+        "'''",
+        '"',
+        "\\\n",
+        "lambda",
+        "@",
+        "async ",
+        "{",
+        "}",
+        ";",
+        "/*",
+        "#",
+        "# coding: bogus\n",
+        "\x0c",
+    ],
     "csv": [",", '"', '""', "\n", "\r", "\t", "<table", "<td rowspan=9>", "\\"],
-    "html": ["<table>", "</table>", "<tr>", "</tr>", "<td>", "<th>", "</td>", "<thead>", "<tbody>", "<tfoot>",
-             "<td rowspan=65534>", "<td colspan=1000>", "<td rowspan=0>", "<td colspan=-1>", "<td rowspan='x'>",
-             "<br>", "<script>", "</script>", "<style>", "<!--", "-->", "&nbsp;", "<![CDATA[", "<td style='display:none'>"],
+    "html": [
+        "<table>",
+        "</table>",
+        "<tr>",
+        "</tr>",
+        "<td>",
+        "<th>",
+        "</td>",
+        "<thead>",
+        "<tbody>",
+        "<tfoot>",
+        "<td rowspan=65534>",
+        "<td colspan=1000>",
+        "<td rowspan=0>",
+        "<td colspan=-1>",
+        "<td rowspan='x'>",
+        "<br>",
+        "<script>",
+        "</script>",
+        "<style>",
+        "<!--",
+        "-->",
+        "&nbsp;",
+        "<![CDATA[",
+        "<td style='display:none'>",
+    ],
     "document": [". ", "? ", "! ", "Mr. ", "e.g. ", "U.S. ", "\n\n", "...", "\u2026", "don't", "3.14", "'", "\u201d"],
     "markdown": ["# ", "###### ", "\n===\n", "\n---\n", "```", "~~~", "\n\n", "    ", "***", "> ", "- ", "1. "],
     "conllu": ["\t", "\n", "\n\n", "# text = ", "# sent_id = ", "1-2", "0", "_", "1.1", "SpaceAfter=No", "-1", "99"],
@@ -119,13 +252,19 @@ def _mutate(rng: random.Random, seeds: list[str], tokens: list[str]) -> str:
         elif op < 0.72:
             other = rng.choice(seeds)
             k = rng.randint(0, len(other))
-            s = s[:i] + other[k:k + rng.randint(0, 60)] + s[j:]
+            s = s[:i] + other[k : k + rng.randint(0, 60)] + s[j:]
         elif op < 0.80:  # deep nesting / huge rows / huge spans
             frag = rng.choice(tokens)
             s = s[:i] + frag * rng.choice([100, 1000, 5000]) + s[i:]
         elif op < 0.88:
-            s = s[:i] + "".join(chr(rng.choice([rng.randint(0, 127), rng.randint(0, 0x2FFF), rng.randint(0, 0x10FFFF)]))
-                                for _ in range(rng.randint(1, 8))) + s[i:]
+            s = (
+                s[:i]
+                + "".join(
+                    chr(rng.choice([rng.randint(0, 127), rng.randint(0, 0x2FFF), rng.randint(0, 0x10FFFF)]))
+                    for _ in range(rng.randint(1, 8))
+                )
+                + s[i:]
+            )
         elif op < 0.94:
             s = s[:i] + s[j:] + s[i:j]  # move a range
         else:
@@ -152,8 +291,10 @@ def _as_input(rng: random.Random, text: str):
 def _graph_input(rng: random.Random):
     e = rng.choice([0, 1, 2, 5, 20])
     pool = [0, 1, 2, 3, -1, 10, 2**31, 10_000_000, 2**63 - 1, 1.5, float("nan"), 1e300]
+
     def node():
         return rng.choice(pool) if rng.random() < 0.2 else rng.randint(0, 8)
+
     shape = rng.random()
     if shape < 0.8:
         ei = [[node() for _ in range(e)], [node() for _ in range(e)]]
@@ -165,7 +306,9 @@ def _graph_input(rng: random.Random):
     if rng.random() < 0.3:
         kw["num_nodes"] = rng.choice([0, 1, 9, 100, -1, 10_000_000, 2**40])
     if rng.random() < 0.3:
-        kw["edge_weight"] = [rng.choice([1.0, 0.0, -1.0, float("nan"), float("inf"), 2.5]) for _ in range(rng.choice([e, e + 1]))]
+        kw["edge_weight"] = [
+            rng.choice([1.0, 0.0, -1.0, float("nan"), float("inf"), 2.5]) for _ in range(rng.choice([e, e + 1]))
+        ]
     if rng.random() < 0.2:
         kw["directed"] = rng.random() < 0.5
     if rng.random() < 0.1:
@@ -187,11 +330,15 @@ def _spacy_input(rng: random.Random):
     text = " ".join(words)
     toks, idx = [], 0
     for i, w in enumerate(words):
-        toks.append(SimpleNamespace(i=i, text=w, idx=idx if rng.random() < 0.9 else rng.randint(-2, 40), dep_="dep", pos_="X"))
+        toks.append(
+            SimpleNamespace(i=i, text=w, idx=idx if rng.random() < 0.9 else rng.randint(-2, 40), dep_="dep", pos_="X")
+        )
         idx += len(w) + 1
     for t in toks:
         r = rng.random()
-        t.head = t if r < 0.2 else (toks[rng.randrange(len(toks))] if r < 0.9 else SimpleNamespace(i=rng.randint(-3, 50)))
+        t.head = (
+            t if r < 0.2 else (toks[rng.randrange(len(toks))] if r < 0.9 else SimpleNamespace(i=rng.randint(-3, 50)))
+        )
     doc = _Doc(toks)
     doc.text = text if rng.random() < 0.9 else text[:-1]
     return doc
@@ -227,8 +374,11 @@ def make_input(kind: str, rng: random.Random):
     text = _mutate(rng, SEEDS[kind], TOKENS[kind])
     kw: dict = {}
     if kind == "code":
-        kw = {"language": rng.choice(["python", "python", "javascript", "c", "rust"]),
-              "named_only": rng.random() < 0.3, "fields": rng.random() < 0.3}
+        kw = {
+            "language": rng.choice(["python", "python", "javascript", "c", "rust"]),
+            "named_only": rng.random() < 0.3,
+            "fields": rng.random() < 0.3,
+        }
     elif kind == "csv":
         kw = {"format": rng.choice(["csv", "csv", "tsv"])}
     elif kind == "grammar":
@@ -284,28 +434,57 @@ def run_parser(kind: str, n: int, seed: int, timeout: float, findings_max: int =
         except _Invalid as e:
             other["InvalidStructure"] += 1
             if len(findings) < findings_max:
-                findings.append({"kind": kind, "i": k, "error": f"invalid structure: {e}"[:500], "input": repr(obj)[:5000],
-                                 "kw": repr(kw)})
+                findings.append(
+                    {
+                        "kind": kind,
+                        "i": k,
+                        "error": f"invalid structure: {e}"[:500],
+                        "input": repr(obj)[:5000],
+                        "kw": repr(kw),
+                    }
+                )
         except StructposError as e:
             structpos_errors[type(e).__name__] += 1
         except _Timeout:
             other["Timeout"] += 1
             if len(findings) < findings_max:
-                findings.append({"kind": kind, "i": k, "error": f"timeout > {timeout}s", "input": repr(obj)[:5000], "kw": repr(kw)})
+                findings.append(
+                    {"kind": kind, "i": k, "error": f"timeout > {timeout}s", "input": repr(obj)[:5000], "kw": repr(kw)}
+                )
         except Exception as e:
             key = f"{type(e).__name__}"
             other[key] += 1
             if len(findings) < findings_max:
-                findings.append({"kind": kind, "i": k, "error": f"{type(e).__name__}: {e}"[:500], "input": repr(obj)[:5000],
-                                 "kw": repr(kw), "traceback": traceback.format_exc()[-3000:]})
+                findings.append(
+                    {
+                        "kind": kind,
+                        "i": k,
+                        "error": f"{type(e).__name__}: {e}"[:500],
+                        "input": repr(obj)[:5000],
+                        "kw": repr(kw),
+                        "traceback": traceback.format_exc()[-3000:],
+                    }
+                )
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         if (k + 1) % 10_000 == 0:  # a heartbeat with the counts so far (stderr)
-            print(f"[{kind}] {k + 1}/{n}: ok {counts['ok']}, structpos {sum(structpos_errors.values())}, "
-                  f"other {sum(other.values())}, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    return {"parser": kind, "inputs": n, "ok": counts["ok"], "structpos_errors": sum(structpos_errors.values()),
-            "by_class": dict(structpos_errors), "other": sum(other.values()), "other_by_type": dict(other),
-            "seconds": round(time.perf_counter() - t0, 1), "findings": findings}
+            print(
+                f"[{kind}] {k + 1}/{n}: ok {counts['ok']}, structpos {sum(structpos_errors.values())}, "
+                f"other {sum(other.values())}, {time.perf_counter() - t0:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    return {
+        "parser": kind,
+        "inputs": n,
+        "ok": counts["ok"],
+        "structpos_errors": sum(structpos_errors.values()),
+        "by_class": dict(structpos_errors),
+        "other": sum(other.values()),
+        "other_by_type": dict(other),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "findings": findings,
+    }
 
 
 def _run_job(args):
@@ -331,10 +510,14 @@ def main(argv=None) -> int:
     print(header, flush=True)
     results = []
     with open(args.findings, "w") as fh:
+
         def report(r: dict) -> None:  # each parser's line as soon as it is done
             results.append(r)
-            print(f"{r['parser']:10s} {r['inputs']:8d} {r['ok']:8d} {r['structpos_errors']:10d} {r['other']:6d} "
-                  f"{r['seconds']:8.1f}  {r['by_class']} {r['other_by_type'] or ''}", flush=True)
+            print(
+                f"{r['parser']:10s} {r['inputs']:8d} {r['ok']:8d} {r['structpos_errors']:10d} {r['other']:6d} "
+                f"{r['seconds']:8.1f}  {r['by_class']} {r['other_by_type'] or ''}",
+                flush=True,
+            )
             for f in r["findings"]:
                 fh.write(json.dumps(f) + "\n")
             fh.flush()
@@ -349,7 +532,9 @@ def main(argv=None) -> int:
     total_other = sum(r["other"] for r in results)
     print(f"total: {sum(r['inputs'] for r in results)} inputs, {total_other} exceptions other than structpos's own")
     if args.json:
-        Path(args.json).write_text(json.dumps([{k: v for k, v in r.items() if k != "findings"} for r in results], indent=1))
+        Path(args.json).write_text(
+            json.dumps([{k: v for k, v in r.items() if k != "findings"} for r in results], indent=1)
+        )
     return 1 if total_other else 0
 
 

@@ -61,8 +61,14 @@ def test_align_matches_brute_force(seed):
 def test_rules_on_a_small_program():
     src = "f(x, y)\n"
     #         0 call[0,7) 1 name f[0,1) 2 args[1,7) 3 x[2,3) 4 y[5,6)
-    st = Structure(kind="tree", labels=["call", "f", "args", "x", "y"], start=[0, 0, 1, 2, 5],
-                   end=[7, 1, 7, 3, 6], parent=[-1, 0, 0, 2, 2], source=src).validate()
+    st = Structure(
+        kind="tree",
+        labels=["call", "f", "args", "x", "y"],
+        start=[0, 0, 1, 2, 5],
+        end=[7, 1, 7, 3, 6],
+        parent=[-1, 0, 0, 2, 2],
+        source=src,
+    ).validate()
     al = align(st, [(0, 0), (0, 1), (1, 2), (2, 3), (3, 5), (4, 6), (5, 7), (7, 8)])
     assert al.node.tolist() == [-1, 1, 2, 3, 2, 4, 2, -1]
     assert al.flags[0] == SPECIAL

@@ -155,7 +155,12 @@ def test_limit_overrides_reach_the_records(tmp_path, capsys):
         == 0
     )
     (err,) = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
-    assert err["id"] == "1" and err["error_type"] == "LimitError" and "(max_nodes: " in err["message"] and " > 10;" in err["message"]
+    assert (
+        err["id"] == "1"
+        and err["error_type"] == "LimitError"
+        and "(max_nodes: " in err["message"]
+        and " > 10;" in err["message"]
+    )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["options"]["limits"]["max_nodes"] == 10
     out2 = tmp_path / "o2"

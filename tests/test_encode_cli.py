@@ -67,8 +67,26 @@ def _alive(pid: int) -> bool:
 
 def test_conllu_file_matches_direct_parse_and_coords(shared_data, tmp_path):
     out = tmp_path / "enc"
-    assert main(["encode", str(_conllu(shared_data)), "--kind", "conllu", "--coords", "tree:8x16",
-                 "--out", str(out), "--limit", "120", "--shard-size", "50", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "encode",
+                str(_conllu(shared_data)),
+                "--kind",
+                "conllu",
+                "--coords",
+                "tree:8x16",
+                "--out",
+                str(out),
+                "--limit",
+                "120",
+                "--shard-size",
+                "50",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     table = read_output(out)
     text = _conllu(shared_data).read_text(encoding="utf-8")
     sentences = list(conllu_sentences(text))[:120]
@@ -97,7 +115,24 @@ def test_table_directory_by_suffix_and_workers_agree(shared_data, tmp_path):
     expected = sorted(p.name for p in src.iterdir() if p.suffix in (".csv", ".tsv", ".html"))
     one, two = tmp_path / "w1", tmp_path / "w2"
     for out, w in ((one, "1"), (two, "2")):
-        assert main(["encode", str(src), "--coords", "table", "--out", str(out), "--shard-size", "4", "--workers", w, "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "encode",
+                    str(src),
+                    "--coords",
+                    "table",
+                    "--out",
+                    str(out),
+                    "--shard-size",
+                    "4",
+                    "--workers",
+                    w,
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     a, b = read_output(one), read_output(two)
     assert a.equals(b)
     _check_invariant(one, expected)
@@ -114,14 +149,39 @@ def test_stdlib_code_directory(stdlib, tmp_path):
     pytest.importorskip("structpos.parsers.code")
     src = tmp_path / "py"
     src.mkdir()
-    names = ["json/__init__.py", "json/decoder.py", "json/encoder.py", "json/scanner.py", "json/tool.py", "textwrap.py", "bisect.py"]
+    names = [
+        "json/__init__.py",
+        "json/decoder.py",
+        "json/encoder.py",
+        "json/scanner.py",
+        "json/tool.py",
+        "textwrap.py",
+        "bisect.py",
+    ]
     for n in names:
         dst = src / n
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(stdlib / n, dst)
     (src / "broken.py").write_bytes(b"x = '\xff'\n")  # not UTF-8
     out = tmp_path / "enc"
-    assert main(["encode", str(src), "--kind", "code", "--coords", "tree", "--out", str(out), "--shard-size", "3", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "encode",
+                str(src),
+                "--kind",
+                "code",
+                "--coords",
+                "tree",
+                "--out",
+                str(out),
+                "--shard-size",
+                "3",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     table = read_output(out)
     ids = sorted(names + ["broken.py"])
     _check_invariant(out, ids)
@@ -139,7 +199,7 @@ def test_errors_invariant_with_broken_records(tmp_path):
     lines = [
         json.dumps({"text": json.dumps(good[0])}),
         "{broken json",
-        json.dumps({"text": "{\"unterminated\": [1, 2"}),  # payload is not JSON: parser error
+        json.dumps({"text": '{"unterminated": [1, 2'}),  # payload is not JSON: parser error
         json.dumps({"nofield": 1}),
         json.dumps({"text": good[1]}),  # an object payload is serialized
         json.dumps([1, 2, 3]),
@@ -152,7 +212,26 @@ def test_errors_invariant_with_broken_records(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(lines) + "\n")
     out = tmp_path / "enc"
-    assert main(["encode", str(src), "--kind", "json", "--coords", "tree", "--out", str(out), "--shard-size", "2", "--workers", "2", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "encode",
+                str(src),
+                "--kind",
+                "json",
+                "--coords",
+                "tree",
+                "--out",
+                str(out),
+                "--shard-size",
+                "2",
+                "--workers",
+                "2",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     record_ids = [str(i) for i in range(1, len(lines) + 1)]
     _check_invariant(out, record_ids)
     errors = {e["id"]: e for e in read_errors(out)}
@@ -172,7 +251,17 @@ def test_errors_invariant_with_broken_records(tmp_path):
 
 def test_refuses_to_resume_with_other_options_or_clobber(shared_data, tmp_path, capsys):
     out = tmp_path / "enc"
-    base = ["encode", str(_conllu(shared_data)), "--kind", "conllu", "--out", str(out), "--limit", "10", "--no-progress"]
+    base = [
+        "encode",
+        str(_conllu(shared_data)),
+        "--kind",
+        "conllu",
+        "--out",
+        str(out),
+        "--limit",
+        "10",
+        "--no-progress",
+    ]
     assert main(base + ["--coords", "tree"]) == 0
     assert main(base + ["--coords", "tree"]) == 2
     assert "--resume" in capsys.readouterr().err
@@ -187,8 +276,24 @@ def test_refuses_to_resume_with_other_options_or_clobber(shared_data, tmp_path, 
 def test_resume_after_kill_9_loses_and_duplicates_nothing(shared_data, tmp_path):
     src = long_conllu(shared_data, tmp_path)
     out = tmp_path / "enc"
-    cmd = [sys.executable, "-m", "structpos.cli", "encode", str(src), "--kind", "conllu", "--coords", "tree",
-           "--out", str(out), "--shard-size", "10", "--workers", "2", "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "structpos.cli",
+        "encode",
+        str(src),
+        "--kind",
+        "conllu",
+        "--coords",
+        "tree",
+        "--out",
+        str(out),
+        "--shard-size",
+        "10",
+        "--workers",
+        "2",
+        "--no-progress",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -233,7 +338,24 @@ def test_graph_jsonl_with_spectral_coords_matches_direct(tmp_path):
     src = tmp_path / "graphs.jsonl"
     src.write_text("".join(json.dumps({"name": f"g{i}", "text": g}) + "\n" for i, g in enumerate(graphs)))
     out = tmp_path / "enc"
-    assert main(["encode", str(src), "--kind", "graph", "--coords", "lap:3,rw:4", "--id-field", "name", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "encode",
+                str(src),
+                "--kind",
+                "graph",
+                "--coords",
+                "lap:3,rw:4",
+                "--id-field",
+                "name",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     _check_invariant(out, ["g0", "g1", "g2"])
     (err,) = read_errors(out)
     assert err["id"] == "g2" and "graphs.jsonl line 3" in err["message"]
@@ -256,7 +378,27 @@ def test_parquet_input_gives_the_same_rows_as_jsonl(tmp_path):
     (tmp_path / "in.jsonl").write_text("".join(json.dumps({"name": n, "body": t}) + "\n" for n, t in zip(names, texts)))
     pq.write_table(pa.table({"name": names, "body": texts}), tmp_path / "in.parquet")
     for src in ("in.jsonl", "in.parquet"):
-        assert main(["encode", str(tmp_path / src), "--kind", "json", "--coords", "tree", "--field", "body", "--id-field", "name",
-                     "--out", str(tmp_path / src.replace(".", "_")), "--shard-size", "4", "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "encode",
+                    str(tmp_path / src),
+                    "--kind",
+                    "json",
+                    "--coords",
+                    "tree",
+                    "--field",
+                    "body",
+                    "--id-field",
+                    "name",
+                    "--out",
+                    str(tmp_path / src.replace(".", "_")),
+                    "--shard-size",
+                    "4",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     a, b = read_output(tmp_path / "in_jsonl"), read_output(tmp_path / "in_parquet")
     assert a.equals(b) and a.column("id").to_pylist() == names

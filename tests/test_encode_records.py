@@ -27,7 +27,9 @@ def ragged_arrays(draw):
             rows.append(None)
             continue
         n = draw(st.integers(0, 5))
-        rows.append(np.arange(n * int(np.prod(tail, dtype=np.int64)), dtype=np.int64).reshape((n,) + tail).astype(dtype))
+        rows.append(
+            np.arange(n * int(np.prod(tail, dtype=np.int64)), dtype=np.int64).reshape((n,) + tail).astype(dtype)
+        )
     return rows
 
 
@@ -152,7 +154,9 @@ _json_texts = st.recursive(
 _line = st.one_of(
     st.binary(max_size=30).map(lambda b: b.replace(b"\n", b" ")),  # random bytes, often not UTF-8
     _json_texts.map(lambda t: json.dumps({"text": t}).encode()),  # good records
-    st.sampled_from([b'{"\\ud800": 1, "text": "[1]"}', b'{"text": "[\\"\\udfff\\"]"}', b'{"text": "\xff"}', b"[]", b"{}"]),
+    st.sampled_from(
+        [b'{"\\ud800": 1, "text": "[1]"}', b'{"text": "[\\"\\udfff\\"]"}', b'{"text": "\xff"}', b"[]", b"{}"]
+    ),
 )
 
 

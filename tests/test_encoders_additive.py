@@ -100,7 +100,9 @@ def test_spd_matches_networkx_and_structure():
         for t in range(30):
             assert dist[s, t] == lengths.get(t, -1)
     capped = shortest_path_distance(torch.as_tensor(ei), 30, max_distance=2)
-    assert ((capped == -1) | (capped <= 2)).all() and (capped[(dist >= 0) & (dist <= 2)] == dist[(dist >= 0) & (dist <= 2)]).all()
+    assert ((capped == -1) | (capped <= 2)).all() and (
+        capped[(dist >= 0) & (dist <= 2)] == dist[(dist >= 0) & (dist <= 2)]
+    ).all()
     tree = Structure(kind="tree", labels=list("abcd"), parent=[-1, 0, 1, 0])
     np.testing.assert_array_equal(shortest_path_distance(tree), tree_distance(tree))
     directed = shortest_path_distance(np.array([[0, 1], [1, 2]]), 3, directed=True)

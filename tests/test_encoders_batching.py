@@ -44,7 +44,9 @@ def test_padded_equals_packed_attention():
     packed_out = torch.cat(packed_out)
     qd, kd = rope(batch.unpack(q), batch.unpack(k), batch.coords, mask=batch.mask)
     attn_mask = batch.mask[:, None, None, :]  # True = attend (PyTorch's convention)
-    out = F.scaled_dot_product_attention(qd.transpose(1, 2), kd.transpose(1, 2), batch.unpack(v).transpose(1, 2), attn_mask=attn_mask)
+    out = F.scaled_dot_product_attention(
+        qd.transpose(1, 2), kd.transpose(1, 2), batch.unpack(v).transpose(1, 2), attn_mask=attn_mask
+    )
     torch.testing.assert_close(batch.pack(out.transpose(1, 2)), packed_out, rtol=1e-5, atol=1e-5)
 
 

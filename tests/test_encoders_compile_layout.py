@@ -71,11 +71,17 @@ def test_wire_bhld_equals_blhd():
     torch.testing.assert_close(b.transpose(1, 2), a, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("bad,match", [
-    (torch.zeros(2, 6, 4, 16, dtype=torch.int64), r"floating tensor \(B, L, H, 16\).*given torch.int64 with shape \(2, 6, 4, 16\)"),
-    (torch.zeros(2, 6, 4, 12), r"shape \(B, L, H, 16\).*given \(2, 6, 4, 12\)"),
-    (torch.zeros(6, 16), r"given \(6, 16\)"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (
+            torch.zeros(2, 6, 4, 16, dtype=torch.int64),
+            r"floating tensor \(B, L, H, 16\).*given torch.int64 with shape \(2, 6, 4, 16\)",
+        ),
+        (torch.zeros(2, 6, 4, 12), r"shape \(B, L, H, 16\).*given \(2, 6, 4, 12\)"),
+        (torch.zeros(6, 16), r"given \(6, 16\)"),
+    ],
+)
 def test_bad_q_raises_shape_error_before_compute(bad, match, monkeypatch):
     rope = make("sectioned")
     calls = []
@@ -85,11 +91,14 @@ def test_bad_q_raises_shape_error_before_compute(bad, match, monkeypatch):
     assert not calls
 
 
-@pytest.mark.parametrize("coords,match", [
-    (torch.zeros(2, 6, 2, dtype=torch.int64), r"expected \(\.\.\., 3\), given \(2, 6, 2\)"),
-    (torch.zeros(2, 5, 3, dtype=torch.int64), r"must have shape \(2, 6, 3\).*given \(2, 5, 3\)"),
-    (torch.zeros(2, 6, 3, dtype=torch.bfloat16), r"bfloat16.*given \(2, 6, 3\)"),
-])
+@pytest.mark.parametrize(
+    "coords,match",
+    [
+        (torch.zeros(2, 6, 2, dtype=torch.int64), r"expected \(\.\.\., 3\), given \(2, 6, 2\)"),
+        (torch.zeros(2, 5, 3, dtype=torch.int64), r"must have shape \(2, 6, 3\).*given \(2, 5, 3\)"),
+        (torch.zeros(2, 6, 3, dtype=torch.bfloat16), r"bfloat16.*given \(2, 6, 3\)"),
+    ],
+)
 def test_bad_coords_raise_shape_error_naming_expected_and_given(coords, match):
     rope = make("interleaved")
     with pytest.raises(ShapeError, match=match):
@@ -100,8 +109,12 @@ def test_other_encoders_reject_integer_inputs():
     with pytest.raises(ShapeError, match="floating"):
         WIRE(8, 2)(torch.zeros(5, 2, 8, dtype=torch.int32), torch.zeros(5, 2, 8), torch.zeros(5, 2))
     with pytest.raises(ShapeError, match="floating"):
-        AWRoPE(8)(torch.zeros(3, 8, dtype=torch.int64), torch.zeros(3, 8), torch.tensor([[0, 1], [1, 0]]),
-                  a=torch.tensor([0.5, -0.5]))
+        AWRoPE(8)(
+            torch.zeros(3, 8, dtype=torch.int64),
+            torch.zeros(3, 8),
+            torch.tensor([[0, 1], [1, 0]]),
+            a=torch.tensor([0.5, -0.5]),
+        )
     with pytest.raises(ShapeError, match="floating"):
         apply_rotary(torch.zeros(2, 4, dtype=torch.int64), torch.zeros(2, 2), torch.zeros(2, 2))
     with pytest.raises(SpecError, match="qk_layout"):

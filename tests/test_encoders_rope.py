@@ -109,7 +109,9 @@ def test_scores_shift_invariant_fp32_int_table():
     torch.testing.assert_close(scores(*rope(q, k, c + 100)), base, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("alloc,sections", [("sectioned", None), ("sectioned", [4, 6, 6]), ("interleaved", None), ("interleaved", [6, 5, 5])])
+@pytest.mark.parametrize(
+    "alloc,sections", [("sectioned", None), ("sectioned", [4, 6, 6]), ("interleaved", None), ("interleaved", [6, 5, 5])]
+)
 def test_equal_coords_reproduce_1d_rope_and_hf(alloc, sections):
     D = 32
     rope3 = StructuralRoPE(D, 3, allocation=alloc, sections=sections)
@@ -219,7 +221,7 @@ def test_table_cache_keyed_by_extent_not_length():
     for length in (5, 17, 33, 60):
         rope.cos_sin(torch.randint(0, 50, (length, 2)))
     assert len(rope.cache) == 1
-    (extent, device, dtype), = rope.cache.keys()
+    ((extent, device, dtype),) = rope.cache.keys()
     assert extent == 64 and device == torch.device("cpu") and dtype == torch.float32
     rope.cos_sin(torch.randint(0, 50, (4, 2)), torch.bfloat16)
     rope.cos_sin(torch.tensor([[1000, 3]]))
@@ -294,8 +296,18 @@ def test_apply_rotary_autograd_matches_fast_path():
         ({}, lambda r: r(torch.randn(1, 3, 2, 16), torch.randn(1, 3, 2, 16), torch.zeros(1, 3, 3)), "num_axes"),
         ({}, lambda r: r(torch.randn(1, 3, 2, 16), torch.randn(1, 3, 2, 16), torch.zeros(1, 4, 2)), "token shape"),
         ({}, lambda r: r(torch.randn(1, 3, 2, 8), torch.randn(1, 3, 2, 8), torch.zeros(1, 3, 2)), "16"),
-        ({}, lambda r: r(torch.randn(1, 2, 1, 16), torch.randn(1, 2, 1, 16), torch.tensor([[[0.0, float("nan")], [1, 1]]])), "non-finite"),
-        ({}, lambda r: r(torch.randn(4, 1, 16), torch.randn(4, 1, 16), None, torch.tensor([0, 3, 2, 4])), "non-decreasing"),
+        (
+            {},
+            lambda r: r(
+                torch.randn(1, 2, 1, 16), torch.randn(1, 2, 1, 16), torch.tensor([[[0.0, float("nan")], [1, 1]]])
+            ),
+            "non-finite",
+        ),
+        (
+            {},
+            lambda r: r(torch.randn(4, 1, 16), torch.randn(4, 1, 16), None, torch.tensor([0, 3, 2, 4])),
+            "non-decreasing",
+        ),
         ({}, lambda r: r(torch.randn(4, 1, 16), torch.randn(4, 1, 16), None, torch.tensor([0, 3])), "end at"),
     ],
 )

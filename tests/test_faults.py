@@ -42,6 +42,8 @@ def faulty_parser(text, name=None, **_):
             fh.write(f"{text}\n")
     if text == "die":
         os.kill(os.getpid(), signal.SIGKILL)
+    if text == "sleep":  # a record that sleeps past --record-timeout (SIGALRM interrupts the sleep)
+        time.sleep(60)
     if text == "spin":  # pure Python: the worker's own SIGALRM interrupts it
         while True:
             pass

@@ -105,8 +105,9 @@ def test_resistance_pairs_match_networkx_and_the_dense_matrix(method):
     e = np.array(list(G.edges()), dtype=np.int64).T
     w = np.array([G[u][v]["weight"] for u, v in e.T])
     ei, ww = np.concatenate([e, e[::-1]], 1), np.concatenate([w, w])
-    pairs = np.concatenate([rng.integers(0, 300, (20, 2)), rng.integers(300, 372, (5, 2)),
-                            [[3, 3], [0, 310], [5, n - 1]]])
+    pairs = np.concatenate(
+        [rng.integers(0, 300, (20, 2)), rng.integers(300, 372, (5, 2)), [[3, 3], [0, 310], [5, n - 1]]]
+    )
     got = resistance_distance_pairs(ei, pairs, n, ww, method=method)
     dense = resistance_distance(ei, n, ww)
     np.testing.assert_allclose(got, dense[pairs[:, 0], pairs[:, 1]], rtol=1e-8, atol=1e-10)

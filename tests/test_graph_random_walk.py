@@ -34,8 +34,7 @@ def pyg_rwse(ei, n, K, w=None):
 
 @pytest.mark.parametrize(
     "n, m, loops, weighted",
-    [(1, 0, False, False), (6, 4, False, False), (25, 40, False, False), (30, 50, True, False),
-     (40, 30, False, False)],
+    [(1, 0, False, False), (6, 4, False, False), (25, 40, False, False), (30, 50, True, False), (40, 30, False, False)],
 )
 def test_equals_pyg_on_undirected_graphs(n, m, loops, weighted):
     rng = np.random.default_rng(n + m)
@@ -83,8 +82,11 @@ def test_matches_spectral_formula():
 def test_sparse_path_equals_dense(K):
     rng = np.random.default_rng(K)
     ei = random_graph(60, 150, rng, loops=True)
-    np.testing.assert_allclose(random_walk_pe(ei, 60, K, dense_max=0, dtype=np.float64),
-                               random_walk_pe(ei, 60, K, dtype=np.float64), atol=1e-12)
+    np.testing.assert_allclose(
+        random_walk_pe(ei, 60, K, dense_max=0, dtype=np.float64),
+        random_walk_pe(ei, 60, K, dtype=np.float64),
+        atol=1e-12,
+    )
 
 
 def test_batch_equals_single_graphs():
@@ -94,7 +96,7 @@ def test_batch_equals_single_graphs():
         pe, ptr = random_walk_pe_batch(graphs, 9, bucket=bucket, dtype=np.float64)
         for g, (ei, n) in enumerate(graphs):
             ref = random_walk_pe(ei, n, 9, dtype=np.float64)
-            np.testing.assert_allclose(pe[ptr[g]: ptr[g + 1]], ref, atol=1e-12)
+            np.testing.assert_allclose(pe[ptr[g] : ptr[g + 1]], ref, atol=1e-12)
     pe32, _ = random_walk_pe_batch(graphs, 9)
     assert pe32.dtype == np.float32
     np.testing.assert_allclose(pe32, pe, atol=1e-5)
@@ -147,7 +149,7 @@ def test_threaded_batch_is_identical_to_serial():
     A = np.maximum(A, A.T)
     P = A / np.maximum(A.sum(1, keepdims=True), 1e-300)
     ref = np.stack([np.diag(np.linalg.matrix_power(P, j)) for j in range(1, 8)], axis=1)
-    np.testing.assert_allclose(serial[ptr[-2]:], ref, atol=1e-12)
+    np.testing.assert_allclose(serial[ptr[-2] :], ref, atol=1e-12)
     with pytest.raises(ValueError, match="workers"):
         random_walk_pe_batch(graphs, 7, workers=0)
 

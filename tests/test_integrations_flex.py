@@ -293,8 +293,12 @@ def test_bad_inputs_raise_shape_errors():
     with pytest.raises(ShapeError, match="< N = 2"):
         tree_distance_score_mod([-1, 0], torch.tensor([[0, 5]]), slopes=torch.ones(H))
     with pytest.raises(ShapeError, match=r"\(G, N, N\)"):
-        spd_score_mod(torch.zeros(1, 2, dtype=torch.int64), torch.zeros(1, 2, dtype=torch.int64), torch.zeros(2, 2),
-                      slopes=torch.ones(H))
+        spd_score_mod(
+            torch.zeros(1, 2, dtype=torch.int64),
+            torch.zeros(1, 2, dtype=torch.int64),
+            torch.zeros(2, 2),
+            slopes=torch.ones(H),
+        )
     with pytest.raises(ShapeError, match="integer"):
         table_mask_mod(torch.zeros(1, 3), torch.zeros(1, 3))
 

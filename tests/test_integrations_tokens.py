@@ -26,8 +26,9 @@ def tokenizer_json(stdlib, tmp_path_factory):
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<unk>", "<s>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=600, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator([(stdlib / f).read_text() for f in FILES[:2]], trainer)
     path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
     tok.save(str(path))
@@ -40,8 +41,23 @@ def encoded(stdlib, tokenizer_json, tmp_path_factory):
     for f in FILES:  # held-in: the tokenizer was trained on the first two
         shutil.copy(stdlib / f, src / f)
     out = tmp_path_factory.mktemp("out") / "enc"
-    rc = main(["encode", str(src), "--kind", "code", "--coords", "tree", "--out", str(out), "--tokenizer",
-               str(tokenizer_json), "--shard-size", "2", "--no-progress"])
+    rc = main(
+        [
+            "encode",
+            str(src),
+            "--kind",
+            "code",
+            "--coords",
+            "tree",
+            "--out",
+            str(out),
+            "--tokenizer",
+            str(tokenizer_json),
+            "--shard-size",
+            "2",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     table = pq.read_table(sorted(out.glob("part-*.parquet")))
     return src, out, table
@@ -74,8 +90,19 @@ def test_rows_equal_inputs_and_token_coords_equal_per_node_alignment(encoded, to
 def test_bad_tokenizer_path_is_one_clear_error(tmp_path, capsys):
     f = tmp_path / "a.py"
     f.write_text("x = 1\n")
-    rc = main(["encode", str(f), "--kind", "code", "--out", str(tmp_path / "o"), "--tokenizer",
-               str(tmp_path / "missing.json"), "--no-progress"])
+    rc = main(
+        [
+            "encode",
+            str(f),
+            "--kind",
+            "code",
+            "--out",
+            str(tmp_path / "o"),
+            "--tokenizer",
+            str(tmp_path / "missing.json"),
+            "--no-progress",
+        ]
+    )
     assert rc == 2
     assert "missing.json" in capsys.readouterr().err
 

@@ -23,9 +23,17 @@ warnings.filterwarnings("ignore", message=".*flex_attention called without torch
 warnings.filterwarnings("ignore", message=".*attention mask.*")
 
 V, L, A = 97, 12, 3
-COMMON = {"vocab_size": V, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-          "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256, "pad_token_id": 0,
-          "initializer_range": 0.3}  # large enough that positions visibly change the logits
+COMMON = {
+    "vocab_size": V,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+    "pad_token_id": 0,
+    "initializer_range": 0.3,
+}  # large enough that positions visibly change the logits
 FAMILIES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
@@ -170,8 +178,15 @@ def test_generate_with_kv_cache_follows_the_continuation_rule(family, allocation
     new = 5
     patch.set_coordinates(c)
     with torch.no_grad():
-        gen = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new, do_sample=False,
-                             output_logits=True, return_dict_in_generate=True, use_cache=True)
+        gen = model.generate(
+            x,
+            attention_mask=torch.ones_like(x),
+            max_new_tokens=new,
+            do_sample=False,
+            output_logits=True,
+            return_dict_in_generate=True,
+            use_cache=True,
+        )
     seq = gen.sequences
     assert seq.shape == (2, L + new)
     step_logits = torch.stack(gen.logits, dim=1)  # (B, new, V)
@@ -190,8 +205,13 @@ def test_generate_with_kv_cache_follows_the_continuation_rule(family, allocation
 @pytest.mark.parametrize("family", ["llama", "gemma"])
 def test_generate_without_coordinates_is_the_stock_model(family):
     x = ids()
-    kw = {"attention_mask": torch.ones_like(x), "max_new_tokens": 4, "do_sample": False, "output_logits": True,
-          "return_dict_in_generate": True}
+    kw = {
+        "attention_mask": torch.ones_like(x),
+        "max_new_tokens": 4,
+        "do_sample": False,
+        "output_logits": True,
+        "return_dict_in_generate": True,
+    }
     with torch.no_grad():
         ref = make_model(family, "sdpa").generate(x, **kw)
         model = make_model(family, "sdpa")
@@ -207,7 +227,11 @@ def test_custom_rule_and_explicit_decode_coordinates():
     x, c = ids(B=1), struct_coords(1, L)
     with torch.no_grad():
         out = model(x[:, :-1], position_ids=c[:, :-1], use_cache=True)
-        past = {"cache": out.cache} if getattr(out, "cache", None) is not None else {"past_key_values": out.past_key_values}
+        past = (
+            {"cache": out.cache}
+            if getattr(out, "cache", None) is not None
+            else {"past_key_values": out.past_key_values}
+        )
         step = model(x[:, -1:], **past).logits  # transformers 5.x names it cache, 4.5x past_key_values
         full = torch.cat([c[:, :-1], c[:, -2:-1] + 2], dim=1)
         ref = model(x, position_ids=full, use_cache=False).logits
@@ -222,8 +246,11 @@ def test_bad_coordinates_raise_before_attention(bad):
     calls = []
     model.model.layers[0].self_attn.register_forward_pre_hook(lambda *a: calls.append(1))
     x = ids()
-    c = {"axes": torch.zeros(2, L, 2, dtype=torch.int64), "dtype": torch.zeros(2, L, A, dtype=torch.float16),
-         "length": torch.zeros(2, L + 1, A, dtype=torch.int64)}[bad]
+    c = {
+        "axes": torch.zeros(2, L, 2, dtype=torch.int64),
+        "dtype": torch.zeros(2, L, A, dtype=torch.float16),
+        "length": torch.zeros(2, L + 1, A, dtype=torch.int64),
+    }[bad]
     with pytest.raises(ShapeError, match=r"\(2, 12, 3\)") as err:
         model(x, position_ids=c)
     assert str(tuple(c.shape)) in str(err.value)
@@ -267,8 +294,13 @@ def test_qwen_vl_position_ids_equal_structural_rope(which):
         from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding as Rot
 
         section, alloc = [4, 2, 2], "interleaved"
-    cfg = Cfg(hidden_size=64, num_attention_heads=4, head_dim=16, num_key_value_heads=2,
-              rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": section})
+    cfg = Cfg(
+        hidden_size=64,
+        num_attention_heads=4,
+        head_dim=16,
+        num_key_value_heads=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": section},
+    )
     rot = Rot(cfg)
     tok = {"row": np.array([-1, 0, 0, 0, 1, 1, 2, 2]), "col": np.array([-1, 0, 1, 2, 0, 2, 1, 1])}
     pos = qwen_vl_position_ids(tok, "table")
@@ -285,12 +317,21 @@ def test_qwen_vl_position_ids_equal_structural_rope(which):
     torch.testing.assert_close(cos1, torch.cat([ref1[..., 0, :]] * 2, -1), rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("rope_parameters", [
-    {"rope_type": "linear", "factor": 4.0, "rope_theta": 5000.0},
-    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-     "original_max_position_embeddings": 64, "rope_theta": 500000.0},
-    {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 10000.0},
-])
+@pytest.mark.parametrize(
+    "rope_parameters",
+    [
+        {"rope_type": "linear", "factor": 4.0, "rope_theta": 5000.0},
+        {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+            "rope_theta": 500000.0,
+        },
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 10000.0},
+    ],
+)
 def test_model_rope_theta_and_scaling_are_kept(rope_parameters):
     model = make_model("llama", "sdpa", rope_parameters=rope_parameters)
     x = ids()
@@ -332,8 +373,14 @@ def test_flex_attention_function_generate_with_cache():
     patch.set_bias(score_mod=tree_distance_score_mod(parent, node[None].expand(2, -1), slopes=torch.full((4,), 0.3)))
     x = ids()
     with torch.no_grad():
-        gen = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new, do_sample=False,
-                             output_logits=True, return_dict_in_generate=True)
+        gen = model.generate(
+            x,
+            attention_mask=torch.ones_like(x),
+            max_new_tokens=new,
+            do_sample=False,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
         # no structural coordinates were given: 1-D positions on every axis, as the stock model
         full = model(gen.sequences, position_ids=index_coords(2, L + new), use_cache=False).logits
     torch.testing.assert_close(torch.stack(gen.logits, 1), full[:, L - 1 : L + new - 1], rtol=0, atol=1e-4)

@@ -110,7 +110,9 @@ def _row(i, form, head, deprel, misc="_"):
 def test_multiword_and_empty_nodes():
     rows = [
         ["1-2", "Don't", "_", "_", "_", "_", "_", "_", "_", "_"],
-        _row(1, "Do", 3, "aux"), _row(2, "n't", 3, "advmod"), _row(3, "go", 0, "root", "SpaceAfter=No"),
+        _row(1, "Do", 3, "aux"),
+        _row(2, "n't", 3, "advmod"),
+        _row(3, "go", 0, "root", "SpaceAfter=No"),
         ["3.1", "went", "go", "VERB", "_", "_", "_", "_", "3:conj", "_"],
         _row(4, "!", 3, "punct"),
     ]
@@ -130,8 +132,16 @@ def test_multiword_and_empty_nodes():
     "rows, text, pattern",
     [
         ([_row(1, "a", 0, "root"), _row(2, "b", 0, "root")], "a b", r"bad#t1 .*2 root words"),
-        ([_row(1, "a", 2, "dep"), _row(2, "b", 1, "dep"), _row(3, "c", 0, "root")], "a b c", r"bad#t1 at word 1 \('a'\).*cycle"),
-        ([_row(1, "a", 0, "root"), _row(2, "b", 7, "dep")], "a b", r"bad#t1 at word 2 \('b'\).*word 7, is out of range"),
+        (
+            [_row(1, "a", 2, "dep"), _row(2, "b", 1, "dep"), _row(3, "c", 0, "root")],
+            "a b c",
+            r"bad#t1 at word 1 \('a'\).*cycle",
+        ),
+        (
+            [_row(1, "a", 0, "root"), _row(2, "b", 7, "dep")],
+            "a b",
+            r"bad#t1 at word 2 \('b'\).*word 7, is out of range",
+        ),
         ([_row(1, "a", 2, "dep"), _row(2, "b", 1, "dep")], "a b", r"bad#t1.*no root"),
         ([_row(1, "a", 0, "root"), _row(2, "b", 1, "dep")], "a c", r"bad#t1 at token 2.*'b' does not match"),
     ],
@@ -169,8 +179,16 @@ def _fake_doc(sentences, with_sents):
         order = np.argsort(s.attrs["token_index"])
         start = base
         for i in order.tolist():
-            tokens.append(FakeToken(i=base + int(s.attrs["token_index"][i]) - 1, idx=offset + int(s.start[i]),
-                                    text=s.node_text(i), dep_=s.labels[i], pos_=s.attrs["upos"][i], _head=int(s.attrs["head"][i])))
+            tokens.append(
+                FakeToken(
+                    i=base + int(s.attrs["token_index"][i]) - 1,
+                    idx=offset + int(s.start[i]),
+                    text=s.node_text(i),
+                    dep_=s.labels[i],
+                    pos_=s.attrs["upos"][i],
+                    _head=int(s.attrs["head"][i]),
+                )
+            )
         for t in tokens[start:]:
             t.head = tokens[base + t._head - 1] if t._head else t
         sents.append([tokens[start]])
@@ -180,7 +198,11 @@ def _fake_doc(sentences, with_sents):
 
 @pytest.mark.parametrize("with_sents", [True, False])
 def test_spacy_forest_matches_conllu(parsed, with_sents):
-    chosen = [s for s in parsed[:40] if np.all(s.attrs["form"] == np.array([s.node_text(i) for i in range(len(s))], dtype=object))][:6]
+    chosen = [
+        s
+        for s in parsed[:40]
+        if np.all(s.attrs["form"] == np.array([s.node_text(i) for i in range(len(s))], dtype=object))
+    ][:6]
     doc = _fake_doc(chosen, with_sents)
     f = parse_spacy(doc, name="fake")
     roots = np.flatnonzero(f.parent == -1)

@@ -27,7 +27,7 @@ def ud_paragraphs(shared_data):
         if line.startswith("# newdoc") or line.startswith("# newpar"):
             docs[-1][1].append([])
         elif line.startswith("# text = "):
-            docs[-1][1][-1].append(line[len("# text = "):])
+            docs[-1][1][-1].append(line[len("# text = ") :])
     return [(d, [p for p in paras if p]) for d, paras in docs]
 
 
@@ -176,7 +176,8 @@ def test_markdown_levels_and_setext():
     crlf = parse_markdown(md.replace("\n", "\r\n")).validate()
     assert list(crlf.labels) == list(s.labels)
     assert [crlf.node_text(i) for i in range(len(crlf)) if crlf.labels[i] in TOKENS] == [
-        s.node_text(i) for i in range(len(s)) if s.labels[i] in TOKENS]
+        s.node_text(i) for i in range(len(s)) if s.labels[i] in TOKENS
+    ]
 
 
 def test_hier_needs_a_tree():

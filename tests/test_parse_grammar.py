@@ -50,9 +50,12 @@ def token_hull(s, i):
 
 expressions = st.recursive(
     st.integers(0, 99).map(str),
-    lambda e: st.tuples(e, st.sampled_from(["+", "-", "*"]), e, st.sampled_from(["", " ", "\n  "])).map(
-        lambda t: f"({t[0]}{t[3]}{t[1]} {t[2]})"
-    ) | e.map(lambda x: f"-{x}"),
+    lambda e: (
+        st.tuples(e, st.sampled_from(["+", "-", "*"]), e, st.sampled_from(["", " ", "\n  "])).map(
+            lambda t: f"({t[0]}{t[3]}{t[1]} {t[2]})"
+        )
+        | e.map(lambda x: f"-{x}")
+    ),
     max_leaves=8,
 )
 
@@ -73,8 +76,8 @@ def test_arithmetic_spans_and_values(text):
                 # rule spans start at their first token; they may extend past the last one
                 # only over a closing parenthesis, never over other content
                 assert s.start[i] <= lo and s.end[i] >= hi
-                assert text[s.start[i]:lo].strip("(- \n") == ""
-                assert text[hi:s.end[i]].strip(") \n") == ""
+                assert text[s.start[i] : lo].strip("(- \n") == ""
+                assert text[hi : s.end[i]].strip(") \n") == ""
     assert list(lalr.labels) == list(earley.labels)
     assert np.array_equal(lalr.parent, earley.parent)
     assert np.array_equal(lalr.start, earley.start) and np.array_equal(lalr.end, earley.end)

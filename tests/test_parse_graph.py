@@ -59,7 +59,9 @@ def test_networkx_edge_index_and_pyg_agree(G):
     # a bare edge_index (torch or numpy) with explicit weights is stored exactly as given
     ei = data.edge_index
     s_t = parse_graph(ei, num_nodes=G.number_of_nodes(), edge_weight=data.weight if G.number_of_edges() else None)
-    s_np = parse_graph(ei.numpy(), num_nodes=G.number_of_nodes(), edge_weight=None if not G.number_of_edges() else data.weight.numpy())
+    s_np = parse_graph(
+        ei.numpy(), num_nodes=G.number_of_nodes(), edge_weight=None if not G.number_of_edges() else data.weight.numpy()
+    )
     assert np.array_equal(s_t.edge_index, ei.numpy()) and np.array_equal(s_np.edge_index, ei.numpy())
     assert np.allclose(adjacency(s_t), adjacency(s_pyg)) and s_t.directed == s_pyg.directed
     assert list(s_t.labels) == [str(i) for i in range(G.number_of_nodes())] == list(s_nx.labels)

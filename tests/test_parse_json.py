@@ -20,7 +20,11 @@ from structpos.parsers.yaml_tree import parse_yaml
 SCALAR_LABEL = {bool: "boolean", int: "number", float: "number", str: "string", type(None): "null"}
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=5), kids, max_size=4),
     max_leaves=25,
 )
@@ -197,8 +201,12 @@ def test_xml_error_position():
 # --------------------------------------------------------------------------- YAML
 yaml_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(alphabet="abc xyz:-#'\"", max_size=6),
-    lambda kids: st.lists(kids, min_size=1, max_size=3)
-    | st.dictionaries(st.text(alphabet="abkey", min_size=1, max_size=4) | st.integers(0, 9), kids, min_size=1, max_size=3),
+    lambda kids: (
+        st.lists(kids, min_size=1, max_size=3)
+        | st.dictionaries(
+            st.text(alphabet="abkey", min_size=1, max_size=4) | st.integers(0, 9), kids, min_size=1, max_size=3
+        )
+    ),
     max_leaves=12,
 )
 

@@ -338,7 +338,7 @@ def test_tsv_is_unquoted_and_header_sniffing(shared_data, tmp_path):
     assert parse_table("1,2\n3,4\n", header=False).attrs["header"].max() == 0
 
 
-_cell_text = st.text(alphabet=st.sampled_from(list('ab ,"\n\r\t\'é中🙂\\')), max_size=8)
+_cell_text = st.text(alphabet=st.sampled_from(list("ab ,\"\n\r\t'é中🙂\\")), max_size=8)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -32,16 +32,97 @@ ARITH = r"""
 %ignore " "
 """
 
-HOSTILE = ["\ud800", "\udc00", "\x00", "\ufeff", "\u202e", "\u0301", "\r", "\r\n", "\u2028", "\U0001f600", "\t", "é", "\\"]
+HOSTILE = [
+    "\ud800",
+    "\udc00",
+    "\x00",
+    "\ufeff",
+    "\u202e",
+    "\u0301",
+    "\r",
+    "\r\n",
+    "\u2028",
+    "\U0001f600",
+    "\t",
+    "é",
+    "\\",
+]
 TOKENS = {
     "json": list('{}[],:"') + ["true", "null", "-1.5e3", "NaN", '"\\ud800"', '"\\u00', "1e999", "\\"],
-    "xml": ["<a>", "</a>", "<b/>", "<![CDATA[", "]]>", "<!--", "-->", "<?p x?>", "&amp;", "&e;", "&#65;", "'", '"',
-            "<!DOCTYPE a [<!ENTITY e 'x'>]>", " k='v'", ">"],
-    "yaml": [": ", "- ", "&a ", "*a", "!!int ", "? ", "{", "}", "[", "]", "'", '"\\ud800"', "|\n", "---\n", "\n  ", "~", "<<: "],
-    "code": ["(", ")", ":", "\n    ", "def ", "class ", "'", '"""', "\\\n", "lambda", "@", "{", "}", ";", "#", "x", "1"],
+    "xml": [
+        "<a>",
+        "</a>",
+        "<b/>",
+        "<![CDATA[",
+        "]]>",
+        "<!--",
+        "-->",
+        "<?p x?>",
+        "&amp;",
+        "&e;",
+        "&#65;",
+        "'",
+        '"',
+        "<!DOCTYPE a [<!ENTITY e 'x'>]>",
+        " k='v'",
+        ">",
+    ],
+    "yaml": [
+        ": ",
+        "- ",
+        "&a ",
+        "*a",
+        "!!int ",
+        "? ",
+        "{",
+        "}",
+        "[",
+        "]",
+        "'",
+        '"\\ud800"',
+        "|\n",
+        "---\n",
+        "\n  ",
+        "~",
+        "<<: ",
+    ],
+    "code": [
+        "(",
+        ")",
+        ":",
+        "\n    ",
+        "def ",
+        "class ",
+        "'",
+        '"""',
+        "\\\n",
+        "lambda",
+        "@",
+        "{",
+        "}",
+        ";",
+        "#",
+        "x",
+        "1",
+    ],
     "csv": [",", '"', '""', "\n", "\r", "\t", "<table", "a", " "],
-    "html": ["<table>", "</table>", "<tr>", "<td>", "<th>", "</td>", "<thead>", "<tbody>", "<br>", "<![C", "<!--",
-             "<script>", "<td style='display:none'>", "x", "&nbsp;"],
+    "html": [
+        "<table>",
+        "</table>",
+        "<tr>",
+        "<td>",
+        "<th>",
+        "</td>",
+        "<thead>",
+        "<tbody>",
+        "<br>",
+        "<![C",
+        "<!--",
+        "<script>",
+        "<td style='display:none'>",
+        "x",
+        "&nbsp;",
+    ],
     "document": [". ", "? ", "!", "Mr. ", "e.g. ", "\n\n", "...", "don't", "3.14", "A", "a", " "],
     "markdown": ["# ", "### ", "\n===\n", "\n---\n", "```", "~~~", "\n\n", "    ", "***", "x", " #"],
     "conllu": ["\t", "\n", "\n\n", "# text = ", "1", "2", "0", "_", "1-2", "1.1", "SpaceAfter=No", "root", "a"],
@@ -60,12 +141,22 @@ def hostile_text(kind: str):
 
 def nested(kind: str):
     """Deep nesting / long runs: one opening token repeated up to 3,000 times around a core."""
-    opens = {"json": ("[", "]"), "xml": ("<a>", "</a>"), "yaml": ("[", "]"), "code": ("(", ")"), "csv": (",", "\n"),
-             "html": ("<table><tr><td>", "</table>"), "document": ("(", "."), "markdown": ("#", "\n"),
-             "conllu": ("\t", "\n"), "grammar": ("(", ")")}[kind]
+    opens = {
+        "json": ("[", "]"),
+        "xml": ("<a>", "</a>"),
+        "yaml": ("[", "]"),
+        "code": ("(", ")"),
+        "csv": (",", "\n"),
+        "html": ("<table><tr><td>", "</table>"),
+        "document": ("(", "."),
+        "markdown": ("#", "\n"),
+        "conllu": ("\t", "\n"),
+        "grammar": ("(", ")"),
+    }[kind]
     deepest = 400 if kind == "yaml" else 3000  # PyYAML's recursive composer is slow (and stops at ~1000)
     return st.tuples(st.integers(1, deepest), st.integers(0, deepest), hostile_text(kind)).map(
-        lambda t: opens[0] * t[0] + t[2] + opens[1] * t[1])
+        lambda t: opens[0] * t[0] + t[2] + opens[1] * t[1]
+    )
 
 
 def as_input(text_strategy):
@@ -125,18 +216,24 @@ def test_hostile_text(kind):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.sampled_from(["td", "th"]), st.integers(0, 10**6), st.integers(0, 10**6)), max_size=30),
-       st.integers(1, 6))
+@given(
+    st.lists(st.tuples(st.sampled_from(["td", "th"]), st.integers(0, 10**6), st.integers(0, 10**6)), max_size=30),
+    st.integers(1, 6),
+)
 def test_html_huge_spans(cells, per_row):
-    rows = ["<tr>" + "".join(f"<{t} rowspan={r} colspan={c}>x" for t, r, c in cells[k:k + per_row])
-            for k in range(0, len(cells), per_row)]
+    rows = [
+        "<tr>" + "".join(f"<{t} rowspan={r} colspan={c}>x" for t, r, c in cells[k : k + per_row])
+        for k in range(0, len(cells), per_row)
+    ]
     check(lambda: parse("<table>" + "".join(rows) + "</table>", "table", format="html", limits=LIMITS))
 
 
 @SETTINGS
-@given(st.lists(st.lists(st.integers(-2, 2**40), max_size=6), min_size=0, max_size=3),
-       st.one_of(st.none(), st.integers(-1, 10**7)),
-       st.one_of(st.none(), st.lists(st.floats(allow_nan=True), max_size=6)))
+@given(
+    st.lists(st.lists(st.integers(-2, 2**40), max_size=6), min_size=0, max_size=3),
+    st.one_of(st.none(), st.integers(-1, 10**7)),
+    st.one_of(st.none(), st.lists(st.floats(allow_nan=True), max_size=6)),
+)
 def test_graph_edge_lists(rows, num_nodes, weights):
     pytest.importorskip("networkx")
     check(lambda: parse(rows, "graph", num_nodes=num_nodes, edge_weight=weights, limits=LIMITS))

@@ -39,8 +39,13 @@ APPLIES = {
     "spd": ["code", "graph"],
     "resistance": ["graph", "code"],
 }
-ARGS = {"tree": [None, "3x2", "5"], "lap": [None, "2", "20"], "rw": ["1", "7"], "maglap": ["3", "2:0.1"],
-        "spd": [None, "0", "2"]}
+ARGS = {
+    "tree": [None, "3x2", "5"],
+    "lap": [None, "2", "20"],
+    "rw": ["1", "7"],
+    "maglap": ["3", "2:0.1"],
+    "spd": [None, "0", "2"],
+}
 
 
 def test_every_builtin_family_is_tested():

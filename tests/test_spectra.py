@@ -53,8 +53,10 @@ FAMILIES = {
     "complete": lambda: (nx.complete_graph(150), np.r_[0.0, np.full(149, 150 / 149)]),
     "complete_bipartite": lambda: (nx.complete_bipartite_graph(60, 90), np.r_[0.0, np.ones(148), 2.0]),
     "star": lambda: (nx.star_graph(300), np.r_[0.0, np.ones(299), 2.0]),
-    "identical_components": lambda: (nx.disjoint_union_all([nx.cycle_graph(90)] * 3),
-                                     with_components(1 - np.cos(2 * np.pi * np.arange(90) / 90), 3)),
+    "identical_components": lambda: (
+        nx.disjoint_union_all([nx.cycle_graph(90)] * 3),
+        with_components(1 - np.cos(2 * np.pi * np.arange(90) / 90), 3),
+    ),
     "random_regular": lambda: (nx.random_regular_graph(4, 600, seed=3), None),
 }
 K = 6
@@ -100,8 +102,16 @@ def test_lappe_on_families_with_known_spectra(name, method):
     trivial = np.zeros((n, len(comps)))
     for j, cc in enumerate(comps):
         trivial[cc, j] = np.sqrt(d[cc] / d[cc].sum())
-    check_modes(L, np.asarray(r.pe), np.asarray(r.eigvals), np.asarray(r.mask), r.ambiguous,
-                spectrum[c: c + K], spectrum[c + K], trivial=trivial)
+    check_modes(
+        L,
+        np.asarray(r.pe),
+        np.asarray(r.eigvals),
+        np.asarray(r.mask),
+        r.ambiguous,
+        spectrum[c : c + K],
+        spectrum[c + K],
+        trivial=trivial,
+    )
     assert r.report.max_residual <= 1e-6 and r.report.orthogonality <= 1e-8
 
 
@@ -118,7 +128,9 @@ def test_ambiguous_flags_when_the_cut_splits_an_eigenspace():
     assert not np.asarray(r.ambiguous).any()
     assert np.abs(spectrum[5] - spectrum[4]) > 1e-3 and np.abs(spectrum[5] - spectrum[6]) < 1e-12
     sparse5 = laplacian_pe(ei, n, 5, dense_max=50)
-    batch = laplacian_pe_batch([(ei, n), (edges_of(nx.convert_node_labels_to_integers(nx.hypercube_graph(4))), 16)], 5, dense_max=1000)
+    batch = laplacian_pe_batch(
+        [(ei, n), (edges_of(nx.convert_node_labels_to_integers(nx.hypercube_graph(4))), 16)], 5, dense_max=1000
+    )
     for flags in (sparse5.ambiguous, batch.ambiguous[0], batch.ambiguous[1]):  # Q_4: 1/2 (x4), then 1 (x6)
         assert np.asarray(flags).tolist() == [False, False, False, False, True]
     np.testing.assert_allclose(batch.eigvals[1], [0.5] * 4 + [1.0], atol=1e-12)
@@ -153,17 +165,25 @@ def magnetic_dense(ei: np.ndarray, n: int, q: float) -> np.ndarray:
 def directed_families():
     rng = np.random.default_rng(0)
     cyc = np.stack([np.arange(300), (np.arange(300) + 1) % 300])
-    three = np.concatenate([cyc[:, :0]] + [np.stack([np.arange(80), (np.arange(80) + 1) % 80]) + 80 * i
-                                          for i in range(3)], axis=1)
+    three = np.concatenate(
+        [cyc[:, :0]] + [np.stack([np.arange(80), (np.arange(80) + 1) % 80]) + 80 * i for i in range(3)], axis=1
+    )
     side = 15
     idx = np.arange(side * side).reshape(side, side)
-    torus = np.concatenate([np.stack([idx.ravel(), np.roll(idx, -1, 1).ravel()]),
-                            np.stack([idx.ravel(), np.roll(idx, -1, 0).ravel()])], axis=1)
+    torus = np.concatenate(
+        [np.stack([idx.ravel(), np.roll(idx, -1, 1).ravel()]), np.stack([idx.ravel(), np.roll(idx, -1, 0).ravel()])],
+        axis=1,
+    )
     rand = rng.integers(0, 400, (2, 1200))
     rand = rand[:, rand[0] != rand[1]]
     tree = np.stack([rng.integers(0, np.arange(1, 300)), np.arange(1, 300)])
-    return {"directed_cycle": (cyc, 300), "three_directed_cycles": (three, 240), "directed_torus": (torus, side**2),
-            "random_digraph": (rand, 400), "directed_tree": (tree, 300)}
+    return {
+        "directed_cycle": (cyc, 300),
+        "three_directed_cycles": (three, 240),
+        "directed_torus": (torus, side**2),
+        "random_digraph": (rand, 400),
+        "directed_tree": (tree, 300),
+    }
 
 
 @pytest.mark.parametrize("name", list(directed_families()))
@@ -195,7 +215,10 @@ def test_completeness_check_recovers_missed_degenerate_copies():
     """A complex Hermitian matrix with a 6-fold smallest eigenvalue (six identical magnetic
     cycles beside a longer one, as one matrix): single-vector Krylov sees one vector per
     eigenspace in exact arithmetic and can miss copies; the layer returns all of them."""
-    cyc = lambda m: np.stack([np.arange(m), (np.arange(m) + 1) % m])
+
+    def cyc(m):
+        return np.stack([np.arange(m), (np.arange(m) + 1) % m])
+
     path = np.stack([np.arange(149), np.arange(1, 150)])
     blocks = [magnetic_dense(cyc(97), 97, 0.1)] * 6 + [magnetic_dense(path, 150, 0.1)]
     L = sp.block_diag(blocks, format="csr")
@@ -216,7 +239,7 @@ def test_non_convergence_raises_with_residuals_and_auto_falls_back():
     ei, n, _, spectrum, _ = reference("random_regular")
     r = laplacian_pe(ei, n, K, dense_max=50, maxiter=1)  # Lanczos and AMG-LOBPCG stop at once: dense
     assert r.report.methods == ("dense",) and any("fallback" in note for note in r.report.notes)
-    np.testing.assert_allclose(r.eigvals, spectrum[1: K + 1], atol=1e-10)
+    np.testing.assert_allclose(r.eigvals, spectrum[1 : K + 1], atol=1e-10)
 
 
 def test_progress_reports_the_method_and_a_memory_estimate():

@@ -30,15 +30,27 @@ def test_every_parser_fills_typed_fields_not_a_dict():
 def test_old_meta_keys_map_onto_fields_and_unknown_keys_fail():
     s = Structure("tree", ["a"], meta={"nested_spans": False, "sent_id": "x", "n_cols": 3, "language": "go"})
     assert s.nested_spans is False and s.sentence.sent_id == "x" and s.table.n_cols == 3 and s.code.language == "go"
-    assert s.meta == {"nested_spans": False, "sent_id": "x", "sentence_index": 0, "text_synthesized": False,
-                      "metadata": {}, "n_cols": 3, "grid": [], "n_rows": 0, "language": "go", "has_error": False,
-                      "named_only": False, "parser": "tree-sitter"}
+    assert s.meta == {
+        "nested_spans": False,
+        "sent_id": "x",
+        "sentence_index": 0,
+        "text_synthesized": False,
+        "metadata": {},
+        "n_cols": 3,
+        "grid": [],
+        "n_rows": 0,
+        "language": "go",
+        "has_error": False,
+        "named_only": False,
+        "parser": "tree-sitter",
+    }
     with pytest.raises(ValueError, match="unknown meta key 'colour'"):
         Structure("tree", ["a"], meta={"colour": 1})
     # every documented key round-trips through the view
     for key in _LEGACY_KEYS:
-        value = {"nested_spans": False, "format": "x", "header_rows": 2}.get(key, [1] if key not in
-                                                                          ("sentence_index", "n_rows") else 5)
+        value = {"nested_spans": False, "format": "x", "header_rows": 2}.get(
+            key, [1] if key not in ("sentence_index", "n_rows") else 5
+        )
         assert Structure("tree", ["a"], meta={key: value}).meta[key] == value, key
 
 

@@ -94,7 +94,9 @@ def test_hop_distance_matches_networkx_and_tree_distance():
 def test_graph_layout_recovers_a_path_exactly():
     # hop distances on a path are Euclidean in 1-D, so classical MDS must reproduce them
     n = 12
-    s = Structure(kind="graph", labels=[str(i) for i in range(n)], edge_index=np.array([np.arange(n - 1), np.arange(1, n)]))
+    s = Structure(
+        kind="graph", labels=[str(i) for i in range(n)], edge_index=np.array([np.arange(n - 1), np.arange(1, n)])
+    )
     pos = viz.graph_layout(s)
     euclid = np.linalg.norm(pos[:, None] - pos[None], axis=-1)
     assert np.allclose(euclid, np.abs(np.arange(n)[:, None] - np.arange(n)[None]), atol=1e-6)
@@ -182,7 +184,7 @@ def test_show_figure_png_size_and_html_self_contained(tmp_path):
     html = viz.save(fig, tmp_path / "t.html", facts={"nodes": 45}).read_text()
     assert html.startswith("<!DOCTYPE html>") and "<svg" in html and "</html>" in html
     lowered = html.lower()
-    for external in ("<script", "<link", "src=\"http", "url(http", "@import"):
+    for external in ("<script", "<link", 'src="http', "url(http", "@import"):
         assert external not in lowered
     with pytest.raises(ValueError, match="unsupported"):
         viz.save(fig, tmp_path / "t.bmp")
@@ -199,7 +201,20 @@ def test_blank_png_differs_from_drawing(tmp_path):
 
 def test_cli_show_conllu_png(shared_data, tmp_path, capsys):
     out = tmp_path / "ud.png"
-    rc = cli_main(["show", str(shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu"), "--index", "5", "-o", str(out), "--size", "900x700", "--color-by", "label"])
+    rc = cli_main(
+        [
+            "show",
+            str(shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu"),
+            "--index",
+            "5",
+            "-o",
+            str(out),
+            "--size",
+            "900x700",
+            "--color-by",
+            "label",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     assert png_size(out) == (900, 700) and out.stat().st_size > 10_000
 

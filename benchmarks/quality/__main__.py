@@ -43,8 +43,13 @@ def parse_args(argv=None):
     ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md / results.json / results.png go")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--report", action="store_true", help="only re-render RESULTS.md / results.png from results.json")
-    ap.add_argument("--merge", type=Path, nargs="+", default=None,
-                    help="merge results.json files (e.g. one process per seed) into --out, then render")
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="merge results.json files (e.g. one process per seed) into --out, then render",
+    )
     return ap.parse_args(argv)
 
 
@@ -126,8 +131,10 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         task.build(size)
         todo[name] = encs
-        out["tasks"][name] = task.describe() | {"build_s": round(time.perf_counter() - t0, 1),
-                                                  "encodings": {e: task.encodings[e].about for e in encs}}
+        out["tasks"][name] = task.describe() | {
+            "build_s": round(time.perf_counter() - t0, 1),
+            "encodings": {e: task.encodings[e].about for e in encs},
+        }
     for seed in seeds:
         for name, encs in todo.items():
             task = tasks[name]

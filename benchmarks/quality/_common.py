@@ -130,8 +130,9 @@ class Task:
         model.train()
         return {"acc": correct / max(count, 1), "loss": tot_loss / max(count, 1)}
 
-    def train_eval(self, enc: str, seed: int, size: str = "full", steps: int | None = None,
-                   progress=None) -> dict[str, Any]:
+    def train_eval(
+        self, enc: str, seed: int, size: str = "full", steps: int | None = None, progress=None
+    ) -> dict[str, Any]:
         """Train one encoding from ``seed``; returns losses, per-split metrics and timings."""
         steps = steps or self.steps[size]
         model = self.model(enc, seed)
@@ -156,8 +157,13 @@ class Task:
             if progress is not None:
                 progress.update(1)
         train_s = time.perf_counter() - t0
-        out: dict[str, Any] = {"task": self.name, "encoding": enc, "seed": seed, "steps": steps,
-                               "train_s": round(train_s, 2)}
+        out: dict[str, Any] = {
+            "task": self.name,
+            "encoding": enc,
+            "seed": seed,
+            "steps": steps,
+            "train_s": round(train_s, 2),
+        }
         out["first_loss"] = float(np.mean(losses[:10]))
         out["last_loss"] = float(np.mean(losses[-10:]))
         for split, data in self.splits.items():

@@ -88,8 +88,16 @@ def file_tokens(path: Path, language: str):
                 unit[i] = unit[p]
     unit = np.where(unit < 0, top, unit)
     path = tree_path_pe(s, PATH_DEPTH, PATH_WIDTH, clip=True)
-    return {"tree": s, "leaves": tc["node"], "texts": texts, "depth": tc["depth"], "sibling": tc["sibling"],
-            "top": top[tc["node"]], "unit": unit[tc["node"]], "path": path[tc["node"]]}
+    return {
+        "tree": s,
+        "leaves": tc["node"],
+        "texts": texts,
+        "depth": tc["depth"],
+        "sibling": tc["sibling"],
+        "top": top[tc["node"]],
+        "unit": unit[tc["node"]],
+        "path": path[tc["node"]],
+    }
 
 
 def encode_window(f, lo: int, hi: int, vocab: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -170,5 +178,10 @@ class CodeMLM(Task):
         self.splits = {"test": windows(test_f, n_test, WINDOW), "long": windows(test_f, n_test // 2, LONG_WINDOW)}
         self.files = {"train": train_f, "test": test_f}
         langs = Counter(lang for _, lang in parsed)
-        self.info = {"files": dict(langs), "test_files": int(test_mask.sum()), "vocab": len(vocab), "window": WINDOW,
-                     "long_window": LONG_WINDOW}
+        self.info = {
+            "files": dict(langs),
+            "test_files": int(test_mask.sum()),
+            "vocab": len(vocab),
+            "window": WINDOW,
+            "long_window": LONG_WINDOW,
+        }

@@ -93,8 +93,12 @@ class DAGReachability(Task):
             "spd_bias": Enc("bias", "pair_spd", opts={"max_distance": MAX_D}, about="undirected SPD bias"),
             "maglap": Enc("linear", "maglap", 2 * K_LAP, about="magnetic Laplacian (q=0.25) Re/Im, additive"),
             "awrope_dir": Enc("awrope", "pos", 1, {"K": 6}, about="AW-RoPE along directed edges"),
-            "spd_dir_bias": Enc("bias", "pair_spd_dir", opts={"max_distance": MAX_D},
-                                about="ceiling: directed SPD bias (holds the answer)"),
+            "spd_dir_bias": Enc(
+                "bias",
+                "pair_spd_dir",
+                opts={"max_distance": MAX_D},
+                about="ceiling: directed SPD bias (holds the answer)",
+            ),
         }
 
     def batch(self, examples, enc):

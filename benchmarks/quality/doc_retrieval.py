@@ -108,8 +108,9 @@ class DocRetrieval(Task):
             "nope": Enc("none"),
             "rope1d": Enc("rope", "pos", 1),
             "rope1d_shuf": Enc("rope", "pos_shuf", 1, about="control: 1-D RoPE on a shuffled token order"),
-            "hrope": Enc("hier", "hier", 3, {"levels": "document"},
-                         about="HierarchicalRoPE (paragraph, sentence, token)"),
+            "hrope": Enc(
+                "hier", "hier", 3, {"levels": "document"}, about="HierarchicalRoPE (paragraph, sentence, token)"
+            ),
             "hier_ids": Enc("ids", "hier", 3, {"max_id": 64}, about="learned paragraph/sentence/token id embeddings"),
             "hrope_ctrl": Enc("hier", "hier_ctrl", 3, {"levels": "document"}, about="control: hRoPE, labels shuffled"),
         }
@@ -151,6 +152,8 @@ class DocRetrieval(Task):
 
         n_train, n_test = {"smoke": (48, 24), "quick": (1500, 300), "full": (3000, 500)}[size]
         self.train = windows(train_docs, n_train, 2, 3, 8, 96)
-        self.splits = {"test": windows(test_docs, n_test, 2, 3, 8, 96),
-                       "extrap": windows(test_docs, n_test, 4, 8, 97, 256)}
+        self.splits = {
+            "test": windows(test_docs, n_test, 2, 3, 8, 96),
+            "extrap": windows(test_docs, n_test, 4, 8, 97, 256),
+        }
         self.info = {"documents": len(docs), "train_tokens": "<=96", "extrap_tokens": "97-256", "vocab": len(vocab)}

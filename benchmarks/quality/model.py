@@ -74,16 +74,30 @@ class Encoding(nn.Module):
             # interleaved: every axis gets high and low frequencies (sectioned would leave the last axis of a
             # 16-dim head only the slowest pairs, near-constant over short inputs)
             alloc = o.get("allocation", "interleaved")
-            self.rope = StructuralRoPE(hd, spec.dim, allocation=alloc, base=o.get("base", 1000.0),
-                                       num_heads=heads if alloc == "per_head" else None)
+            self.rope = StructuralRoPE(
+                hd,
+                spec.dim,
+                allocation=alloc,
+                base=o.get("base", 1000.0),
+                num_heads=heads if alloc == "per_head" else None,
+            )
         elif spec.kind == "hier":
-            self.rope = HierarchicalRoPE(hd, o["levels"], allocation=o.get("allocation", "interleaved"),
-                                         base=o.get("base", 1000.0))
+            self.rope = HierarchicalRoPE(
+                hd, o["levels"], allocation=o.get("allocation", "interleaved"), base=o.get("base", 1000.0)
+            )
         elif spec.kind == "wire":
             self.rope = WIRE(hd, spec.dim, base=o.get("base", 1000.0), scale=o.get("scale", 16.0), learnable=True)
         elif spec.kind == "awrope":
-            self.rope = AWRoPE(hd, z=o.get("z", 0.8), K=o.get("K", 6), phase="coords", num_axes=spec.dim,
-                               learnable=True, base=o.get("base", 1000.0), check=False)
+            self.rope = AWRoPE(
+                hd,
+                z=o.get("z", 0.8),
+                K=o.get("K", 6),
+                phase="coords",
+                num_axes=spec.dim,
+                learnable=True,
+                base=o.get("base", 1000.0),
+                check=False,
+            )
         elif spec.kind == "ids":
             self.max_id = int(o.get("max_id", 64))
             self.embed = nn.ModuleList(nn.Embedding(self.max_id + 2, d) for _ in range(spec.dim))

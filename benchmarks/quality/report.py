@@ -41,8 +41,9 @@ def verdict_stats(runs, name: str, split: str) -> dict[str, tuple[float, float, 
     return summarise(runs, name, split)
 
 
-def summarise(runs: list[dict[str, Any]], task: str, split: str,
-              metric: str = "acc") -> dict[str, tuple[float, float, int]]:
+def summarise(
+    runs: list[dict[str, Any]], task: str, split: str, metric: str = "acc"
+) -> dict[str, tuple[float, float, int]]:
     """``encoding → (mean, std, number of seeds)`` of ``{split}_{metric}``."""
     vals: dict[str, list[float]] = {}
     for r in runs:
@@ -85,8 +86,10 @@ def sentence(stats, desc) -> str:
         return "Not enough encodings were run to compare."
     c = max(claimed, key=lambda e: stats[e][0])
     b = max(base, key=lambda e: stats[e][0])
-    text = (f"On `{desc['main_split']}`, the best favoured encoding `{c}` scores {fmt(*stats[c][:2])} "
-            f"vs the best baseline `{b}` {fmt(*stats[b][:2])}")
+    text = (
+        f"On `{desc['main_split']}`, the best favoured encoding `{c}` scores {fmt(*stats[c][:2])} "
+        f"vs the best baseline `{b}` {fmt(*stats[b][:2])}"
+    )
     ctrl = [e for e in stats if e.endswith(("_ctrl", "_shuf"))]
     if ctrl:
         k = max(ctrl, key=lambda e: stats[e][0])
@@ -99,11 +102,15 @@ def write_results_md(out: dict[str, Any], path: Path) -> None:
     lines += [
         "# Quality benchmarks: measured results",
         "",
-        (f"Size `{out['size']}`, seeds {out['seeds']}, started {out['started']}, "
-         f"{out.get('elapsed_s', 0):.0f} s so far; {out['machine']}. "
-         f"Produced by `python -m benchmarks.quality --{out['size']}`; every run is in `results.json`."),
-        ("Numbers are test-set accuracy (pointer / per-token / exact match, see each task), mean ± std over seeds; "
-         "the column marked ★ is the split the verdict uses. Verdict rule: `benchmarks/quality/report.py`."),
+        (
+            f"Size `{out['size']}`, seeds {out['seeds']}, started {out['started']}, "
+            f"{out.get('elapsed_s', 0):.0f} s so far; {out['machine']}. "
+            f"Produced by `python -m benchmarks.quality --{out['size']}`; every run is in `results.json`."
+        ),
+        (
+            "Numbers are test-set accuracy (pointer / per-token / exact match, see each task), mean ± std over seeds; "
+            "the column marked ★ is the split the verdict uses. Verdict rule: `benchmarks/quality/report.py`."
+        ),
         "",
         "| task | data | claim (SEEDS.md) | reproduced | why |",
         "|---|---|---|---|---|",
@@ -151,17 +158,22 @@ def write_plot(out: dict[str, Any], path: Path) -> None:
     for ax, (name, desc) in zip(axes.flat, tasks):
         stats = summarise(out["runs"], name, desc["main_split"])
         encs = list(stats)
-        colors = ["tab:green" if e in desc["claimed"] else "tab:gray" if e in desc["baselines"] else "tab:orange"
-                  for e in encs]
+        colors = [
+            "tab:green" if e in desc["claimed"] else "tab:gray" if e in desc["baselines"] else "tab:orange"
+            for e in encs
+        ]
         ax.bar(range(len(encs)), [stats[e][0] for e in encs], yerr=[stats[e][1] for e in encs], color=colors, capsize=3)
         ax.set_xticks(range(len(encs)), encs, rotation=60, ha="right", fontsize=7)
         ax.set_ylim(0, 1)
         ax.set_title(f"{name} ({desc['main_split']})", fontsize=9)
         ax.set_ylabel("accuracy", fontsize=8)
-    for ax in list(axes.flat)[len(tasks):]:
+    for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
-    fig.suptitle(f"structpos quality suite ({out['size']}, seeds {out['seeds']}): green = claimed, gray = baseline, "
-                 "orange = control/other", fontsize=9)
+    fig.suptitle(
+        f"structpos quality suite ({out['size']}, seeds {out['seeds']}): green = claimed, gray = baseline, "
+        "orange = control/other",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -169,8 +181,7 @@ def write_plot(out: dict[str, Any], path: Path) -> None:
 
 def readme_table(out: dict[str, Any]) -> str:
     """The compact task × encoding table of the README: main split, mean ± std, best first."""
-    lines = ["| task (split ★) | encodings, mean ± std over seeds (best first) | claim reproduced? |",
-             "|---|---|---|"]
+    lines = ["| task (split ★) | encodings, mean ± std over seeds (best first) | claim reproduced? |", "|---|---|---|"]
     for name, desc in out["tasks"].items():
         stats = summarise(out["runs"], name, desc["main_split"])
         if not stats:

@@ -105,5 +105,9 @@ class UDRelations(Task):
         self.splits = {"test": [encode_sentence(s, vocab, rels, rng) for s in test_s]}
         self.sentences = {"train": train_s, "test": test_s}
         majority = max(rel_counts.values()) / sum(rel_counts.values())
-        self.info = {"sentences": len(sents), "relations": len(rels), "vocab": len(vocab),
-                     "majority_class_acc": round(majority, 3)}
+        self.info = {
+            "sentences": len(sents),
+            "relations": len(rels),
+            "vocab": len(vocab),
+            "majority_class_acc": round(majority, 3),
+        }
