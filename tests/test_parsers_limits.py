@@ -243,6 +243,27 @@ def test_slow_yaml_scan_stops_at_record_timeout():
     assert parse("a: [1, [2]]", "yaml", limits=Limits(record_timeout=0.2)).num_nodes == 6
 
 
+def test_earley_parse_stops_at_record_timeout_and_agrees_with_the_unguarded_parse():
+    lark = pytest.importorskip("lark")
+    from structpos.parsers.grammar import parse_grammar
+
+    g = 'start: s\ns: s s | "a"\n'  # ambiguous: Earley is cubic in the input (2,000 chars: minutes)
+    t = time.perf_counter()
+    with pytest.raises(LimitError) as e:
+        parse_grammar("a" * 2000, g, parser="earley", name="amb.txt", limits=Limits(record_timeout=0.3))
+    assert e.value.limit == "record_timeout" and "amb.txt" in str(e.value) and time.perf_counter() - t < 5
+    guarded = parse_grammar("a" * 25, g, parser="earley")
+    here = parse_grammar("a" * 25, g, parser="earley", limits=Limits(record_timeout=None))
+    assert guarded.num_nodes == here.num_nodes == 49 + 1  # 25 leaves' rules + 24 inner rules + start
+    np.testing.assert_array_equal(guarded.parent, here.parent)
+    np.testing.assert_array_equal(guarded.start, here.start)
+    # a Lark object made after the helpers started, and an error raised in the helper, cross intact
+    made_now = lark.Lark(g, parser="earley", propagate_positions=True)
+    np.testing.assert_array_equal(parse_grammar("a" * 25, made_now).parent, here.parent)
+    with pytest.raises(ParseError, match="line:col 1:3"):
+        parse_grammar("aab", made_now)
+
+
 def test_code_language_is_never_a_silent_default(tmp_path):
     with pytest.raises(SpecError, match="language"):
         parse("x = 1\n", "code")

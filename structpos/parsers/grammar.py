@@ -9,16 +9,26 @@ with ``propagate_positions=True``), ``start_pos/end_pos`` for tokens; a rule tha
 nothing has no span (``-1``); with a ``Lark`` compiled without positions, rule spans
 are the hull of their tokens. LALR is the default (fast); use ``parser="earley"`` for
 ambiguous grammars. Compiled grammars are cached per (grammar, start, parser).
+
+Time limit: Earley is cubic in the input on ambiguous grammars (a 1 KB input of a grammar like
+``s: s s | "a"`` runs for minutes), so with ``limits.record_timeout`` set (the default) an
+Earley parse runs in a helper process killed at the deadline
+(:func:`~structpos.parsers._guard.call_guarded`); LALR parses are linear and run here.
 """
 
 from __future__ import annotations
 
+import itertools
+import time
+import weakref
+from collections import OrderedDict
 from functools import lru_cache
 
 from ..exceptions import ParseError, SpecError
-from ..limits import Limits, node_budget
+from ..limits import Limits, node_budget, resolve_limits
 from ..structure import Structure, StructureError
 from . import require
+from ._guard import StaleHelper, call_guarded, can_fork
 from ._input import read_text
 from ._tree_builder import TreeBuilder
 
@@ -55,7 +65,7 @@ def parse_grammar(
     name : str, optional
         The input's name in error messages (default: the path, else ``"<grammar input>"``).
     limits : Limits, optional
-        ``max_input_bytes`` and ``max_nodes`` apply.
+        ``max_input_bytes`` and ``max_nodes`` apply; an Earley parse stops at ``record_timeout``.
 
     Returns
     -------
@@ -71,7 +81,7 @@ def parse_grammar(
     SpecError
         ``parser`` is neither ``"lalr"`` nor ``"earley"``.
     LimitError
-        ``max_input_bytes`` or ``max_nodes`` exceeded.
+        ``max_input_bytes``, ``max_nodes`` or (Earley) ``record_timeout`` exceeded.
 
     Examples
     --------
@@ -90,13 +100,48 @@ def parse_grammar(
     if parser not in ("lalr", "earley"):
         raise SpecError(f"parser must be 'lalr' or 'earley', not {parser!r}")
     text, name = read_text(text, name=name, default="<grammar input>", limits=limits)
-    if isinstance(grammar, lark.Lark):
-        compiled = grammar
-    else:
-        try:
-            compiled = _compile(grammar, start, parser)
-        except lark.exceptions.LarkError as e:  # GrammarError, or grammar text that does not parse
-            raise StructureError(f"bad grammar: {e}", name="<grammar>") from None
+    compiled = grammar if isinstance(grammar, lark.Lark) else _compiled(grammar, start, parser, lark)
+    timeout = resolve_limits(limits).record_timeout
+    if timeout is not None and compiled.options.parser == "earley" and can_fork():
+        args = (_lark_key(compiled), text, name, node_budget(limits))
+        deadline = time.monotonic() + timeout
+        return call_guarded(_helper_parse, args, deadline, what="lark Earley parse", timeout=timeout, name=name)
+    return _parse(compiled, text, name, node_budget(limits))
+
+
+def _compiled(grammar: str, start: str, parser: str, lark):
+    try:
+        return _compile(grammar, start, parser)
+    except lark.exceptions.LarkError as e:  # GrammarError, or grammar text that does not parse
+        raise StructureError(f"bad grammar: {e}", name="<grammar>") from None
+
+
+_LARKS: OrderedDict[int, object] = OrderedDict()
+"""The latest compiled grammars that went to a helper, by serial number (a helper forked later finds them)."""
+_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SERIALS = itertools.count()
+
+
+def _lark_key(compiled) -> int:
+    """A serial number for ``compiled`` (never reused, unlike ``id``), kept for the next helpers."""
+    key = _KEYS.setdefault(compiled, next(_SERIALS))
+    _LARKS[key] = compiled
+    _LARKS.move_to_end(key)
+    while len(_LARKS) > 32:
+        _LARKS.popitem(last=False)
+    return key
+
+
+def _helper_parse(key: int, text: str, name: str, max_nodes: int) -> Structure:
+    """In a helper process: the parse, from the grammar the parent registered before the fork."""
+    if key not in _LARKS:  # compiled after this helper started
+        raise StaleHelper(key)
+    return _parse(_LARKS[key], text, name, max_nodes)
+
+
+def _parse(compiled, text: str, name: str, max_nodes: int) -> Structure:
+    """``compiled.parse(text)`` as a Structure; lark's errors as structpos's, naming ``line:col``."""
+    lark = require("lark", "text", "parse_grammar")
     try:
         tree = compiled.parse(text)
     except RecursionError:
@@ -112,7 +157,7 @@ def parse_grammar(
         raise StructureError(_describe(e, lark.exceptions), name=name, position=f"line:col {line}:{col}") from None
     except lark.exceptions.LarkError as e:  # e.g. an Earley ambiguity lark cannot resolve
         raise ParseError(f"{type(e).__name__}: {e}", name=name) from None
-    return _to_structure(tree, text, name, lark.Token, node_budget(limits))
+    return _to_structure(tree, text, name, lark.Token, max_nodes)
 
 
 def _describe(e, exc) -> str:
