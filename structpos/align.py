@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .structure import Structure, StructureError
+from .structure import Structure, StructureError, raise_at_first
 
 __all__ = ["align", "Alignment", "SPECIAL", "OUTSIDE", "STRADDLE", "WHITESPACE", "token_coords"]
 
@@ -185,23 +185,22 @@ def align(structure: Structure, offsets, *, base: int = 0, strip: bool = True) -
     node = np.full(T, -1, dtype=np.int64)
     if T == 0:
         return Alignment(node, flags)
-    if (e < s).any():
-        t = int(np.flatnonzero(e < s)[0])
-        raise StructureError(
-            f"token {t} has span ({s[t]}, {e[t]}) ending before it starts", name=structure.name, position=f"token {t}"
-        )
+    raise_at_first(
+        e < s,
+        lambda t: f"token {t} has span ({s[t]}, {e[t]}) ending before it starts",
+        name=structure.name,
+        where="token",
+    )
     special = e == s
     flags[special] |= SPECIAL
     if structure.source is not None:
         n_src = len(structure.source)
-        bad = np.flatnonzero(~special & ((s < 0) | (e > n_src)))
-        if bad.size:
-            t = int(bad[0])
-            raise StructureError(
-                f"token {t} span ({s[t]}, {e[t]}) lies outside the source of length {n_src}",
-                name=structure.name,
-                position=f"token {t}",
-            )
+        raise_at_first(
+            ~special & ((s < 0) | (e > n_src)),
+            lambda t: f"token {t} span ({s[t]}, {e[t]}) lies outside the source of length {n_src}",
+            name=structure.name,
+            where="token",
+        )
         if strip:
             s, e, ws = _strip(structure.source, s, e)
             flags[ws] |= WHITESPACE

@@ -36,14 +36,65 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .exceptions import StructureError
 
-__all__ = ["Structure", "StructureError", "TableInfo", "CodeInfo", "SentenceInfo"]
+__all__ = ["Structure", "StructureError", "TableInfo", "CodeInfo", "SentenceInfo", "raise_at_first"]
+
+
+def raise_at_first(
+    bad: npt.ArrayLike,
+    message: str | Callable[[int], str],
+    *,
+    name: str | None,
+    where: str | Callable[[int], str] = "node",
+) -> None:
+    """Raise :class:`~structpos.exceptions.ParseError` naming the first index where ``bad`` holds.
+
+    How the validators report a broken per-element check: the error names the input and the
+    first offending element (``node 3``, ``token 0``, ``edge 7``); nothing happens when no
+    element fails.
+
+    Parameters
+    ----------
+    bad : array_like of bool
+        One entry per element, set where the check fails.
+    message : str or callable
+        The message, or ``message(i) -> str`` built from the first offending index ``i``.
+    name : str or None
+        The input's name.
+    where : str or callable, optional
+        The position is ``f"{where} {i}"`` (default ``"node"``), or ``where(i)`` for a callable.
+
+    Raises
+    ------
+    ParseError
+        When ``bad`` is set anywhere.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lengths = np.array([3, 0, 9, 12])
+    >>> raise_at_first(lengths > 20, "too long", name="v.json")  # nothing fails: no error
+    >>> raise_at_first(lengths > 5, lambda i: f"length {lengths[i]} over 5", name="v.json", where="item")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: v.json at item 2: length 9 over 5
+    """
+    hits = np.flatnonzero(bad)
+    if hits.size:
+        i = int(hits[0])
+        raise StructureError(
+            message(i) if callable(message) else message,
+            name=name,
+            position=where(i) if callable(where) else f"{where} {i}",
+        )
 
 
 @dataclass
@@ -409,36 +460,24 @@ class Structure:
         ...
         structpos.exceptions.ParseError: <input> at node 1: span of node 1 is not inside its parent's span
         """
-        n = self.num_nodes
-        if self.parent is not None and n:
-            idx = np.arange(n)
-            bad = np.flatnonzero((self.parent >= idx) | (self.parent < -1))
-            if bad.size:
-                i = int(bad[0])
-                raise StructureError(
-                    f"parent[{i}]={self.parent[i]} breaks preorder (parent < child)",
-                    name=self.name,
-                    position=f"node {i}",
-                )
+        n, parent = self.num_nodes, self.parent
+        if parent is not None and n:
+            raise_at_first(
+                (parent >= np.arange(n)) | (parent < -1),
+                lambda i: f"parent[{i}]={parent[i]} breaks preorder (parent < child)",
+                name=self.name,
+            )
             # dependency trees (CoNLL-U, spaCy) span words, not subtrees: no nesting to check
-            has = (self.parent >= 0) & (self.start >= 0) & self.nested_spans
-            p = self.parent[has]
-            has_p = self.start[p] >= 0
-            c = np.flatnonzero(has)[has_p]
-            p = p[has_p]
-            bad = np.flatnonzero((self.start[c] < self.start[p]) | (self.end[c] > self.end[p]))
-            if bad.size:
-                i = int(c[bad[0]])
-                raise StructureError(
-                    f"span of node {i} is not inside its parent's span", name=self.name, position=f"node {i}"
-                )
-        bad = np.flatnonzero((self.start >= 0) & (self.end < self.start))
-        if bad.size:
-            raise StructureError("span ends before it starts", name=self.name, position=f"node {int(bad[0])}")
+            p = np.maximum(parent, 0)
+            checked = (parent >= 0) & (self.start >= 0) & (self.start[p] >= 0) & self.nested_spans
+            raise_at_first(
+                checked & ((self.start < self.start[p]) | (self.end > self.end[p])),
+                lambda i: f"span of node {i} is not inside its parent's span",
+                name=self.name,
+            )
+        raise_at_first((self.start >= 0) & (self.end < self.start), "span ends before it starts", name=self.name)
         if self.source is not None:
-            bad = np.flatnonzero(self.end > len(self.source))
-            if bad.size:
-                raise StructureError("span ends past the source", name=self.name, position=f"node {int(bad[0])}")
+            raise_at_first(self.end > len(self.source), "span ends past the source", name=self.name)
         if self.edge_index is not None and self.edge_index.size:
             if self.edge_index.min() < 0 or self.edge_index.max() >= n:
                 raise StructureError("edge_index refers to a node that does not exist", name=self.name)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..structure import Structure, StructureError
+from ..structure import Structure, StructureError, raise_at_first
 
 
 def heads_to_preorder(
@@ -28,14 +28,14 @@ def heads_to_preorder(
     """``(order, parent)`` of the preorder layout of the dependency tree (or forest) ``heads``."""
     heads = np.asarray(heads, dtype=np.int64)
     n = len(heads)
-    bad = np.flatnonzero((heads < -1) | (heads >= n))
-    if bad.size:
-        w = int(bad[0])
-        raise StructureError(
-            f"the head of {word_name(w)}, {word_name(int(heads[w]))}, is out of range (the sentence has {n} words)",
-            name=name,
-            position=word_name(w),
-        )
+    raise_at_first(
+        (heads < -1) | (heads >= n),
+        lambda w: (
+            f"the head of {word_name(w)}, {word_name(int(heads[w]))}, is out of range (the sentence has {n} words)"
+        ),
+        name=name,
+        where=word_name,
+    )
     roots = np.flatnonzero(heads == -1)
     if single_root and roots.size != 1:
         if roots.size == 0:
@@ -56,11 +56,13 @@ def heads_to_preorder(
         order.append(w)
         stack.extend(by_head[offsets[w + 1] : offsets[w + 2]][::-1].tolist())
     if len(order) != n:
-        seen = np.zeros(n, dtype=bool)
-        seen[order] = True
-        w = int(np.flatnonzero(~seen)[0])
-        raise StructureError(
-            f"{word_name(w)} is not connected to a root (its heads form a cycle)", name=name, position=word_name(w)
+        unreached = np.ones(n, dtype=bool)
+        unreached[order] = False
+        raise_at_first(
+            unreached,
+            lambda w: f"{word_name(w)} is not connected to a root (its heads form a cycle)",
+            name=name,
+            where=word_name,
         )
     order_arr = np.asarray(order, dtype=np.int64)
     pos = np.empty(n, dtype=np.int64)

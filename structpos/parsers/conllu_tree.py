@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..limits import Limits, check_limit, node_budget
-from ..structure import SentenceInfo, Structure, StructureError
+from ..structure import SentenceInfo, Structure, StructureError, raise_at_first
 from . import require
 from ._dependency import dependency_structure, heads_to_preorder
 from ._input import read_text
@@ -156,11 +156,12 @@ def _sentence(tokens, k: int, name: str) -> Structure:
         raise StructureError("sentence has no words", name=sname)
     _check_ids(tokens, n, sname)
     ids = np.array([t["id"] for t in words], dtype=np.int64)
-    if not np.array_equal(ids, np.arange(1, n + 1)):
-        w = int(np.flatnonzero(ids != np.arange(1, n + 1))[0])
-        raise StructureError(
-            f"word ids must run 1..{n}, found {ids[w]} at position {w + 1}", name=sname, position=f"word {ids[w]}"
-        )
+    raise_at_first(
+        ids != np.arange(1, n + 1),
+        lambda w: f"word ids must run 1..{n}, found {ids[w]} at position {w + 1}",
+        name=sname,
+        where=lambda w: f"word {ids[w]}",
+    )
     for t in tokens:
         missing = [f for f in ("form", "upos", "head", "deprel") if f not in t]
         if missing:

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..exceptions import LimitError, ParseError
 from ..limits import Limits, check_limit, resolve_limits
-from ..structure import Structure, StructureError
+from ..structure import Structure, StructureError, raise_at_first
 
 __all__ = ["parse_graph", "adjacency"]
 
@@ -68,13 +68,12 @@ def _check_edge_index(
     if a.ndim != 2 or a.shape[0] != 2:
         raise StructureError(f"edge_index must have shape (2, E), got {a.shape}", name=name)
     if a.size and a.dtype.kind == "f":
-        bad = np.flatnonzero(~np.isfinite(a).all(0) | (a != np.round(a)).any(0))
-        if bad.size:
-            raise StructureError(
-                f"edge_index entries must be integers, got {a[:, bad[0]].tolist()}",
-                name=name,
-                position=f"edge {int(bad[0])}",
-            )
+        raise_at_first(
+            ~np.isfinite(a).all(0) | (a != np.round(a)).any(0),
+            lambda k: f"edge_index entries must be integers, got {a[:, k].tolist()}",
+            name=name,
+            where="edge",
+        )
     elif a.size and a.dtype.kind not in "iub":
         raise StructureError(f"edge_index must be an integer array, got dtype {a.dtype}", name=name)
     if a.size and (a.min() < np.iinfo(np.int64).min or a.max() > np.iinfo(np.int64).max):
@@ -90,12 +89,12 @@ def _check_edge_index(
     if num_nodes < 0:
         raise StructureError(f"num_nodes must be ≥ 0, got {num_nodes}", name=name)
     _check_node_count(num_nodes, explicit, a.shape[1], limits, name)
-    bad = np.flatnonzero(((a < 0) | (a >= num_nodes)).any(0))
-    if bad.size:
-        k = int(bad[0])
-        raise StructureError(
-            f"edge ({a[0, k]}, {a[1, k]}) refers to a node outside 0..{num_nodes - 1}", name=name, position=f"edge {k}"
-        )
+    raise_at_first(
+        ((a < 0) | (a >= num_nodes)).any(0),
+        lambda k: f"edge ({a[0, k]}, {a[1, k]}) refers to a node outside 0..{num_nodes - 1}",
+        name=name,
+        where="edge",
+    )
     return a, num_nodes
 
 
@@ -111,10 +110,12 @@ def _check_weights(w: Any, n_edges: int, name: str) -> np.ndarray | None:
         a = a.astype(np.float64)
     except (TypeError, ValueError):
         raise StructureError(f"edge weights must be numbers, got dtype {a.dtype}", name=name) from None
-    bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
-    if bad.size:
-        k = int(bad[0])
-        raise StructureError(f"edge weight {a[k]} is not a finite non-negative number", name=name, position=f"edge {k}")
+    raise_at_first(
+        ~np.isfinite(a) | (a < 0),
+        lambda k: f"edge weight {a[k]} is not a finite non-negative number",
+        name=name,
+        where="edge",
+    )
     return a
 
 
