@@ -165,13 +165,13 @@ def test_ray_data_map_batches_matches_local(ray_cluster, shared_data):
             assert np.asarray(list(got[k][col])).tolist() == row[col], col  # Ray hands back numpy arrays
 
 
-@pytest.mark.slow
-def test_ray_engine_isolates_a_record_that_kills_its_worker(ray_cluster, tmp_path):
+def _ray_faults(tmp_path, payloads, workers, limits):
+    """Encode ``payloads`` (FAULTS' parser, shards of 3) on Ray; the summary, rows and errors by id.
+
+    Checks in = out + errors with no duplicates, and that every good record (a JSON payload) was
+    encoded with its own node count."""
     from test_faults import FAULTS, _check, _json_size, _jsonl
 
-    from structpos.limits import Limits
-
-    payloads = ["[1]", "die", "[2, [3]]", "raise", '{"a": [4]}', "[5]"]
     src = tmp_path / "in.jsonl"
     ids = _jsonl(src, payloads)
     out = tmp_path / "enc"
@@ -184,50 +184,42 @@ def test_ray_engine_isolates_a_record_that_kills_its_worker(ray_cluster, tmp_pat
         id_field="id",
         shard_size=3,
         engine="ray",
-        workers=2,
-        limits=Limits(record_timeout=20),
+        workers=workers,
+        limits=limits,
         progress=False,
     )
     rows, errors = _check(out, ids)
+    for rid, text in zip(ids, payloads):
+        if rid in rows:
+            assert rows[rid]["num_nodes"] == _json_size(json.loads(text))
+    return s, rows, errors
+
+
+@pytest.mark.slow
+def test_ray_engine_isolates_a_record_that_kills_its_worker(ray_cluster, tmp_path):
+    from structpos.limits import Limits
+
+    payloads = ["[1]", "die", "[2, [3]]", "raise", '{"a": [4]}', "[5]"]
+    s, rows, errors = _ray_faults(tmp_path, payloads, 2, Limits(record_timeout=20))
     assert (s.records, s.errors) == (6, 2)
     assert errors["r1"]["stage"] == "worker" and errors["r3"]["error_type"] == "IndexError"
-    for rid in ("r0", "r2", "r4", "r5"):  # the shard-mates of the killer were encoded one task each
-        assert rows[rid]["num_nodes"] == _json_size(json.loads(payloads[int(rid[1:])]))
+    assert set(rows) == {"r0", "r2", "r4", "r5"}  # the shard-mates of the killer were encoded one task each
 
 
 @pytest.mark.slow
 def test_ray_engine_applies_the_record_timeout_and_memory_limit(ray_cluster, tmp_path):
-    from test_faults import FAULTS, _check, _json_size, _jsonl
-
     from structpos.limits import Limits
 
     payloads = ["[1]", "sleep", "[2, [3]]", "hog", '{"a": [4]}', "[5]"]
-    src = tmp_path / "in.jsonl"
-    ids = _jsonl(src, payloads)
-    out = tmp_path / "enc"
     t = time.perf_counter()
-    s = encode_to_parquet(
-        src,
-        out,
-        kind="faulty",
-        extra_parsers=FAULTS,
-        coords="tree",
-        id_field="id",
-        shard_size=3,
-        engine="ray",
-        workers=1,
-        limits=Limits(record_timeout=1.0, max_memory_bytes=2**30),
-        progress=False,
-    )
+    s, rows, errors = _ray_faults(tmp_path, payloads, 1, Limits(record_timeout=1.0, max_memory_bytes=2**30))
     assert time.perf_counter() - t < 60  # the sleeper (60 s) was stopped at its 1 s
-    rows, errors = _check(out, ids)
     assert (s.records, s.errors) == (6, 2)
     sleeper, hog = errors["r1"], errors["r3"]
     assert sleeper["stage"] == "timeout" and sleeper["error_type"] == "LimitError"
     assert "record_timeout" in sleeper["message"] and "in.jsonl line 2" in sleeper["message"]
     assert hog["stage"] == "memory" and hog["error_type"] == "MemoryError", hog  # 2 GiB under a 1 GiB limit
-    for rid in ("r0", "r2", "r4", "r5"):  # their shard-mates were encoded
-        assert rows[rid]["num_nodes"] == _json_size(json.loads(payloads[int(rid[1:])]))
+    assert set(rows) == {"r0", "r2", "r4", "r5"}  # their shard-mates were encoded
     # the limit was lifted after the tasks: the Ray worker can map more again
     ray, _ = ray_cluster
     assert ray.get(ray.remote(_address_space_limit).remote()) == -1
