@@ -100,7 +100,7 @@ def parse_grammar(
     if parser not in ("lalr", "earley"):
         raise SpecError(f"parser must be 'lalr' or 'earley', not {parser!r}")
     text, name = read_text(text, name=name, default="<grammar input>", limits=limits)
-    compiled = grammar if isinstance(grammar, lark.Lark) else _compiled(grammar, start, parser, lark)
+    compiled = grammar if isinstance(grammar, lark.Lark) else _compile_checked(grammar, start, parser, lark)
     timeout = resolve_limits(limits).record_timeout
     if timeout is not None and compiled.options.parser == "earley" and can_fork():
         args = (_lark_key(compiled), text, name, node_budget(limits))
@@ -109,7 +109,8 @@ def parse_grammar(
     return _parse(compiled, text, name, node_budget(limits))
 
 
-def _compiled(grammar: str, start: str, parser: str, lark):
+def _compile_checked(grammar: str, start: str, parser: str, lark):
+    """The cached compiled grammar; a grammar lark rejects as a ParseError."""
     try:
         return _compile(grammar, start, parser)
     except lark.exceptions.LarkError as e:  # GrammarError, or grammar text that does not parse
