@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import EigenConvergenceError
-from ..structure import Structure, StructureError
+from ..structure import Structure, StructureError, raise_at_first
 
 __all__ = [
     "Graph",
@@ -220,12 +220,12 @@ def _check_values(gs: Sequence[Graph]) -> None:
     for gi, g in enumerate(gs):
         if g.edge_weight is None:
             continue
-        bad = np.flatnonzero(~np.isfinite(g.edge_weight) | (g.edge_weight < 0))
-        if bad.size:
-            e = int(bad[0])
-            raise StructureError(
-                f"edge weight {g.edge_weight[e]} is not a finite non-negative number", name=g.name, position=f"edge {e}"
-            )
+        raise_at_first(
+            ~np.isfinite(g.edge_weight) | (g.edge_weight < 0),
+            lambda e, w=g.edge_weight: f"edge weight {w[e]} is not a finite non-negative number",
+            name=g.name,
+            where="edge",
+        )
 
 
 def _locate(counts: np.ndarray, flat: int) -> tuple[int, int]:

@@ -35,7 +35,7 @@ from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.sparse.linalg import splu
 
 from ..exceptions import EigenConvergenceError
-from ..structure import Structure, StructureError
+from ..structure import Structure, StructureError, raise_at_first
 from ._graph_utils import edge_weights, adjacency, as_graph, output_like, to_output
 
 __all__ = [
@@ -260,11 +260,12 @@ def resistance_distance_pairs(
     g = as_graph(edge_index, num_nodes, edge_weight)
     P = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     n = g.num_nodes
-    if P.size and (P.min() < 0 or P.max() >= n):
-        bad = int(np.flatnonzero((P < 0).any(1) | (P >= n).any(1))[0])
-        raise StructureError(
-            f"pair {tuple(P[bad])} names a node outside 0..{n - 1}", name=g.name, position=f"pair {bad}"
-        )
+    raise_at_first(
+        (P < 0).any(1) | (P >= n).any(1),
+        lambda i: f"pair {tuple(P[i])} names a node outside 0..{n - 1}",
+        name=g.name,
+        where="pair",
+    )
     if method not in ("auto", "factor", "amg-cg"):
         raise ValueError(f"unknown method {method!r} (use 'auto', 'factor' or 'amg-cg')")
     out = np.full(len(P), np.inf)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import SpecError
-from ..structure import Structure, StructureError
+from ..structure import Structure, StructureError, raise_at_first
 
 __all__ = ["table_coords", "cell_grid", "header_row_count"]
 
@@ -36,9 +36,7 @@ def _cell_arrays(s: Structure) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     rs = np.asarray(s.attrs.get("rowspan", np.where(is_cell, 1, -1)), dtype=np.int64)
     cs = np.asarray(s.attrs.get("colspan", np.where(is_cell, 1, -1)), dtype=np.int64)
     hd = np.asarray(s.attrs.get("header", np.where(is_cell, 0, -1)), dtype=np.int64)
-    bad = np.flatnonzero(is_cell & ((rs < 1) | (cs < 1)))
-    if bad.size:
-        raise StructureError("cell with a span below 1", name=s.name, position=f"node {int(bad[0])}")
+    raise_at_first(is_cell & ((rs < 1) | (cs < 1)), "cell with a span below 1", name=s.name)
     assert row.shape == (n,)
     return is_cell, row, col, rs, cs, hd
 

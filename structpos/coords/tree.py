@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..structure import Structure, StructureError
+from ..structure import Structure, StructureError, raise_at_first
 
 __all__ = [
     "check_parent",
@@ -94,12 +94,11 @@ def check_parent(parent, name: str = "<parent>") -> np.ndarray:
         if not np.all(np.mod(p, 1) == 0):
             raise StructureError("parent must hold integers", name=name)
     p = np.ascontiguousarray(p, dtype=np.int64)
-    bad = np.flatnonzero((p >= np.arange(p.size)) | (p < -1))
-    if bad.size:
-        i = int(bad[0])
-        raise StructureError(
-            f"parent[{i}]={int(p[i])} breaks preorder (need -1 <= parent[i] < i)", name=name, position=f"node {i}"
-        )
+    raise_at_first(
+        (p >= np.arange(p.size)) | (p < -1),
+        lambda i: f"parent[{i}]={int(p[i])} breaks preorder (need -1 <= parent[i] < i)",
+        name=name,
+    )
     return p
 
 
@@ -124,14 +123,11 @@ def _check_preorder(p: np.ndarray, sib: np.ndarray, size: np.ndarray, name: str 
     bad_first = first & (p != np.arange(p.size) - 1)
     if not bad_first.any() and not (size <= 0).any():
         return
-    bad = np.flatnonzero(bad_first | (size <= 0))
-    if bad.size:
-        j = int(bad[0])
-        raise StructureError(
-            f"node {j} (parent {int(p[j])}) is not in preorder: a subtree is interrupted or misordered near it",
-            name=name,
-            position=f"node {j}",
-        )
+    raise_at_first(
+        bad_first | (size <= 0),
+        lambda j: f"node {j} (parent {int(p[j])}) is not in preorder: a subtree is interrupted or misordered near it",
+        name=name,
+    )
 
 
 # --------------------------------------------------------------- basic arrays
