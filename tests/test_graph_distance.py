@@ -68,6 +68,9 @@ def test_resistance_weights_disconnection_and_errors():
         resistance_distance(ei, 4, max_nodes=3)
     with pytest.raises(StructureError, match="edge 1"):
         resistance_distance(ei, 4, np.array([1.0, -1.0]))
+    with pytest.raises(StructureError) as e:  # the first bad pair, in plain numbers
+        resistance_distance_pairs(ei, [[0, 1], [0, 7], [9, 0]], num_nodes=4)
+    assert e.value.position == "pair 1" and "pair (0, 7) names a node outside 0..3" in str(e.value)
 
 
 def test_batches_and_padding():

@@ -262,7 +262,7 @@ def resistance_distance_pairs(
     n = g.num_nodes
     raise_at_first(
         (P < 0).any(1) | (P >= n).any(1),
-        lambda i: f"pair {tuple(P[i])} names a node outside 0..{n - 1}",
+        lambda i: f"pair {tuple(P[i].tolist())} names a node outside 0..{n - 1}",
         name=g.name,
         where="pair",
     )
