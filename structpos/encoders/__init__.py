@@ -2,6 +2,8 @@
 
 * :class:`StructuralRoPE` — rotary encoding of per-token coordinates of any number of axes
   (sectioned / interleaved / per-head / mixed frequency allocation; half or interleaved pairs).
+* :class:`ExtraPlaneRoPE` — full 1-D RoPE on the head, structural axes on extra planes
+  (structure never takes the token index's frequency ladder away).
 * :class:`HierarchicalRoPE` — one axis per level (paragraph/sentence/token, code levels).
 * :class:`WIRE` — rotations from Laplacian spectral coordinates, ``φ = Ω t``.
 * :class:`AWRoPE` — phases transported along edges, exact solve or K-term series.
@@ -14,6 +16,7 @@ from ._rotary import apply_rotary, layout_permutation, rope_inv_freq
 from .additive import LapPEEmbedding, tree_depth_sibling, tree_path_pe
 from .attention_bias import SPDBias, alibi_distance_bias, alibi_slopes, shortest_path_distance, tree_distance
 from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_sparse, edge_phases_from_coords
+from .extra_planes import ExtraPlaneRoPE
 from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
 from .rope import StructuralRoPE
@@ -21,6 +24,7 @@ from .wire import WIRE, spectral_coords
 
 __all__ = [
     "StructuralRoPE",
+    "ExtraPlaneRoPE",
     "HierarchicalRoPE",
     "unit_indices",
     "LEVEL_PRESETS",

@@ -183,6 +183,15 @@ ENCODERS.add(
 )
 ENCODERS.add(
     EncoderEntry(
+        "extra_plane_rope",
+        "structpos.encoders.extra_planes:ExtraPlaneRoPE",
+        coords="tree / table / hier axes + the token index",
+        summary="Full 1-D RoPE on the head plus structural axes on extra q/k planes; zero structure = 1-D RoPE.",
+        reference="structpos (the quality suite's recommended allocation); cf. RoPE + structural bias.",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
         "hier_rope",
         "structpos.encoders.hierarchical:HierarchicalRoPE",
         coords="hier",
