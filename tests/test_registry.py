@@ -148,6 +148,7 @@ def test_register_replaces_and_docs_list_every_family():
 # ------------------------------------------------------------------------------ encoders
 MINIMAL = {
     "rope": {"head_dim": 16, "num_axes": 3},
+    "extra_plane_rope": {"head_dim": 16, "extra_dim": 4, "num_axes": 3},
     "hier_rope": {"head_dim": 16},
     "wire": {"head_dim": 16, "k": 4},
     "aw_rope": {"head_dim": 16},

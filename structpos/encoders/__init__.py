@@ -16,8 +16,8 @@ from ._rotary import apply_rotary, layout_permutation, rope_inv_freq
 from .additive import LapPEEmbedding, tree_depth_sibling, tree_path_pe
 from .attention_bias import SPDBias, alibi_distance_bias, alibi_slopes, shortest_path_distance, tree_distance
 from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_sparse, edge_phases_from_coords
-from .extra_planes import ExtraPlaneRoPE
 from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
+from .extra_planes import ExtraPlaneRoPE
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
 from .rope import StructuralRoPE
 from .wire import WIRE, spectral_coords
