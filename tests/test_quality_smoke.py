@@ -91,33 +91,129 @@ def test_ud_tree_coordinates_and_distances_match_networkx():
     s = task.sentences["train"][3]
     ex = task.train[3]
     c = structpos.compute_coords(s, "tree")
-    node = ex["node"]
-    assert np.array_equal(ex["tree"][:, 0], c["depth"][node])
-    assert np.array_equal(ex["tree"][:, 1], c["sibling"][node])
+    node = [int(w) for w in np.argsort(s.attrs["token_index"])]
+    assert np.array_equal(ex["tree_gold"][:, 0], c["depth"][node])  # the oracle columns: the gold parse
+    assert np.array_equal(ex["tree_gold"][:, 1], c["sibling"][node])
     g = nx.Graph([(int(p), i) for i, p in enumerate(s.parent) if p >= 0])
     ref = np.array([[nx.shortest_path_length(g, int(u), int(v)) for v in node] for u in node])
-    b = task.batch(task.train[3:5], "tdist_bias")
+    b = task.batch(task.train[3:5], "tree_bias_gold")
     n = len(node)
-    assert np.array_equal(b["pair_tdist"][0, :n, :n].numpy(), ref)
+    assert np.array_equal(b["pair_tdist_gold"][0, :n, :n].numpy(), ref)
     heads = np.asarray(s.attrs["head"])[node]  # 1-based word ids; depth 1 <=> head is the root word
-    assert np.array_equal(ex["tree"][:, 0] == 0, heads == 0)
+    assert np.array_equal(ex["tree_gold"][:, 0] == 0, heads == 0)
 
 
-def test_code_window_coordinates_match_the_tree():
+def test_ud_predicted_parse_coordinates_match_networkx_on_the_predicted_heads():
+    """The claimed encodings read the predicted tree: depth = hops to its root, distances = hops."""
+    from benchmarks.quality.ud_relations import with_heads
+
+    task = built("ud_relations")
+    s = task.sentences["test"][2]
+    ex = task.splits["test"][2]
+    n = s.num_nodes
+    depth, dist = ex["tree"][:, 0], ex["pair_tdist"]
+    # a word's head is its neighbour one step closer to the root (depth 0)
+    heads = np.array(
+        [-1 if depth[w] == 0 else int(np.flatnonzero((dist[w] == 1) & (depth == depth[w] - 1))[0]) for w in range(n)]
+    )
+    g = nx.Graph([(w, int(h)) for w, h in enumerate(heads) if h >= 0])
+    g.add_nodes_from(range(n))
+    root = int(np.flatnonzero(heads == -1)[0])
+    assert nx.is_tree(g)
+    assert all(nx.shortest_path_length(g, root, w) == depth[w] for w in range(n))
+    assert all(nx.shortest_path_length(g, u, v) == dist[u, v] for u in range(n) for v in range(n))
+    again = with_heads(s, heads)  # the library's layout of these heads gives the same coordinates
+    c = structpos.compute_coords(again, "tree")
+    assert np.array_equal(c["depth"][np.argsort(again.attrs["token_index"])], depth)
+
+
+def test_decode_heads_returns_a_tree_and_keeps_a_tree_argmax():
+    from benchmarks.quality.ud_relations import decode_heads
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 12):
+        for _ in range(20):
+            heads = decode_heads(rng.normal(size=(n + 1, n + 1)))
+            g = nx.DiGraph([(int(h), w) for w, h in enumerate(heads) if h >= 0])
+            g.add_nodes_from(range(n))
+            assert (heads == -1).sum() == 1 and nx.is_arborescence(g)
+        gold = np.array([-1] + [int(rng.integers(0, w)) for w in range(1, n)])  # a tree: heads point left
+        scores = np.full((n + 1, n + 1), -5.0)
+        for w, h in enumerate(gold):
+            scores[w + 1, h + 1] = 5.0
+        assert np.array_equal(decode_heads(scores), gold)
+
+
+def test_code_window_coordinates_come_from_the_masked_source():
+    """No leak: re-parse the window's file with the masked tokens replaced (string surgery written
+    here), and every token's depth and distances must equal the example's."""
+    from benchmarks.quality.code_mlm import MASK_TEXT
+
     task = built("code_mlm")
-    ex = task.train[0]
-    f = task.files["train"][int(ex["file"])]
-    s = f["tree"]
-    lo = int(np.flatnonzero(f["leaves"] == ex["node"][0])[0])
-    assert np.array_equal(f["leaves"][lo : lo + len(ex["node"])], ex["node"])  # consecutive leaves
-    c = structpos.compute_coords(s, "tree")
-    assert np.array_equal(ex["tree"][:, 0], c["depth"][ex["node"]])
-    g = nx.Graph([(int(p), i) for i, p in enumerate(s.parent) if p >= 0])
-    u = int(ex["node"][0])
-    lengths = nx.single_source_shortest_path_length(g, u)
-    assert np.array_equal(ex["pair_tdist"][0], [lengths[int(v)] for v in ex["node"]])
-    masked = ex["tok"] == 2
-    assert masked.any() and (ex["tgt"][~masked] == -100).all()
+    for ex in task.train[:3]:
+        f = task.files["train"][int(ex["file"])]
+        lo, n = int(ex["lo"]), len(ex["tok"])
+        masked = ex["tok"] == 2
+        assert masked.any() and (ex["tgt"][~masked] == -100).all()
+        text, shift, new_spans = f["src"], 0, []
+        for (a, b), m in zip(f["offsets"][lo : lo + n], masked):
+            a, b = int(a) + shift, int(b) + shift
+            if m:
+                text = text[:a] + MASK_TEXT + text[b:]
+                shift += len(MASK_TEXT) - (b - a)
+                b = a + len(MASK_TEXT)
+            new_spans.append((a, b))
+        tree = structpos.parse(text, "code", language=f["language"])
+        c = structpos.compute_coords(tree, "tree")
+        inner = set(int(p) for p in tree.parent)
+        leaf = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(tree.start, tree.end)) if i not in inner}
+        nodes = [leaf[sp] for sp in new_spans]
+        assert np.array_equal(ex["ds"][:, 0], c["depth"][nodes])
+        g = nx.Graph([(int(p), i) for i, p in enumerate(tree.parent) if p >= 0])
+        lengths = nx.single_source_shortest_path_length(g, nodes[0])
+        assert np.array_equal(ex["pair_tdist"][0], [lengths[v] for v in nodes])
+
+
+def test_tree_root_bp_equals_brute_force_enumeration():
+    import itertools
+
+    from benchmarks.quality.tree_root import Q, random_tree, root_posterior, transition
+
+    rng = np.random.default_rng(1)
+    m = transition()
+    for _ in range(5):
+        n = 7
+        parent = random_tree(n, rng)
+        leaf = np.ones(n, bool)
+        leaf[parent[parent >= 0]] = False
+        leaf[0] = False
+        symbol = rng.integers(0, Q, n)
+        ref = np.zeros(Q)
+        for xs in itertools.product(range(Q), repeat=n):
+            if all(xs[v] == symbol[v] for v in range(n) if leaf[v]):
+                ref[xs[0]] += np.prod([m[xs[parent[v]], xs[v]] for v in range(1, n)]) / Q
+        assert np.allclose(root_posterior(parent, symbol, leaf), ref / ref.sum())
+
+
+def test_grid_copy_targets_are_the_cell_above():
+    task = built("grid_copy")
+    for ex in task.train[:5]:
+        rc, tok, tgt = ex["rc"], ex["tok"], ex["tgt"]
+        for i in np.flatnonzero(tgt >= 0):
+            above = np.flatnonzero((rc[:, 0] == rc[i, 0] - 1) & (rc[:, 1] == rc[i, 1]))
+            assert len(above) == 1 and tok[above[0]] - 2 == tgt[i]
+
+
+def test_every_task_declares_roles_and_reference_predictors():
+    for name in TASKS:
+        task = built(name)
+        roles = task.roles()
+        assert "claimed" in roles.values() and "baseline" in roles.values(), name
+        task.val = task.train[-4:]
+        for r in task.reference_runs(0):
+            assert all(0.0 <= r[f"{s}_acc"] <= 1.0 for s in task.splits), (name, r)
+        if task.probe_keys:
+            assert any(r["encoding"] == "probe" for r in task.reference_runs(0)), name
 
 
 def test_graph_distances_and_rwse_match_references():
@@ -150,6 +246,14 @@ def test_dag_labels_follow_edge_direction():
         assert ex["tgt"][u] == int(nx.has_path(g, u, v))
         assert nx.has_path(g, u, v) != nx.has_path(g, v, u)  # always comparable, one direction
         assert (ex["pair_spd"] == ex["pair_spd"].T).all()  # the symmetric baselines see no direction
+
+
+def test_addition_test_sums_are_not_training_sums():
+    task = built("addition")
+    seen = {tuple(e["key"]) for e in task.train}
+    for split in task.splits.values():
+        keys = [tuple(e["key"]) for e in split]
+        assert not seen & set(keys) and len(set(keys)) == len(keys)
 
 
 def test_addition_coupled_ids_pair_equal_significance():

@@ -1,30 +1,39 @@
 """Run the quality benchmark suite: ``python -m benchmarks.quality --quick | --full``.
 
 Every task trains the same small transformer once per (encoding, seed) and evaluates its
-test splits; the runner writes ``results.json`` (every run, rewritten after each one, so an
-interrupted run keeps what finished), ``RESULTS.md`` (task × encoding, mean ± std over seeds,
-the paper's claim and whether its direction is reproduced) and ``results.png`` (error bars).
+validation and test splits. **Seeds vary the data build** (which tables, files, graphs and
+masks), the initialisation and the order. With ``--full`` the first seed is a learning-rate
+sweep (``Task.lrs``, the same values for every encoding): the rate with the best
+*validation* score is kept for that encoding and its other seeds. Beside the encodings each
+seed records the coordinates-only probe and the trivial heuristics (see ``_common.py``).
+
+Results go to ``<out>/results/<task>.json`` (rewritten after every run, so a cut run keeps
+what finished; tasks can run in separate processes, ``--jobs``, or separate sessions, and
+``--report`` merges whatever files are there) and are rendered into ``<out>/RESULTS.md`` and
+``<out>/results.png`` with the verdicts of ``report.py``. ``--quick`` prints numbers and
+**no verdict**.
 
 Examples::
 
     python -m benchmarks.quality --quick                       # 1 seed, every task, ≤ 10 min on 2 cores
-    python -m benchmarks.quality --full                        # 3 seeds
-    python -m benchmarks.quality --quick --tasks addition,graph_distance --encodings nope,rope1d,coupled
+    python -m benchmarks.quality --full --tasks tree_root      # 5 seeds, LR sweep on the first
+    python -m benchmarks.quality --full --jobs 10 --device cuda --deadline 480
+    python -m benchmarks.quality --report                      # re-render from results/*.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from .report import readme_table, write_plot, write_results_md
+from .runner import FULL_SEEDS, run_unit, seed_list
 from .tasks import TASKS
 
 HERE = Path(__file__).resolve().parent
@@ -33,134 +42,97 @@ HERE = Path(__file__).resolve().parent
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.quality", description=__doc__.split("\n\n")[0])
     size = ap.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="1 seed, fewer steps and examples (default)")
-    size.add_argument("--full", action="store_true", help="3 seeds, the step budgets of the published table")
+    size.add_argument("--quick", action="store_true", help="1 seed, fewer steps and examples, no verdict (default)")
+    size.add_argument("--full", action="store_true", help=f"{FULL_SEEDS} seeds, LR sweep on the first, verdicts")
     ap.add_argument("--tasks", default="", help=f"comma-separated subset of {', '.join(TASKS)}")
     ap.add_argument("--encodings", default="", help="comma-separated encoding names (a task runs those it has)")
-    ap.add_argument("--seeds", default="", help="number of seeds (e.g. 3) or a list (0,1,2)")
+    ap.add_argument("--seeds", default="", help="number of seeds (e.g. 5) or a list (0,1,2)")
+    ap.add_argument("--lrs", default="", help="comma-separated learning rates for the sweep (default: the task's)")
     ap.add_argument("--steps", type=float, default=1.0, help="multiply every task's step budget")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
-    ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md / results.json / results.png go")
-    ap.add_argument("--no-progress", action="store_true")
-    ap.add_argument("--report", action="store_true", help="only re-render RESULTS.md / results.png from results.json")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    ap.add_argument("--jobs", type=int, default=1, help="tasks run in this many processes side by side")
+    ap.add_argument("--deadline", type=float, default=0.0, help="seconds after which no new run starts (0: none)")
     ap.add_argument(
-        "--merge",
+        "--out",
         type=Path,
-        nargs="+",
         default=None,
-        help="merge results.json files (e.g. one process per seed) into --out, then render",
+        help="where results/, RESULTS.md, results.png go (default: here; --quick: quick/)",
     )
+    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--report", action="store_true", help="only re-render RESULTS.md / results.png from results/")
     return ap.parse_args(argv)
 
 
-def seed_list(spec: str, size: str) -> list[int]:
-    if not spec:
-        return [0, 1, 2] if size == "full" else [0]
-    if "," in spec:
-        return [int(s) for s in spec.split(",") if s.strip()]
-    return list(range(int(spec)))
+def load_results(out: Path) -> dict:
+    """Merge ``out/results/<task>.s<seed>.json`` (one file per task and seed) into one results dict."""
+    parts = [json.loads(p.read_text()) for p in sorted((out / "results").glob("*.s*.json"))]
+    if not parts:
+        raise SystemExit(f"no results in {out / 'results'}")
+    merged = {
+        "size": parts[0]["size"],
+        "seeds": sorted({s for p in parts for s in p["seeds"]}),
+        "started": min(p["started"] for p in parts),
+        "elapsed_s": max(p.get("elapsed_s", 0) for p in parts),
+        "wall_s": {},
+        "machine": parts[0]["machine"],
+        "tasks": {},
+        "runs": [],
+        "sweep": [],
+        "chosen_lr": {},
+    }
+    sizes = {p["size"] for p in parts}
+    if len(sizes) > 1:
+        merged["size"] = "mixed (" + ", ".join(sorted(sizes)) + ")"
+    for p in parts:
+        merged["tasks"].setdefault(p["task"], p["tasks"][p["task"]])
+        merged["runs"] += p["runs"]
+        merged["sweep"] += p.get("sweep", [])
+        merged["chosen_lr"].setdefault(p["task"], {}).update(p.get("chosen_lr", {}))
+        merged["wall_s"][p["task"]] = max(merged["wall_s"].get(p["task"], 0), p.get("elapsed_s", 0))
+    return merged
 
 
-def merge_runs(parts: list[dict]) -> dict:
-    """One results dict from several (one per seed, run as separate processes); first copy of a run wins."""
-    out = dict(parts[0], tasks={}, runs=[])
-    seen = set()
-    for part in parts:
-        for name, desc in part["tasks"].items():
-            out["tasks"].setdefault(name, desc)
-        for r in part["runs"]:
-            key = (r["task"], r["encoding"], r["seed"])
-            if key not in seen:
-                seen.add(key)
-                out["runs"].append(r)
-    out["seeds"] = sorted({r["seed"] for r in out["runs"]})
-    out["elapsed_s"] = max(p.get("elapsed_s", 0) for p in parts)
-    out["machine"] = parts[0]["machine"] + f"; merged from {len(parts)} processes run side by side"
-    return out
+def render(out: Path) -> str:
+    results = load_results(out)
+    write_results_md(results, out / "RESULTS.md")
+    try:
+        write_plot(results, out / "results.png")
+    except ImportError:  # pragma: no cover - matplotlib is in the viz extra
+        print("matplotlib missing: no plot", file=sys.stderr)
+    return readme_table(results)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.merge:
-        merged = merge_runs([json.loads(Path(p).read_text()) for p in args.merge])
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.json").write_text(json.dumps(merged, indent=1))
-        args.report = True
+    if args.out is None:  # a quick run never overwrites the published --full results
+        args.out = HERE if args.full or args.report else HERE / "quick"
     if args.report:
-        out = json.loads((args.out / "results.json").read_text())
-        write_results_md(out, args.out / "RESULTS.md")
-        write_plot(out, args.out / "results.png")
-        print(readme_table(out))
+        print(render(args.out))
         return 0
-    size = "full" if args.full else "quick"
-    torch.set_num_threads(args.threads)
     names = [t.strip() for t in args.tasks.split(",") if t.strip()] or list(TASKS)
     unknown = [t for t in names if t not in TASKS]
     if unknown:
         print(f"unknown task(s) {unknown}; choose from {list(TASKS)}", file=sys.stderr)
         return 2
-    wanted = {e.strip() for e in args.encodings.split(",") if e.strip()}
+    t_start = time.perf_counter()
+    size = "full" if args.full else "quick"
     seeds = seed_list(args.seeds, size)
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is in the io extra
-        tqdm = None
+    for name in names:  # a fresh run: no rate chosen by an earlier sweep
+        (args.out / "results" / f"{name}.lr.json").unlink(missing_ok=True)
+    # every task's sweeping seed first: the other seeds wait for its rates
+    units = [(n, s, i == 0 and args.full) for i, s in enumerate(seeds) for n in names]
+    if args.jobs > 1 and len(units) > 1:
+        import multiprocessing as mp
 
-    tasks = {n: TASKS[n]() for n in names}
-    plan = [(n, e) for n in names for e in tasks[n].encodings if not wanted or e in wanted]
-    total_steps = sum(int(tasks[n].steps[size] * args.steps) for n, _ in plan) * len(seeds)
-    out = {
-        "size": size,
-        "seeds": seeds,
-        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch thread(s), torch {torch.__version__}",
-        "tasks": {},
-        "runs": [],
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    bar = None
-    if tqdm is not None:
-        bar = tqdm(total=total_steps, unit="step", disable=args.no_progress, dynamic_ncols=True)
-    t_all = time.perf_counter()
-    todo = {}
-    for name in names:  # build every task first: runs then go seed by seed, so a cut run has every task
-        task = tasks[name]
-        encs = [e for e in task.encodings if not wanted or e in wanted]
-        if not encs:
-            continue
-        t0 = time.perf_counter()
-        task.build(size)
-        todo[name] = encs
-        out["tasks"][name] = task.describe() | {
-            "build_s": round(time.perf_counter() - t0, 1),
-            "encodings": {e: task.encodings[e].about for e in encs},
-        }
-    for seed in seeds:
-        for name, encs in todo.items():
-            task = tasks[name]
-            for enc in encs:
-                if bar is not None:
-                    bar.set_description(f"{name}/{enc}/s{seed}")
-                steps = int(task.steps[size] * args.steps)
-                run = task.train_eval(enc, seed, size, steps=steps, progress=bar)
-                out["runs"].append(run)
-                out["elapsed_s"] = round(time.perf_counter() - t_all, 1)
-                (args.out / "results.json").write_text(json.dumps(out, indent=1))
-                write_results_md(out, args.out / "RESULTS.md")
-        try:
-            write_plot(out, args.out / "results.png")
-        except ImportError:  # pragma: no cover - matplotlib is in the viz extra
-            pass
-    if bar is not None:
-        bar.close()
-    out["elapsed_s"] = round(time.perf_counter() - t_all, 1)
-    (args.out / "results.json").write_text(json.dumps(out, indent=1))
-    write_results_md(out, args.out / "RESULTS.md")
-    try:
-        write_plot(out, args.out / "results.png")
-    except ImportError:  # pragma: no cover - matplotlib is in the viz extra
-        print("matplotlib missing: no plot", file=sys.stderr)
-    print((args.out / "RESULTS.md").read_text())
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(run_unit, n, s, w, args, t_start) for n, s, w in units]
+            for f in futures:
+                print(f"finished {f.result()} ({time.perf_counter() - t_start:.0f} s)", flush=True)
+    else:
+        for n, s, w in units:
+            run_unit(n, s, w, args, t_start)
+    print(render(args.out))
     return 0
 
 

@@ -1,11 +1,19 @@
 """What every quality task shares: the Task base class, data location, training and evaluation.
 
-A task builds its examples once (``build``), each example a dict of numpy arrays: ``tok``
-(token ids), either ``tgt`` (per-token class, ``-100`` = no loss) or ``ptr`` (index of the
-answer token), and one array per coordinate family its encodings read. ``train_eval``
+A task builds its examples once per seed (``prepare``: the data build itself depends on the
+seed), each example a dict of numpy arrays: ``tok`` (token ids), either ``tgt`` (per-token
+class, ``-100`` = no loss) or ``ptr`` (index of the answer token), and one array per
+coordinate family its encodings read. ``prepare`` holds out a validation slice of the
+training examples (learning-rate selection reads it, never the test splits). ``train_eval``
 trains the shared :class:`~benchmarks.quality.model.Transformer` with one encoding and
-evaluates every test split. Within a task the data, its order (from the seed), the model
-core, optimiser and step count are the same for every encoding.
+evaluates the validation and every test split. Within a task and seed the data, its order,
+the model core, optimiser and step count are the same for every encoding.
+
+Beside the encodings every task reports, per seed and split, the **coordinates-only probe**
+(:meth:`Task.probe_accuracy`: the best a predictor reading one token's position features
+alone does — a lookup table for integer coordinates, a linear classifier for real ones) and
+its **trivial heuristics** (:meth:`Task.heuristics`, majority class at least). A structural
+encoding that does not beat them has shown nothing about structure.
 """
 
 from __future__ import annotations
@@ -13,6 +21,8 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -20,7 +30,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .model import Enc, build_model, collate, cosine_schedule
+from .model import Enc, build_model, collate, cosine_schedule, count_parameters
+
+Examples = list[dict[str, np.ndarray]]
 
 ROOT = Path(__file__).resolve().parents[2]
 FALLBACK_DATA = ROOT / "tests" / "data" / "quality"
@@ -65,24 +77,63 @@ class Task:
     steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 400}
     batch_size = 32
     lr = 3e-3
+    lrs: ClassVar[tuple[float, ...]] = (1e-3, 3e-3, 1e-2)  # the --full sweep, the same for every encoding
     vocab_size = 0
     out_dim = 1
     layers = 2
+    probe_keys: ClassVar[list[str]] = []  # per-token coordinate arrays the coordinates-only probe reads
+    verdict_on_loss = False  # the claim is about the loss (lower wins), not the accuracy
+    report_loss = False  # show the loss columns beside the accuracy
 
     def __init__(self):
         self.encodings: dict[str, Enc] = {}
-        self.train: list[dict[str, np.ndarray]] = []
-        self.splits: dict[str, list[dict[str, np.ndarray]]] = {}
+        self.train: Examples = []
+        self.val: Examples = []
+        self.splits: dict[str, Examples] = {}
         self.info: dict[str, Any] = {}
+        self.device = torch.device("cpu")
 
     # ------------------------------------------------------------------ to override
     def build(self, size: str = "full", seed: int = 0) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def heuristics(self) -> dict[str, Callable[[Examples], float]]:
+        """Trivial predictors fitted on ``self.train``: name → ``accuracy(examples)``.
+
+        The default is the majority class (per-token tasks); tasks add their own.
+        """
+        if self.mode != "tag":
+            return {}
+        counts = Counter(int(t) for e in self.train for t in e["tgt"] if t >= 0)
+        top = counts.most_common(1)[0][0] if counts else 0
+        return {"majority": lambda exs: _tag_accuracy(exs, lambda e: np.full(len(e["tgt"]), top))}
+
     # ------------------------------------------------------------------ shared
+    def prepare(self, size: str = "full", seed: int = 0, device: str | torch.device = "cpu") -> None:
+        """Build the data of ``seed`` and hold out the validation slice (10 %, at most 300 examples).
+
+        ``device`` is where a build that trains a model of its own (the UD parser) trains it.
+        """
+        self.device = torch.device(device)
+        self.build(size, seed)
+        n_val = min(300, max(1, len(self.train) // 10))
+        self.train, self.val = self.train[:-n_val], self.train[-n_val:]
+
+    def roles(self) -> dict[str, str]:
+        return {name: spec.role for name, spec in self.encodings.items()}
+
+    def parameter_counts(self) -> dict[str, list[int]]:
+        """``encoding → [all trainable parameters, the encoding's own]`` (from a freshly built model)."""
+        out = {}
+        for enc in self.encodings:
+            out[enc] = list(count_parameters(self.model(enc, 0)))
+        return out
+
     def keys(self, enc: str) -> list[str]:
         spec = self.encodings[enc]
         keys = [spec.key] if spec.key else []
+        if spec.bias:
+            keys.append(spec.bias)
         if spec.kind == "lappe":
             keys.append(spec.key + "_eigvals")
         if spec.kind == "awrope":
@@ -90,7 +141,7 @@ class Task:
         return keys
 
     def batch(self, examples, enc: str):
-        return collate(examples, self.keys(enc))
+        return collate(examples, self.keys(enc), self.device)
 
     def model(self, enc: str, seed: int):
         spec = self.encodings[enc]
@@ -131,12 +182,21 @@ class Task:
         return {"acc": correct / max(count, 1), "loss": tot_loss / max(count, 1)}
 
     def train_eval(
-        self, enc: str, seed: int, size: str = "full", steps: int | None = None, progress=None
+        self,
+        enc: str,
+        seed: int,
+        size: str = "full",
+        steps: int | None = None,
+        progress=None,
+        lr: float | None = None,
+        device: str | torch.device = "cpu",
     ) -> dict[str, Any]:
-        """Train one encoding from ``seed``; returns losses, per-split metrics and timings."""
+        """Train one encoding from ``seed`` at ``lr``; returns losses, val and per-split metrics, timings."""
         steps = steps or self.steps[size]
-        model = self.model(enc, seed)
-        opt = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=0.01)
+        lr = lr or self.lr
+        self.device = torch.device(device)
+        model = self.model(enc, seed).to(self.device)
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine_schedule(steps))
         rng = np.random.default_rng(seed)  # data order: the same for every encoding
         order = rng.permutation(len(self.train))
@@ -161,18 +221,47 @@ class Task:
             "task": self.name,
             "encoding": enc,
             "seed": seed,
+            "lr": lr,
             "steps": steps,
             "train_s": round(train_s, 2),
         }
         out["first_loss"] = float(np.mean(losses[:10]))
         out["last_loss"] = float(np.mean(losses[-10:]))
-        for split, data in self.splits.items():
+        for split, data in {"val": self.val, **self.splits}.items():
             m = self.evaluate(model, data, enc)
             for k, v in m.items():
                 out[f"{split}_{k}"] = v
         out["eval_s"] = round(time.perf_counter() - t0 - train_s, 2)
         out["cpu_s"] = round(time.process_time() - c0, 2)
         return out
+
+    def score(self, run: dict[str, Any], split: str) -> float:
+        """The number the verdict compares: accuracy, or the negated loss for a claim about the loss."""
+        return -run[f"{split}_loss"] if self.verdict_on_loss else run[f"{split}_acc"]
+
+    # ------------------------------------------------------------------ probe and heuristics
+    def probe_accuracy(self, examples: Examples) -> float:
+        """Accuracy of the coordinates-only probe fitted on ``self.train`` (see the module docstring)."""
+        if not self.probe_keys:
+            return float("nan")
+        fit = getattr(self, "_probe", None)
+        if fit is None:
+            fit = self._probe = _fit_probe(self.train, self.probe_keys, self.mode)
+        return fit(examples)
+
+    def reference_runs(self, seed: int) -> list[dict[str, Any]]:
+        """The probe's and the heuristics' accuracies on every split, as runs of pseudo-encodings."""
+        self._probe = None
+        named: dict[str, Callable[[Examples], float]] = {f"h_{k}": f for k, f in self.heuristics().items()}
+        if self.probe_keys:
+            named["probe"] = self.probe_accuracy
+        runs = []
+        for name, fn in named.items():
+            run: dict[str, Any] = {"task": self.name, "encoding": name, "seed": seed}
+            for split, data in {"val": self.val, **self.splits}.items():
+                run[f"{split}_acc"] = float(fn(data))
+            runs.append(run)
+        return runs
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -181,12 +270,98 @@ class Task:
             "claim": self.claim,
             "claimed": self.claimed,
             "baselines": self.baselines,
+            "roles": self.roles(),
             "splits": {k: len(v) for k, v in self.splits.items()},
             "train": len(self.train),
+            "val": len(self.val),
             "main_split": self.main_split,
             "metric": self.metric,
+            "verdict_on_loss": self.verdict_on_loss,
+            "report_loss": self.report_loss,
+            "probe_keys": self.probe_keys,
             "info": self.info,
         }
+
+
+def _tag_accuracy(examples: Examples, predict: Callable[[dict[str, np.ndarray]], np.ndarray]) -> float:
+    """Per-token accuracy of ``predict(example) → (L,) classes`` over the scored tokens (``tgt ≥ 0``)."""
+    hit = total = 0
+    for e in examples:
+        ok = e["tgt"] >= 0
+        hit += int((predict(e)[ok] == e["tgt"][ok]).sum())
+        total += int(ok.sum())
+    return hit / max(total, 1)
+
+
+def _pointer_accuracy(examples: Examples, score: Callable[[dict[str, np.ndarray]], np.ndarray]) -> float:
+    """Pointer accuracy of ``argmax score(example)`` (first maximum)."""
+    return float(np.mean([int(np.argmax(score(e))) == int(e["ptr"]) for e in examples])) if examples else float("nan")
+
+
+def _features(e: dict[str, np.ndarray], keys: list[str]) -> np.ndarray:
+    """``(L, F)`` per-token features: the probe keys' arrays side by side."""
+    n = len(e["tok"])
+    return np.concatenate([np.asarray(e[k]).reshape(n, -1) for k in keys], 1)
+
+
+def _fit_probe(train: Examples, keys: list[str], mode: str) -> Callable[[Examples], float]:
+    """The coordinates-only probe: a lookup table over integer features, else a linear classifier."""
+    feats = [_features(e, keys) for e in train]
+    integer = all(np.issubdtype(f.dtype, np.integer) for f in feats)
+    if mode == "tag":
+        rows = np.concatenate(feats)
+        labels = np.concatenate([e["tgt"] for e in train])
+        keep = labels >= 0
+        rows, labels = rows[keep], labels[keep]
+    else:
+        rows = np.concatenate(feats)
+        labels = np.concatenate([np.arange(len(e["tok"])) == int(e["ptr"]) for e in train]).astype(np.int64)
+    if integer:
+        return _lookup_probe(rows, labels, keys, mode)
+    return _linear_probe(rows, labels, keys, mode)
+
+
+def _lookup_probe(rows, labels, keys, mode) -> Callable[[Examples], float]:
+    table: dict[tuple, Counter] = {}
+    for r, y in zip(map(tuple, rows.tolist()), labels.tolist()):
+        table.setdefault(r, Counter())[y] += 1
+    overall = Counter(labels.tolist()).most_common(1)[0][0]
+    if mode == "tag":
+        best = {r: c.most_common(1)[0][0] for r, c in table.items()}
+
+        def predict(e):
+            return np.array([best.get(r, overall) for r in map(tuple, _features(e, keys).tolist())])
+
+        return lambda exs: _tag_accuracy(exs, predict)
+    rate = {r: c[1] / sum(c.values()) for r, c in table.items()}
+
+    def score(e):
+        return np.array([rate.get(r, 0.0) for r in map(tuple, _features(e, keys).tolist())])
+
+    return lambda exs: _pointer_accuracy(exs, score)
+
+
+def _linear_probe(rows, labels, keys, mode, steps: int = 300) -> Callable[[Examples], float]:
+    x = torch.from_numpy(np.nan_to_num(rows).astype(np.float32))
+    mu, sd = x.mean(0), x.std(0) + 1e-6
+    y = torch.from_numpy(labels)
+    classes = int(y.max()) + 1
+    lin = torch.nn.Linear(x.shape[1], classes)
+    opt = torch.optim.Adam(lin.parameters(), lr=0.05)
+    for _ in range(steps):
+        loss = F.cross_entropy(lin((x - mu) / sd), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    @torch.no_grad()
+    def logits(e):
+        f = torch.from_numpy(np.nan_to_num(_features(e, keys)).astype(np.float32))
+        return lin((f - mu) / sd).numpy()
+
+    if mode == "tag":
+        return lambda exs: _tag_accuracy(exs, lambda e: logits(e).argmax(-1))
+    return lambda exs: _pointer_accuracy(exs, lambda e: logits(e)[:, -1] - logits(e)[:, 0])
 
 
 def chance_note(counts: np.ndarray) -> float:

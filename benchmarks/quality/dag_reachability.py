@@ -77,9 +77,8 @@ class DAGReachability(Task):
     name = "dag_reachability"
     data = "generated: random DAGs"
     claim = "magnetic Laplacian / AW-RoPE: direction-aware PE matters on directed graphs (> symmetric LapPE)"
-    claimed: ClassVar[list[str]] = ["maglap", "awrope_dir"]
-    baselines: ClassVar[list[str]] = ["lappe", "spd_bias", "rope1d", "nope"]
     main_split = "extrap"
+    probe_keys: ClassVar[list[str]] = ["maglap"]
     steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 500, "smoke": 30}
     vocab_size = 4
     out_dim = 2
@@ -87,17 +86,20 @@ class DAGReachability(Task):
     def __init__(self):
         super().__init__()
         self.encodings = {
-            "nope": Enc("none"),
-            "rope1d": Enc("rope", "pos", 1, about="1-D RoPE on the random listing order"),
-            "lappe": Enc("lappe", "lap", K_LAP, about="symmetric LapPE(8), additive"),
-            "spd_bias": Enc("bias", "pair_spd", opts={"max_distance": MAX_D}, about="undirected SPD bias"),
+            "nope": Enc("none", role="baseline"),
+            "rope1d": Enc("rope", "pos", 1, role="baseline", about="1-D RoPE on the random listing order"),
+            "lappe": Enc("lappe", "lap", K_LAP, role="baseline", about="symmetric LapPE(8), additive"),
+            "spd_bias": Enc(
+                "bias", "pair_spd", opts={"max_distance": MAX_D}, role="baseline", about="undirected SPD bias"
+            ),
             "maglap": Enc("linear", "maglap", 2 * K_LAP, about="magnetic Laplacian (q=0.25) Re/Im, additive"),
             "awrope_dir": Enc("awrope", "pos", 1, {"K": 6}, about="AW-RoPE along directed edges"),
             "spd_dir_bias": Enc(
                 "bias",
                 "pair_spd_dir",
                 opts={"max_distance": MAX_D},
-                about="ceiling: directed SPD bias (holds the answer)",
+                role="ceiling",
+                about="directed SPD bias (holds the answer)",
             ),
         }
 

@@ -13,7 +13,8 @@ Watts–Strogatz, Barabási–Albert. Label: ``d(source, target)`` in classes ``
 ``8 = "≥ 8"``, distances drawn uniformly among those present; predicted at the source
 token. **Why not readable off one token's coordinates:** the distance is a property of the
 pair; every single node's PE is compatible with many distances. The SPD bias is itself a
-pairwise distance: for it the task is reading the bias of one pair back out.
+pairwise distance: it is fed the label, so it is reported as a **ceiling**, never a win. The
+coordinates-only probe is a linear classifier on one node's LapPE and RWSE.
 
 Splits: train on 8–16 nodes; ``test`` = new graphs of 8–16 nodes; ``extrap`` = 24–40 nodes.
 
@@ -99,13 +100,15 @@ def encode_graph(g: nx.Graph, rng: np.random.Generator) -> dict[str, np.ndarray]
 
 def graph_encodings() -> dict[str, Enc]:
     return {
-        "nope": Enc("none"),
-        "rope1d": Enc("rope", "pos", 1, about="1-D RoPE on the random listing order"),
+        "nope": Enc("none", role="baseline"),
+        "rope1d": Enc("rope", "pos", 1, role="baseline", about="1-D RoPE on the random listing order"),
         "lappe": Enc("lappe", "lap", K_LAP, about="LapPE(8) + eigenvalues, additive"),
         "rwse": Enc("linear", "rw", K_RW, about="RWSE(16), additive"),
         "wire": Enc("wire", "wire", K_LAP, {"scale": 4.0}, about="WIRE on 8 Laplacian modes"),
         "awrope": Enc("awrope", "awpos", 2, {"K": 6}, about="AW-RoPE, phases from 2 LapPE coordinates"),
-        "spd_bias": Enc("bias", "pair_spd", opts={"max_distance": MAX_D}, about="SPD attention bias (Graphormer)"),
+        "spd_bias": Enc(
+            "bias", "pair_spd", opts={"max_distance": MAX_D}, role="ceiling", about="SPD bias: fed d(u, v), the label"
+        ),
     }
 
 
@@ -113,9 +116,8 @@ class GraphDistance(Task):
     name = "graph_distance"
     data = "generated: ER / tree / grid / WS / BA graphs"
     claim = "WIRE / LapPE / RWSE / SPD: spectral and distance encodings inject graph structure"
-    claimed: ClassVar[list[str]] = ["wire", "lappe", "rwse", "spd_bias", "awrope"]
-    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     main_split = "extrap"
+    probe_keys: ClassVar[list[str]] = ["lap", "rw"]
     steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 500, "smoke": 30}
     vocab_size = 4
     out_dim = MAX_D

@@ -35,9 +35,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from structpos.encoders import WIRE, AWRoPE, HierarchicalRoPE, LapPEEmbedding, SPDBias, StructuralRoPE
+from structpos.encoders import (
+    WIRE,
+    AWRoPE,
+    ExtraPlaneRoPE,
+    HierarchicalRoPE,
+    LapPEEmbedding,
+    SPDBias,
+    StructuralRoPE,
+)
 
-__all__ = ["Enc", "Encoding", "Transformer", "build_model", "collate"]
+__all__ = ["ROLES", "Enc", "Encoding", "Transformer", "build_model", "collate", "count_parameters"]
+
+ROLES = ("claimed", "baseline", "zero", "control", "ceiling", "oracle")
+"""What an encoding is in a task's table: ``claimed`` (the paper's claim says it wins), ``baseline``
+(1-D RoPE, NoPE, symmetric encodings), ``zero`` (a claimed encoding fed zero structure: must equal
+1-D RoPE), ``control`` (shuffled labels / order), ``ceiling`` (fed the label or an oracle: never a win),
+``oracle`` (fed gold structure the model could not see at test time: reported apart)."""
 
 
 # ---------------------------------------------------------------------- encodings
@@ -48,7 +62,11 @@ class Enc:
     ``kind`` is ``"none"``, ``"rope"``, ``"hier"``, ``"wire"``, ``"awrope"``, ``"ids"``
     (learned embeddings of integer ids, one table per axis, ids clipped to ``max_id``),
     ``"linear"`` (linear map of real features), ``"lappe"`` (LapPEEmbedding; ``key`` and
-    ``key + "_eigvals"``) or ``"bias"`` (SPDBias on ``key``, a ``pair_`` array).
+    ``key + "_eigvals"``), ``"bias"`` (SPDBias on ``key``, a ``pair_`` array) or ``"plane"``
+    (:class:`~structpos.encoders.ExtraPlaneRoPE`: full 1-D RoPE on the head from the last axis of
+    ``key``, the other axes on ``opts["extra_dim"]`` extra q/k dimensions). ``bias`` names a
+    ``pair_`` array for an SPDBias added on top of any kind (e.g. 1-D RoPE + a tree-distance bias).
+    ``role`` is one of :data:`ROLES`.
     """
 
     kind: str
@@ -56,21 +74,35 @@ class Enc:
     dim: int = 1  # axes / feature width
     opts: dict[str, Any] = field(default_factory=dict)
     about: str = ""
+    role: str = "claimed"
+    bias: str = ""
+
+    def __post_init__(self):
+        if self.role not in ROLES:
+            raise ValueError(f"role {self.role!r} is not one of {ROLES}")
 
     def __hash__(self):  # opts is a dict
-        return hash((self.kind, self.key, self.dim, tuple(sorted(self.opts.items()))))
+        return hash((self.kind, self.key, self.dim, self.bias, tuple(sorted(self.opts.items()))))
 
 
 class Encoding(nn.Module):
     """The runtime module of an :class:`Enc`: ``features``, ``rotate`` and ``bias`` hooks."""
 
-    def __init__(self, spec: Enc, d: int, heads: int):
+    def __init__(self, spec: Enc, d: int, heads: int, layers: int):
         super().__init__()
         self.spec, self.heads = spec, heads
         hd = d // heads
         o = dict(spec.opts)
-        self.rope = self.embed = self.lin = self.lappe = self.spd = None
-        if spec.kind == "rope":
+        self.rope = self.embed = self.lin = self.lappe = self.spd = self.extra_qk = None
+        self.extra_dim = 0
+        if spec.bias:
+            self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
+        if spec.kind == "plane":
+            self.extra_dim = int(o.get("extra_dim", 8))
+            self.rope = ExtraPlaneRoPE(hd, self.extra_dim, spec.dim, base=o.get("base", 1000.0))
+            # the encoding's own q/k projections for the extra planes, one per layer
+            self.extra_qk = nn.ModuleList(nn.Linear(d, 2 * heads * self.extra_dim) for _ in range(layers))
+        elif spec.kind == "rope":
             # interleaved: every axis gets high and low frequencies (sectioned would leave the last axis of a
             # 16-dim head only the slowest pairs, near-constant over short inputs)
             alloc = o.get("allocation", "interleaved")
@@ -109,7 +141,7 @@ class Encoding(nn.Module):
             self.lappe = LapPEEmbedding(spec.dim, d, use_eigvals=True, sign_flip=True)
         elif spec.kind == "bias":
             self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
-        elif spec.kind != "none":
+        elif spec.kind not in ("none", "plane"):
             raise ValueError(f"unknown encoding kind {spec.kind!r}")
         if spec.kind in ("linear", "lappe"):  # projected features at unit RMS, like the token embeddings
             self.feat_norm = nn.LayerNorm(d)
@@ -124,6 +156,14 @@ class Encoding(nn.Module):
         if self.lappe is not None:
             return self.feat_norm(self.lappe(batch[k].float(), batch[k + "_eigvals"].float()))
         return None
+
+    def extra_planes(self, h: torch.Tensor, layer: int, q, k):
+        """``q, k`` with this encoding's extra planes appended (``"plane"`` kind), else unchanged."""
+        if self.extra_qk is None:
+            return q, k
+        B, L = h.shape[:2]
+        qe, ke = self.extra_qk[layer](h).view(B, L, 2, self.heads, self.extra_dim).unbind(2)
+        return torch.cat([q, qe], -1), torch.cat([k, ke], -1)
 
     def rotate(self, q, k, batch):
         if self.rope is None:
@@ -141,14 +181,14 @@ class Encoding(nn.Module):
     def bias(self, batch) -> torch.Tensor | None:
         if self.spd is None:
             return None
-        return self.spd(batch[self.spec.key].long())
+        return self.spd(batch[self.spec.bias or self.spec.key].long())
 
 
 # ---------------------------------------------------------------------- transformer
 class Block(nn.Module):
-    def __init__(self, d: int, heads: int):
+    def __init__(self, d: int, heads: int, index: int = 0):
         super().__init__()
-        self.heads = heads
+        self.heads, self.index = heads, index
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
@@ -156,7 +196,9 @@ class Block(nn.Module):
 
     def forward(self, x, attn_mask, enc: Encoding, batch):
         B, L, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(B, L, 3, self.heads, d // self.heads).unbind(2)
+        h = self.ln1(x)
+        q, k, v = self.qkv(h).view(B, L, 3, self.heads, d // self.heads).unbind(2)
+        q, k = enc.extra_planes(h, self.index, q, k)
         q, k = enc.rotate(q, k, batch)
         bias = enc.bias(batch)
         m = attn_mask if bias is None else attn_mask + bias
@@ -173,7 +215,7 @@ class Transformer(nn.Module):
         self.causal = causal
         self.embed = nn.Embedding(vocab, d)
         self.seg = nn.Embedding(4, d)  # token role (content, same for every encoding): query / sep / body
-        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(d, heads, i) for i in range(layers))
         self.norm = nn.LayerNorm(d)
         self.head = nn.Linear(d, out_dim)
         self.enc: Encoding | None = None
@@ -190,7 +232,7 @@ class Transformer(nn.Module):
         allowed = mask[:, None, None, :]
         if self.causal:
             allowed = allowed & torch.ones(L, L, dtype=torch.bool, device=tok.device).tril()
-        attn_mask = torch.zeros(allowed.shape, dtype=x.dtype).masked_fill(~allowed, -1e9)
+        attn_mask = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill(~allowed, -1e9)
         for blk in self.blocks:
             x = blk(x, attn_mask, self.enc, batch)
         return self.head(self.norm(x))
@@ -201,12 +243,21 @@ def build_model(spec: Enc, vocab: int, out_dim: int, seed: int, **kw) -> Transfo
     torch.manual_seed(seed)
     model = Transformer(vocab, out_dim, **kw)
     torch.manual_seed(seed + 7919)
-    model.enc = Encoding(spec, model.embed.embedding_dim, model.blocks[0].heads)
+    model.enc = Encoding(spec, model.embed.embedding_dim, model.blocks[0].heads, len(model.blocks))
     return model
 
 
+def count_parameters(model: Transformer) -> tuple[int, int]:
+    """``(all trainable parameters, those of the position encoding alone)``."""
+    total = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    enc = sum(p.numel() for p in model.enc.parameters() if p.requires_grad) if model.enc is not None else 0
+    return total, enc
+
+
 # ---------------------------------------------------------------------- batching
-def collate(examples: list[dict[str, np.ndarray]], keys: list[str]) -> dict[str, torch.Tensor]:
+def collate(
+    examples: list[dict[str, np.ndarray]], keys: list[str], device: torch.device | str = "cpu"
+) -> dict[str, torch.Tensor]:
     """Pad ``tok`` and the given keys; ``tgt`` padded with ``-100``; ``edges`` offset per example."""
     B = len(examples)
     L = max(len(e["tok"]) for e in examples)
@@ -238,6 +289,8 @@ def collate(examples: list[dict[str, np.ndarray]], keys: list[str]) -> dict[str,
             for b, e in enumerate(examples):
                 arr[b, : len(e[key])] = e[key]
         out[key] = torch.from_numpy(arr)
+    if str(device) != "cpu":
+        out = {k: v.to(device, non_blocking=True) for k, v in out.items()}
     return out
 
 

@@ -1,44 +1,52 @@
-"""RESULTS.md and results.png from the runner's JSON (every run), with the claim verdicts.
+"""RESULTS.md and results.png from the runner's JSON, with verdicts computed from the numbers.
 
-Verdict per task, on its main split (the extrapolation split where there is one): each
-encoding the claim favours is compared with the best baseline (1-D RoPE / NoPE, or the
-symmetric encodings for the directed task). A difference counts when it exceeds
-``max(0.01, √(sd_a² + sd_b²))``; **yes** = every favoured encoding wins, **no** = none wins,
-**mixed** = some do. With one seed the std is 0 and only the 0.01 margin applies.
+**The verdict rule** (per claimed encoding, on the task's main split; the score is accuracy,
+or the negated loss where the claim is about the loss):
+
+1. Pair it with the best baseline (highest mean; 1-D RoPE / NoPE / the symmetric encodings)
+   seed by seed — both were trained on the same data build, order and initialisation — and
+   take the 95 % confidence interval of the mean paired difference (Student t, ``n − 1``
+   degrees of freedom). At least :data:`MIN_SEEDS` paired seeds are needed for any verdict.
+2. The claim **holds** for it only if the interval lies above 0 **and** its mean clears the
+   best trivial heuristic and the coordinates-only probe by :data:`FLOOR`.
+3. It is **refuted** if the interval lies below 0, **not shown** otherwise.
+
+A task's word: **yes** (every claimed encoding holds), **partly** (some do), **no** (none
+does), **inconclusive** (every trained encoding is below the best trivial heuristic: the
+budget shows nothing), **no verdict** (``--quick`` or fewer than :data:`MIN_SEEDS` seeds).
+Ceilings (fed the label) and oracles (fed gold structure) are reported, never counted as
+wins. Every *zero-structure control* (a claimed encoding fed zero structure) is paired with
+1-D RoPE the same way: **kept** if the interval contains 0 or its mean difference is within
+:data:`FLOOR`, **costs 1-D skill** if the interval lies below ``−FLOOR``.
+
+The notes under each table are generated from these numbers; nothing is hand-written.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-NOTES: dict[str, str] = {  # task → a hand-written reading of the measured numbers (--full, 3 seeds)
-    "table_lookup": "All of table RoPE, TAPAS ids and 1-D RoPE are perfect in distribution; only table RoPE holds "
-    "on taller tables (TAPAS row ids past 8 were never trained), so the claim holds for row extrapolation only; "
-    "shuffled labels and a shuffled order fall to chance.",
-    "code_mlm": "Depth/sibling/path positions lower the MLM loss versus 1-D RoPE, also on 3x longer windows; our "
-    "HiRoPE-style levels and the tree-distance bias (which carries no token order) are worse than 1-D.",
-    "ud_relations": "Every tree encoding beats 1-D order and the shuffled-label control loses the gain.",
-    "graph_distance": "Pairwise encodings (SPD bias, AW-RoPE walks) learn distances, with large seed variance; "
-    "per-node LapPE/RWSE barely leave the floor at this budget and WIRE only slightly.",
-    "dag_reachability": "Symmetric encodings sit at 50 % as the construction forces; magnetic Laplacian and AW-RoPE "
-    "along directed edges learn direction (the directed SPD bias holds the answer: a ceiling).",
-    "addition": "Weak: coupling solves in-distribution sums (0.997 vs 0.19) but exact match at 6-10 digits is "
-    "near zero for every encoding at this budget, so length generalisation is not shown.",
-    "doc_retrieval": "Hierarchy channels beat 1-D in and out of distribution, and the shuffled-label control is at "
-    "chance, as hRoPE's control predicts; absolute accuracy on long documents stays low.",
-}
-VERDICT_ON_LOSS = {"code_mlm"}  # the claim is about the loss: lower wins
+MIN_SEEDS = 5
+FLOOR = 0.02  # absolute accuracy (or loss) a winner must clear the heuristics and the probe by
+SCORED_ROLES = ("claimed", "baseline", "zero", "control", "ceiling", "oracle")
 
 
-def verdict_stats(runs, name: str, split: str) -> dict[str, tuple[float, float, int]]:
-    """Main-split accuracy, or the negated loss for tasks whose claim is about the loss."""
-    if name in VERDICT_ON_LOSS:
-        return {e: (-m, s, n) for e, (m, s, n) in summarise(runs, name, split, "loss").items()}
-    return summarise(runs, name, split)
+# ---------------------------------------------------------------------- numbers
+def scores_by_seed(
+    runs: list[dict[str, Any]], task: str, split: str, on_loss: bool = False
+) -> dict[str, dict[int, float]]:
+    """``encoding → {seed: score}`` on ``split`` (accuracy, or −loss for a claim about the loss)."""
+    key = f"{split}_{'loss' if on_loss else 'acc'}"
+    out: dict[str, dict[int, float]] = {}
+    for r in runs:
+        if r["task"] == task and key in r and r[key] is not None and not math.isnan(r[key]):
+            out.setdefault(r["encoding"], {})[int(r["seed"])] = -float(r[key]) if on_loss else float(r[key])
+    return out
 
 
 def summarise(
@@ -48,99 +56,260 @@ def summarise(
     vals: dict[str, list[float]] = {}
     for r in runs:
         key = f"{split}_{metric}"
-        if r["task"] == task and key in r:
+        if r["task"] == task and key in r and r[key] is not None and not math.isnan(r[key]):
             vals.setdefault(r["encoding"], []).append(float(r[key]))
     return {e: (float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v)) for e, v in vals.items()}
 
 
-def verdict(stats, claimed: list[str], baselines: list[str]) -> tuple[str, str]:
-    """``(yes|no|mixed|n/a, explanation)`` for the claimed encodings against the best baseline."""
-    base = [b for b in baselines if b in stats]
-    cl = [c for c in claimed if c in stats]
-    if not base or not cl:
-        return "n/a", "claimed or baseline encodings not run"
-    b = max(base, key=lambda e: stats[e][0])
-    wins, losses, ties = [], [], []
-    for c in cl:
-        diff = stats[c][0] - stats[b][0]
-        margin = max(0.01, math.hypot(stats[c][1], stats[b][1]))
-        (wins if diff > margin else losses if diff < -margin else ties).append(c)
-    word = "yes" if len(wins) == len(cl) else "no" if not wins else "mixed"
-    parts = [f"beat {b}: {', '.join(wins) or 'none'}"]
-    if ties:
-        parts.append(f"within noise: {', '.join(ties)}")
-    if losses:
-        parts.append(f"below: {', '.join(losses)}")
-    return word, "; ".join(parts)
+def t_quantile(dof: int) -> float:
+    """Two-sided 95 % Student-t quantile with ``dof`` degrees of freedom."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, dof))
 
 
+@dataclass(frozen=True)
+class Paired:
+    """The mean paired difference ``a − b`` over common seeds and its 95 % t interval."""
+
+    mean: float
+    lo: float
+    hi: float
+    n: int
+
+    def __str__(self) -> str:
+        if self.n < 2:
+            return f"{self.mean:+.3f} (n={self.n})"
+        return f"{self.mean:+.3f} [{self.lo:+.3f}, {self.hi:+.3f}]"
+
+
+def paired(a: dict[int, float], b: dict[int, float]) -> Paired:
+    """Paired comparison of two encodings' per-seed scores (only seeds both have)."""
+    common = sorted(set(a) & set(b))
+    d = np.array([a[s] - b[s] for s in common])
+    if len(d) == 0:
+        return Paired(float("nan"), float("nan"), float("nan"), 0)
+    m = float(d.mean())
+    if len(d) < 2:
+        return Paired(m, float("nan"), float("nan"), len(d))
+    half = t_quantile(len(d) - 1) * float(d.std(ddof=1)) / math.sqrt(len(d))
+    return Paired(m, m - half, m + half, len(d))
+
+
+# ---------------------------------------------------------------------- verdicts
+@dataclass(frozen=True)
+class Verdict:
+    """A task's verdict: the word, one line per claimed encoding, the zero-control lines."""
+
+    word: str
+    lines: list[str]
+    zero: list[str]
+    best: str = ""
+    baseline: str = ""
+
+
+def _mean(scores: dict[int, float]) -> float:
+    return float(np.mean(list(scores.values()))) if scores else float("nan")
+
+
+def task_verdict(by_seed: dict[str, dict[int, float]], roles: dict[str, str], size: str) -> Verdict:
+    """Apply the rule of the module docstring to one task's per-seed scores.
+
+    ``roles`` maps encodings to their role (``claimed``, ``baseline``, ``zero``, …); the probe
+    (``probe``) and heuristics (``h_*``) are found by name. ``size`` other than ``"full"`` gives
+    no verdict.
+    """
+    claimed = [e for e, r in roles.items() if r == "claimed" and e in by_seed]
+    baselines = [e for e, r in roles.items() if r == "baseline" and e in by_seed]
+    refs = {e: s for e, s in by_seed.items() if e == "probe" or e.startswith("h_")}
+    if not claimed or not baselines:
+        return Verdict("n/a", ["claimed or baseline encodings not run"], [])
+    base = max(baselines, key=lambda e: _mean(by_seed[e]))
+    best = max(claimed, key=lambda e: _mean(by_seed[e]))
+    seeds = min(len(by_seed[e]) for e in claimed + [base])
+    zero = _zero_lines(by_seed, roles)
+    if size != "full" or seeds < MIN_SEEDS:
+        why = "quick size" if size != "full" else f"{seeds} seed(s) < {MIN_SEEDS}"
+        return Verdict("no verdict", [f"no verdict at this size ({why})"], zero, best, base)
+    ref_name = max(refs, key=lambda e: _mean(refs[e])) if refs else ""
+    ref = _mean(refs[ref_name]) if refs else -math.inf
+    trained = [e for e, r in roles.items() if r in ("claimed", "baseline", "zero", "control") and e in by_seed]
+    if trained and all(_mean(by_seed[e]) < ref for e in trained):
+        line = f"every trained encoding is below the heuristic/probe `{ref_name}` ({ref:.3f}): the budget shows nothing"
+        return Verdict("inconclusive", [line], zero, best, base)
+    holds, lines = [], []
+    for c in claimed:
+        p = paired(by_seed[c], by_seed[base])
+        clears = _mean(by_seed[c]) >= ref + FLOOR
+        if p.lo > 0 and clears:
+            holds.append(c)
+            state = "holds"
+        elif p.hi < 0:
+            state = "refuted (below the baseline)"
+        elif p.lo > 0:
+            state = f"not shown: above `{base}` but within {FLOOR} of `{ref_name}` ({ref:.3f})"
+        else:
+            state = "not shown: the interval contains 0"
+        lines.append(f"`{c}` − `{base}` = {p}: {state}")
+    word = "yes" if len(holds) == len(claimed) else "partly" if holds else "no"
+    return Verdict(word, lines, zero, best, base)
+
+
+def _zero_lines(by_seed: dict[str, dict[int, float]], roles: dict[str, str]) -> list[str]:
+    ref = "rope1d" if "rope1d" in by_seed else ""
+    out = []
+    for z in (e for e, r in roles.items() if r == "zero" and e in by_seed):
+        if not ref:
+            out.append(f"`{z}`: no 1-D RoPE run to compare with")
+            continue
+        p = paired(by_seed[z], by_seed[ref])
+        if p.n < 2:
+            state = "too few seeds"
+        elif p.lo <= 0 <= p.hi or abs(p.mean) <= FLOOR:
+            state = "keeps 1-D skill"
+        elif p.hi < -FLOOR:
+            state = "**costs 1-D skill**"
+        elif p.lo > 0:
+            state = "above 1-D RoPE"
+        else:
+            state = "slightly below 1-D RoPE"
+        out.append(f"zero-structure `{z}` − `rope1d` = {p}: {state}")
+    return out
+
+
+def verdict_of(out: dict[str, Any], name: str) -> Verdict:
+    desc = out["tasks"][name]
+    by_seed = scores_by_seed(out["runs"], name, desc["main_split"], desc.get("verdict_on_loss", False))
+    roles = desc.get("roles") or _legacy_roles(desc)
+    size = out["size"] if out["size"] in ("full", "quick") else "mixed"
+    return task_verdict(by_seed, roles, size)
+
+
+def _legacy_roles(desc: dict[str, Any]) -> dict[str, str]:
+    roles = {e: "claimed" for e in desc.get("claimed", [])}
+    roles |= {e: "baseline" for e in desc.get("baselines", [])}
+    return roles
+
+
+# ---------------------------------------------------------------------- rendering
 def fmt(m: float, s: float) -> str:
     return f"{m:.3f} ± {s:.3f}"
 
 
-def sentence(stats, desc) -> str:
-    """One factual sentence: best favoured vs best baseline (and the best control) on the main split."""
-    claimed: ClassVar[list[str]] = [c for c in desc["claimed"] if c in stats]
-    base = [b for b in desc["baselines"] if b in stats]
-    if not claimed or not base:
-        return "Not enough encodings were run to compare."
-    c = max(claimed, key=lambda e: stats[e][0])
-    b = max(base, key=lambda e: stats[e][0])
-    text = (
-        f"On `{desc['main_split']}`, the best favoured encoding `{c}` scores {fmt(*stats[c][:2])} "
-        f"vs the best baseline `{b}` {fmt(*stats[b][:2])}"
+ROLE_LABEL = {
+    "claimed": "claimed",
+    "baseline": "baseline",
+    "zero": "zero-structure control",
+    "control": "control",
+    "ceiling": "ceiling (fed the label)",
+    "oracle": "oracle (gold structure)",
+}
+
+
+def _role(enc: str, roles: dict[str, str]) -> str:
+    if enc == "probe":
+        return "coordinates-only probe"
+    if enc == "bayes":
+        return "Bayes-optimal limit (exact BP)"
+    if enc.startswith("h_"):
+        return "trivial heuristic"
+    return ROLE_LABEL.get(roles.get(enc, ""), roles.get(enc, ""))
+
+
+def task_section(out: dict[str, Any], name: str) -> list[str]:
+    desc, runs = out["tasks"][name], out["runs"]
+    main = desc["main_split"]
+    roles = desc.get("roles") or _legacy_roles(desc)
+    v = verdict_of(out, name)
+    splits = list(desc["splits"])
+    loss = desc.get("verdict_on_loss") or desc.get("report_loss")
+    cols = [(s, "acc") for s in splits] + ([(s, "loss") for s in splits] if loss else [])
+    table = {(s, m): summarise(runs, name, s, m) for s, m in cols}
+    stats = table[(main, "acc")]
+    by_seed = scores_by_seed(runs, name, main, desc.get("verdict_on_loss", False))
+    base = v.baseline
+    params = desc.get("params", {})
+    lrs = out.get("chosen_lr", {}).get(name, {})
+    lines = [f"## {name}", "", f"**Verdict: {v.word}.** Claim: {desc['claim']}", ""]
+    lines += [f"- {x}" for x in v.lines + v.zero]
+    head = " | ".join(
+        f"{s} {m}{' ★' if s == main and m == ('loss' if desc.get('verdict_on_loss') else 'acc') else ''}"
+        for s, m in cols
     )
-    ctrl = [e for e in stats if e.endswith(("_ctrl", "_shuf"))]
-    if ctrl:
-        k = max(ctrl, key=lambda e: stats[e][0])
-        text += f"; control `{k}` {fmt(*stats[k][:2])}"
-    return text + "."
+    lines += [
+        "",
+        f"| encoding | role | {head} | paired Δ vs `{base}` (95 % CI) | params (enc) | lr | seeds | what |",
+        "|---|---|" + "---|" * len(cols) + "---|---|---|---|---|",
+    ]
+    for enc in sorted(stats, key=lambda e: -stats[e][0]):
+        cells = " | ".join(fmt(*table[c][enc][:2]) if enc in table[c] else "–" for c in cols)
+        delta = str(paired(by_seed[enc], by_seed[base])) if base and enc != base and enc in by_seed else ""
+        p = params.get(enc)
+        ptxt = f"{p[0]:,} ({p[1]:,})" if p else ""
+        about = desc.get("encodings", {}).get(enc, "")
+        lr = f"{lrs[enc]:g}" if enc in lrs else ""
+        lines.append(
+            f"| `{enc}` | {_role(enc, roles)} | {cells} | {delta} | {ptxt} | {lr} | {stats[enc][2]} | {about} |"
+        )
+    info = ", ".join(f"{k}: {v}" for k, v in desc.get("info", {}).items())
+    lines += [
+        "",
+        f"Train examples {desc['train']} (+{desc.get('val', 0)} validation); test splits {desc['splits']}; "
+        f"{desc.get('steps', '?')} steps; probe reads {desc.get('probe_keys') or 'nothing'}; {info}.",
+        "",
+    ]
+    return lines
 
 
 def write_results_md(out: dict[str, Any], path: Path) -> None:
-    runs, lines = out["runs"], []
-    lines += [
+    lines = [
         "# Quality benchmarks: measured results",
         "",
         (
             f"Size `{out['size']}`, seeds {out['seeds']}, started {out['started']}, "
-            f"{out.get('elapsed_s', 0):.0f} s so far; {out['machine']}. "
-            f"Produced by `python -m benchmarks.quality --{out['size']}`; every run is in `results.json`."
+            f"longest task {out.get('elapsed_s', 0):.0f} s of wall time; {out['machine']}. "
+            f"Produced by `python -m benchmarks.quality --{out['size']}`; every run is in `results/`."
         ),
         (
-            "Numbers are test-set accuracy (pointer / per-token / exact match, see each task), mean ± std over seeds; "
-            "the column marked ★ is the split the verdict uses. Verdict rule: `benchmarks/quality/report.py`."
+            "Numbers are test-set accuracy (pointer / per-token / exact match, see each task), mean ± std over "
+            "seeds that vary the data build, initialisation and order; ★ marks the split and metric of the verdict. "
+            "The verdict rule (paired 95 % t intervals, floors over the trivial heuristics and the coordinates-only "
+            "probe) is in `benchmarks/quality/report.py`; every sentence below is generated from the numbers."
         ),
         "",
-        "| task | data | claim (SEEDS.md) | reproduced | why |",
-        "|---|---|---|---|---|",
+        readme_table(out),
+        "",
     ]
-    per_task = []
+    if out.get("wall_s"):
+        lines += ["Wall time per task (s): " + ", ".join(f"{k} {v:.0f}" for k, v in out["wall_s"].items()), ""]
+    for name in out["tasks"]:
+        if summarise(out["runs"], name, out["tasks"][name]["main_split"]):
+            lines += task_section(out, name)
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def readme_table(out: dict[str, Any]) -> str:
+    """The compact task table of the README: verdict, best claimed vs best baseline, references."""
+    lines = [
+        "| task (split ★) | verdict | best claimed | best baseline | best heuristic / probe | zero-structure control |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, desc in out["tasks"].items():
-        splits = list(desc["splits"])
-        main = desc["main_split"]
-        stats = summarise(runs, name, main)
+        stats = summarise(out["runs"], name, desc["main_split"])
         if not stats:
             continue
-        word, why = verdict(verdict_stats(runs, name, main), desc["claimed"], desc["baselines"])
-        if name in VERDICT_ON_LOSS:
-            why += " (on the test loss)"
-        lines.append(f"| {name} | {desc['data']} | {desc['claim']} | **{word}** | {why} |")
-        per_task.append((name, desc, splits, main, stats))
-    lines.append("")
-    for name, desc, splits, main, stats in per_task:
-        lines += [f"## {name}", "", sentence(stats, desc) + (f" {NOTES[name]}" if name in NOTES else ""), ""]
-        cols = [(s, "acc") for s in splits] + [(s, "loss") for s in splits if name == "code_mlm"]
-        head = " | ".join(f"{s} {m}{' ★' if s == main and m == 'acc' else ''}" for s, m in cols)
-        lines += [f"| encoding | {head} | seeds | what |", "|---|" + "---|" * (len(cols) + 2)]
-        table = {(s, m): summarise(runs, name, s, m) for s, m in cols}
-        for enc in sorted(stats, key=lambda e: -stats[e][0]):
-            cells = " | ".join(fmt(*table[c][enc][:2]) if enc in table[c] else "–" for c in cols)
-            about = desc.get("encodings", {}).get(enc, "")
-            lines.append(f"| `{enc}` | {cells} | {stats[enc][2]} | {about} |")
-        info = ", ".join(f"{k}: {v}" for k, v in desc.get("info", {}).items())
-        lines += ["", f"Train examples {desc['train']}; test splits {desc['splits']}; {info}.", ""]
-    Path(path).write_text("\n".join(lines) + "\n")
+        v = verdict_of(out, name)
+        refs = [e for e in stats if e == "probe" or e.startswith("h_")]
+        ref = max(refs, key=lambda e: stats[e][0]) if refs else ""
+
+        def cell(e: str, stats=stats) -> str:
+            return f"`{e}` {stats[e][0]:.3f}±{stats[e][1]:.3f}" if e in stats else "–"
+
+        zero = "; ".join(z.split(": ")[-1] for z in v.zero) or "–"
+        lines.append(
+            f"| {name} ({desc['main_split']}) | **{v.word}** | {cell(v.best)} | {cell(v.baseline)} | {cell(ref)} | {zero} |"
+        )
+    return "\n".join(lines)
 
 
 def write_plot(out: dict[str, Any], path: Path) -> None:
@@ -154,40 +323,27 @@ def write_plot(out: dict[str, Any], path: Path) -> None:
         return
     cols = min(4, len(tasks))
     rows = math.ceil(len(tasks) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.8 * rows), squeeze=False)
+    palette = {"claimed": "tab:green", "baseline": "tab:gray", "zero": "tab:blue", "ceiling": "tab:purple"}
     for ax, (name, desc) in zip(axes.flat, tasks):
         stats = summarise(out["runs"], name, desc["main_split"])
-        encs = list(stats)
+        roles = desc.get("roles") or _legacy_roles(desc)
+        encs = sorted(stats, key=lambda e: -stats[e][0])
         colors = [
-            "tab:green" if e in desc["claimed"] else "tab:gray" if e in desc["baselines"] else "tab:orange"
-            for e in encs
+            "black" if e == "probe" or e.startswith("h_") else palette.get(roles.get(e, ""), "tab:orange") for e in encs
         ]
         ax.bar(range(len(encs)), [stats[e][0] for e in encs], yerr=[stats[e][1] for e in encs], color=colors, capsize=3)
-        ax.set_xticks(range(len(encs)), encs, rotation=60, ha="right", fontsize=7)
+        ax.set_xticks(range(len(encs)), encs, rotation=65, ha="right", fontsize=6)
         ax.set_ylim(0, 1)
-        ax.set_title(f"{name} ({desc['main_split']})", fontsize=9)
+        ax.set_title(f"{name} ({desc['main_split']}): {verdict_of(out, name).word}", fontsize=9)
         ax.set_ylabel("accuracy", fontsize=8)
     for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
     fig.suptitle(
-        f"structpos quality suite ({out['size']}, seeds {out['seeds']}): green = claimed, gray = baseline, "
-        "orange = control/other",
+        f"structpos quality suite ({out['size']}, seeds {out['seeds']}): green claimed, gray baseline, "
+        "blue zero-structure, purple ceiling, black heuristic/probe, orange other",
         fontsize=9,
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def readme_table(out: dict[str, Any]) -> str:
-    """The compact task × encoding table of the README: main split, mean ± std, best first."""
-    lines = ["| task (split ★) | encodings, mean ± std over seeds (best first) | claim reproduced? |", "|---|---|---|"]
-    for name, desc in out["tasks"].items():
-        stats = summarise(out["runs"], name, desc["main_split"])
-        if not stats:
-            continue
-        word, _ = verdict(verdict_stats(out["runs"], name, desc["main_split"]), desc["claimed"], desc["baselines"])
-        order = sorted(stats, key=lambda e: -stats[e][0])
-        cells = ", ".join(f"`{e}` {stats[e][0]:.2f}±{stats[e][1]:.2f}" for e in order)
-        lines.append(f"| {name} ({desc['main_split']}) | {cells} | **{word}** |")
-    return "\n".join(lines)

@@ -85,6 +85,7 @@ def encode_window(grid, rows: list[int], cols: list[int], rng: np.random.Generat
     seg[r * n_cols] = 1  # the queried row key (first column of the answer's row)
     seg[c] = 2  # the queried column header
     rc = (np.stack([tc["row"], tc["col"]], 1) + 1).astype(np.int64)
+    idx = np.arange(len(text), dtype=np.int64)[:, None]
     tapas = np.stack([tc["tapas_row"], tc["tapas_col"]], 1).astype(np.int64)
     n = len(tok)
     pos = np.arange(n, dtype=np.int64)[:, None]
@@ -96,6 +97,9 @@ def encode_window(grid, rows: list[int], cols: list[int], rng: np.random.Generat
         "pos_shuf": rng.permutation(n)[:, None],
         "rc": rc,
         "rc_shuf": shuffled_rows(rc, rng),
+        "rci": np.concatenate([rc, idx], 1),
+        "rci_zero": np.concatenate([np.zeros_like(rc), idx], 1),
+        "header_col": np.int64(c),
         "tapas": tapas,
         "table_rc": np.stack([tc["row"], tc["col"]], 1),  # the library's own output, for the smoke test
     }
@@ -105,9 +109,8 @@ class TableLookup(Task):
     name = "table_lookup"
     data = "real: WikiTableQuestions CSV tables"
     claim = "2D-TPE / TAPAS: flattening a table loses its 2-D structure (row/column positions > 1-D)"
-    claimed: ClassVar[list[str]] = ["table_rope", "tapas"]
-    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     mode = "pointer"
+    probe_keys: ClassVar[list[str]] = ["rc"]
     main_split = "extrap"
     steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 400, "smoke": 30}
     vocab_size = V
@@ -115,13 +118,30 @@ class TableLookup(Task):
     def __init__(self):
         super().__init__()
         self.encodings = {
-            "nope": Enc("none"),
-            "rope1d": Enc("rope", "pos", 1),
-            "rope1d_shuf": Enc("rope", "pos_shuf", 1, about="control: 1-D RoPE on a shuffled cell order"),
-            "table_rope": Enc("rope", "rc", 2),
-            "tapas": Enc("ids", "tapas", 2, {"max_id": 32}),
-            "table_rope_ctrl": Enc("rope", "rc_shuf", 2, about="control: table RoPE, row/col labels shuffled"),
+            "nope": Enc("none", role="baseline"),
+            "rope1d": Enc("rope", "pos", 1, role="baseline"),
+            "table_rope": Enc("rope", "rc", 2, about="StructuralRoPE on (row, column)"),
+            "table_plane": Enc("plane", "rci", 3, about="1-D RoPE + (row, column) on extra planes"),
+            "tapas": Enc("ids", "tapas", 2, {"max_id": 32}, about="learned row/column id embeddings (TAPAS)"),
+            "table_plane_zero": Enc("plane", "rci_zero", 3, role="zero", about="table_plane, row = column = 0"),
+            "rope1d_shuf": Enc("rope", "pos_shuf", 1, role="control", about="1-D RoPE on a shuffled cell order"),
+            "table_rope_ctrl": Enc("rope", "rc_shuf", 2, role="control", about="table RoPE, row/col labels shuffled"),
         }
+
+    def heuristics(self):
+        """The cell under the marked header in the first data row; a random cell of the marked column."""
+        rng = np.random.default_rng(0)
+
+        def column(e):
+            return np.flatnonzero(e["rc"][:, 1] == e["rc"][int(e["header_col"]), 1])[1:]  # data rows only
+
+        def first_row(exs):
+            return float(np.mean([int(column(e)[0]) == int(e["ptr"]) for e in exs]))
+
+        def random_row(exs):
+            return float(np.mean([int(rng.choice(column(e))) == int(e["ptr"]) for e in exs]))
+
+        return {"column_first_row": first_row, "column_random_row": random_row}
 
     def augment(self, examples, rng):
         """A fresh random code book per batch: no id can be memorised."""

@@ -7,7 +7,9 @@ from .code_mlm import CodeMLM
 from .dag_reachability import DAGReachability
 from .doc_retrieval import DocRetrieval
 from .graph_distance import GraphDistance
+from .grid_copy import GridCopy
 from .table_lookup import TableLookup
+from .tree_root import TreeRoot
 from .ud_relations import UDRelations
 
 TASKS = {
@@ -18,4 +20,6 @@ TASKS = {
     "dag_reachability": DAGReachability,
     "addition": Addition,
     "doc_retrieval": DocRetrieval,
+    "tree_root": TreeRoot,
+    "grid_copy": GridCopy,
 }
