@@ -344,6 +344,37 @@ COORDS.add(
         columns=(Column("resistance", _F64, ("N",), "effective resistance to each node"),),
     )
 )
+COORDS.add(
+    _int_arg_family(
+        "rwdir",
+        "structpos.coords.directed_walk:rwdir_coords",
+        param="K",
+        default=16,
+        minimum=1,
+        summary="Directional random walks: forward and backward return probabilities after 1..K steps.",
+        reference=r"$[(D_{out}^{-1}A)^k]_{vv}$ and $[(D_{in}^{-1}A^\top)^k]_{vv}$, $k = 1..K$; dangling nodes "
+        "stay (Geisler et al. 2023).",
+        columns=(
+            Column("rwdir_fwd", "float32", ("K",), "return probability following the edges"),
+            Column("rwdir_bwd", "float32", ("K",), "return probability against the edges"),
+        ),
+    )
+)
+COORDS.add(
+    _int_arg_family(
+        "rwdir_pair",
+        "structpos.coords.directed_walk:rwdir_pair_coords",
+        param="K",
+        default=4,
+        minimum=1,
+        summary="Directional random walks: k-step landing probability to every node, forward and backward.",
+        reference=r"$[(D_{out}^{-1}A)^k]_{uv}$ and $[(D_{in}^{-1}A^\top)^k]_{uv}$; each row a distribution.",
+        columns=(
+            Column("rwdir_pair_fwd", "float32", ("N", "K"), "landing probability following the edges"),
+            Column("rwdir_pair_bwd", "float32", ("N", "K"), "landing probability against the edges"),
+        ),
+    )
+)
 
 
 # ------------------------------------------------------------------------------- public API
