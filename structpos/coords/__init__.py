@@ -376,6 +376,23 @@ COORDS.add(
     )
 )
 
+COORDS.add(
+    _int_arg_family(
+        "anchor",
+        "structpos.coords.anchors:anchor_coords",
+        param="k",
+        default=8,
+        minimum=1,
+        summary="Hop distances to k anchors chosen by greedy k-centre (NT-LLM); -1 unreachable or missing.",
+        reference=r"$a_1 = \arg\max_v \deg v$, $a_{j+1} = \arg\max_v \min_{i \le j} d(v, a_i)$, ties to the "
+        "lowest index; coordinates $d(v, a_j)$ (Ji et al. 2024).",
+        columns=(
+            Column("anchor_dist", _I64, ("k",), "hops to each anchor, -1 unreachable or missing"),
+            Column("anchor_node", _I64, ("k",), "the anchors' node indices, repeated per node (-1 missing)"),
+        ),
+    )
+)
+
 
 # ------------------------------------------------------------------------------- public API
 def register(
