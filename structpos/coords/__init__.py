@@ -394,6 +394,27 @@ COORDS.add(
 )
 
 
+def _peg_arg(arg: str | None) -> dict[str, Any]:
+    from .peg import peg_arg
+
+    return peg_arg(arg)
+
+
+COORDS.add(
+    CoordFamily(
+        "peg",
+        "structpos.coords.peg:peg_coords",
+        _peg_arg,
+        syntax="peg[:k[:scale]]",
+        default_arg="8:none",
+        summary="PEG positional distances between Laplacian coordinates (split eigenspaces dropped).",
+        reference=r"$\lVert z_u - z_v \rVert$, $z_v = (f(\lambda_j) U_{vj})_j$, $f = 1$ or $\lambda^{-1/2}$ "
+        "(Wang et al. 2022).",
+        columns=(Column("peg", _F64, ("N",), "spectral distance to each node"),),
+    )
+)
+
+
 # ------------------------------------------------------------------------------- public API
 def register(
     name: str,

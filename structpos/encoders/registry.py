@@ -228,3 +228,12 @@ ENCODERS.add(
         reference="Graphormer (Ying et al. 2021).",
     )
 )
+ENCODERS.add(
+    EncoderEntry(
+        "peg_bias",
+        "structpos.encoders.peg:PEGBias",
+        coords="peg[:k[:scale]]",
+        summary="Learned per-head attention bias MLP(‖z_u − z_v‖) of spectral distances.",
+        reference="PEG (Wang et al. 2022).",
+    )
+)
