@@ -101,6 +101,6 @@ class PEGBias(nn.Module):
         """
         if dist.dim() < 2 or dist.shape[-1] != dist.shape[-2]:
             raise ShapeError(f"dist must be (..., N, N); given {tuple(dist.shape)}")
-        dtype = self.mlp[0].weight.dtype
+        dtype = next(self.mlp.parameters()).dtype
         out = self.mlp(dist.to(dtype).unsqueeze(-1))  # (..., N, N, H)
         return out.movedim(-1, -3)
