@@ -237,3 +237,12 @@ ENCODERS.add(
         reference="PEG (Wang et al. 2022).",
     )
 )
+ENCODERS.add(
+    EncoderEntry(
+        "spe",
+        "structpos.encoders.spe:SPE",
+        coords="lap[:k]",
+        summary="Stable expressive PE: V·diag(φ_ℓ(λ))·Vᵀ with learned φ_ℓ, then an equivariant DeepSets network.",
+        reference="SPE (Huang et al. 2024).",
+    )
+)
