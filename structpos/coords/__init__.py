@@ -413,6 +413,20 @@ COORDS.add(
         columns=(Column("peg", _F64, ("N",), "spectral distance to each node"),),
     )
 )
+COORDS.add(
+    CoordFamily(
+        "graphkv",
+        "structpos.coords.graph_kv:graph_kv_coords",
+        no_argument("graphkv"),
+        summary="Graph-KV segment graph: whether a segment has sources, and which segments it reads.",
+        reference=r"$\mathrm{reads}[a, b] = (a = b) \lor (b \to a)$; token positions by "
+        "`graph_kv_layout`: sources share one range, targets start after it (Wang et al. 2025).",
+        columns=(
+            Column("gkv_target", _BOOL, (), "the segment has at least one source"),
+            Column("gkv_reads", _BOOL, ("N",), "segments this segment attends to (itself and its sources)"),
+        ),
+    )
+)
 
 
 # ------------------------------------------------------------------------------- public API
