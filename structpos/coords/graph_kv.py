@@ -128,7 +128,7 @@ def graph_kv_layout(segment: Any, edge_index: Any, num_segments: int | None = No
     if bad.size:
         raise ShapeError(f"segment[{bad[0]}] = {seg[bad[0]]} is not -1 or a segment in 0..{num_segments - 1}")
     reads = graph_kv_reads(ei, num_segments)
-    is_target = (reads & ~np.eye(num_segments, dtype=bool)).any(axis=1)
+    is_target = _has_source(reads)
     # ordinal of every token inside its segment (order of appearance)
     ordinal = np.zeros(seg.size, dtype=np.int64)
     counts = np.zeros(num_segments, dtype=np.int64)
@@ -183,4 +183,10 @@ def graph_kv_coords(structure: Structure, arg: str | None = None) -> dict[str, n
     """
     g = as_graph(structure, directed=True)
     reads = graph_kv_reads(g, g.num_nodes)
-    return {"gkv_target": (reads & ~np.eye(g.num_nodes, dtype=bool)).any(axis=1), "gkv_reads": reads}
+    return {"gkv_target": _has_source(reads), "gkv_reads": reads}
+
+
+def _has_source(reads: np.ndarray) -> np.ndarray:
+    """``(C,)`` bool: the segment reads another segment (it is a target)."""
+    off = reads & ~np.eye(reads.shape[0], dtype=bool)
+    return np.asarray(off.any(axis=1), dtype=bool)
