@@ -8,6 +8,8 @@
 * additive encodings (:func:`tree_path_pe`, :class:`LapPEEmbedding`), attention biases
   (:func:`tree_distance`, :func:`shortest_path_distance`, :class:`SPDBias`), and batching
   (:func:`collate`: padded + packed forms).
+* basis-invariant spectral encodings: :class:`SPE` (``V·diag(φ_ℓ(λ))·Vᵀ`` + an equivariant
+  network) and :class:`PEGBias` (a learned bias of PEG distances ``‖z_u − z_v‖``).
 """
 
 from ._rotary import apply_rotary, layout_permutation, rope_inv_freq
@@ -16,7 +18,9 @@ from .attention_bias import SPDBias, alibi_distance_bias, alibi_slopes, shortest
 from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_sparse, edge_phases_from_coords
 from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
+from .peg import PEGBias
 from .rope import StructuralRoPE
+from .spe import SPE
 from .wire import WIRE, spectral_coords
 
 __all__ = [
@@ -47,4 +51,6 @@ __all__ = [
     "pack_padded",
     "unpack_packed",
     "cu_seqlens_from_lengths",
+    "SPE",
+    "PEGBias",
 ]
