@@ -38,6 +38,11 @@ APPLIES = {
     "maglap": ["code", "graph"],
     "spd": ["code", "graph"],
     "resistance": ["graph", "code"],
+    "rwdir": ["code", "graph"],
+    "rwdir_pair": ["code", "graph"],
+    "anchor": ["code", "graph"],
+    "peg": ["code", "graph"],
+    "graphkv": ["graph"],
 }
 ARGS = {
     "tree": [None, "3x2", "5"],
@@ -45,6 +50,10 @@ ARGS = {
     "rw": ["1", "7"],
     "maglap": ["3", "2:0.1"],
     "spd": [None, "0", "2"],
+    "rwdir": [None, "3"],
+    "rwdir_pair": ["1", "3"],
+    "anchor": [None, "2", "50"],
+    "peg": [None, "3", "2:inv_sqrt"],
 }
 
 
@@ -84,10 +93,15 @@ BAD = {
     "maglap": ["a", "0", "4:b", "4:-0.1", "4:nan", "4:inf"],
     "spd": ["far", "-1"],
     "resistance": ["3"],
+    "rwdir": ["zero", "0"],
+    "rwdir_pair": ["-1", "0"],
+    "anchor": ["a", "0"],
+    "peg": ["0", "x", "2:cube", "2:none:3"],
+    "graphkv": ["1"],
 }
 
 
-IGNORES_ARGUMENT = {"resistance"}
+IGNORES_ARGUMENT = {"resistance", "graphkv"}
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
@@ -154,6 +168,8 @@ MINIMAL = {
     "aw_rope": {"head_dim": 16},
     "lap_pe": {"k": 4, "dim": 8},
     "spd_bias": {"num_heads": 2},
+    "peg_bias": {"num_heads": 2},
+    "spe": {"out_dim": 4},
 }
 
 

@@ -344,6 +344,89 @@ COORDS.add(
         columns=(Column("resistance", _F64, ("N",), "effective resistance to each node"),),
     )
 )
+COORDS.add(
+    _int_arg_family(
+        "rwdir",
+        "structpos.coords.directed_walk:rwdir_coords",
+        param="K",
+        default=16,
+        minimum=1,
+        summary="Directional random walks: forward and backward return probabilities after 1..K steps.",
+        reference=r"$[(D_{out}^{-1}A)^k]_{vv}$ and $[(D_{in}^{-1}A^\top)^k]_{vv}$, $k = 1..K$; dangling nodes "
+        "stay (Geisler et al. 2023).",
+        columns=(
+            Column("rwdir_fwd", "float32", ("K",), "return probability following the edges"),
+            Column("rwdir_bwd", "float32", ("K",), "return probability against the edges"),
+        ),
+    )
+)
+COORDS.add(
+    _int_arg_family(
+        "rwdir_pair",
+        "structpos.coords.directed_walk:rwdir_pair_coords",
+        param="K",
+        default=4,
+        minimum=1,
+        summary="Directional random walks: k-step landing probability to every node, forward and backward.",
+        reference=r"$[(D_{out}^{-1}A)^k]_{uv}$ and $[(D_{in}^{-1}A^\top)^k]_{uv}$; each row a distribution.",
+        columns=(
+            Column("rwdir_pair_fwd", "float32", ("N", "K"), "landing probability following the edges"),
+            Column("rwdir_pair_bwd", "float32", ("N", "K"), "landing probability against the edges"),
+        ),
+    )
+)
+
+COORDS.add(
+    _int_arg_family(
+        "anchor",
+        "structpos.coords.anchors:anchor_coords",
+        param="k",
+        default=8,
+        minimum=1,
+        summary="Hop distances to k anchors chosen by greedy k-centre (NT-LLM); -1 unreachable or missing.",
+        reference=r"$a_1 = \arg\max_v \deg v$, $a_{j+1} = \arg\max_v \min_{i \le j} d(v, a_i)$, ties to the "
+        "lowest index; coordinates $d(v, a_j)$ (Ji et al. 2024).",
+        columns=(
+            Column("anchor_dist", _I64, ("k",), "hops to each anchor, -1 unreachable or missing"),
+            Column("anchor_node", _I64, ("k",), "the anchors' node indices, repeated per node (-1 missing)"),
+        ),
+    )
+)
+
+
+def _peg_arg(arg: str | None) -> dict[str, Any]:
+    from .peg import peg_arg
+
+    return peg_arg(arg)
+
+
+COORDS.add(
+    CoordFamily(
+        "peg",
+        "structpos.coords.peg:peg_coords",
+        _peg_arg,
+        syntax="peg[:k[:scale]]",
+        default_arg="8:none",
+        summary="PEG positional distances between Laplacian coordinates (split eigenspaces dropped).",
+        reference=r"$\lVert z_u - z_v \rVert$, $z_v = (f(\lambda_j) U_{vj})_j$, $f = 1$ or $\lambda^{-1/2}$ "
+        "(Wang et al. 2022).",
+        columns=(Column("peg", _F64, ("N",), "spectral distance to each node"),),
+    )
+)
+COORDS.add(
+    CoordFamily(
+        "graphkv",
+        "structpos.coords.graph_kv:graph_kv_coords",
+        no_argument("graphkv"),
+        summary="Graph-KV segment graph: whether a segment has sources, and which segments it reads.",
+        reference=r"$\mathrm{reads}[a, b] = (a = b) \lor (b \to a)$; token positions by "
+        "`graph_kv_layout`: sources share one range, targets start after it (Wang et al. 2025).",
+        columns=(
+            Column("gkv_target", _BOOL, (), "the segment has at least one source"),
+            Column("gkv_reads", _BOOL, ("N",), "segments this segment attends to (itself and its sources)"),
+        ),
+    )
+)
 
 
 # ------------------------------------------------------------------------------- public API

@@ -59,6 +59,7 @@ def hop_distances(
     *,
     directed: bool = False,
     unreachable: int = -1,
+    sources: Any = None,
 ):
     """All-pairs hop distances ``(N, N)`` int64, capped at ``max_dist``.
 
@@ -72,6 +73,9 @@ def hop_distances(
         Follow edges only in their direction.
     unreachable : int
         Value of pairs beyond ``max_dist`` or unreachable.
+    sources : array_like of int, optional
+        Search only from these nodes: the result is then ``(len(sources), N)``, row ``r`` the
+        distances from ``sources[r]``.
 
     Returns
     -------
@@ -103,10 +107,13 @@ def hop_distances(
     present = edge_weights(g) > 0
     row, col = g.edge_index[:, present]
     A = sp.csr_matrix((np.ones(row.shape[0]), (row, col)), shape=(n, n))
-    if n == 0:
-        return to_output(np.zeros((0, 0), dtype=np.int64), output_like(edge_index))
+    idx = None if sources is None else np.asarray(sources, dtype=np.int64).reshape(-1)
+    if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise StructureError(f"sources must be nodes in 0..{n - 1}, got {idx.tolist()}", name=g.name)
+    if n == 0 or (idx is not None and idx.size == 0):
+        return to_output(np.zeros((0 if idx is None else idx.size, n), dtype=np.int64), output_like(edge_index))
     limit = np.inf if max_dist is None else float(max_dist)
-    D = dijkstra(A, directed=directed, unweighted=True, limit=limit)
+    D = dijkstra(A, directed=directed, unweighted=True, limit=limit, indices=idx)
     out = np.where(np.isfinite(D), D, unreachable).astype(np.int64)
     return to_output(out, output_like(edge_index))
 

@@ -10,6 +10,8 @@
 * additive encodings (:func:`tree_path_pe`, :class:`LapPEEmbedding`), attention biases
   (:func:`tree_distance`, :func:`shortest_path_distance`, :class:`SPDBias`), and batching
   (:func:`collate`: padded + packed forms).
+* basis-invariant spectral encodings: :class:`SPE` (``V·diag(φ_ℓ(λ))·Vᵀ`` + an equivariant
+  network) and :class:`PEGBias` (a learned bias of PEG distances ``‖z_u − z_v‖``).
 """
 
 from ._rotary import apply_rotary, layout_permutation, rope_inv_freq
@@ -19,7 +21,9 @@ from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_
 from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
 from .extra_planes import ExtraPlaneRoPE
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
+from .peg import PEGBias
 from .rope import StructuralRoPE
+from .spe import SPE
 from .wire import WIRE, spectral_coords
 
 __all__ = [
@@ -51,4 +55,6 @@ __all__ = [
     "pack_padded",
     "unpack_packed",
     "cu_seqlens_from_lengths",
+    "SPE",
+    "PEGBias",
 ]

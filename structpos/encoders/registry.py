@@ -237,3 +237,21 @@ ENCODERS.add(
         reference="Graphormer (Ying et al. 2021).",
     )
 )
+ENCODERS.add(
+    EncoderEntry(
+        "peg_bias",
+        "structpos.encoders.peg:PEGBias",
+        coords="peg[:k[:scale]]",
+        summary="Learned per-head attention bias MLP(‖z_u − z_v‖) of spectral distances.",
+        reference="PEG (Wang et al. 2022).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "spe",
+        "structpos.encoders.spe:SPE",
+        coords="lap[:k]",
+        summary="Stable expressive PE: V·diag(φ_ℓ(λ))·Vᵀ with learned φ_ℓ, then an equivariant DeepSets network.",
+        reference="SPE (Huang et al. 2024).",
+    )
+)

@@ -65,6 +65,7 @@ __all__ = [
     "euler_tables",
     "flex",
     "full_block_mask",
+    "graph_kv_block_mask",
     "graph_kv_mask_mod",
     "hf_flex_attention",
     "hierarchy_mask_mod",
@@ -904,3 +905,60 @@ def hf_flex_attention(module, query, key, value, attention_mask=None, scaling=No
     bm = block_mask(and_masks(*masks), query.shape[0], None, L, S, device=query.device) if masks else None
     out = flex(query, key, value, score_mod, bm, scale=scaling, enable_gqa=query.shape[1] != key.shape[1])
     return out.transpose(1, 2).contiguous(), None
+
+
+def graph_kv_block_mask(segment, edge_index, num_segments: int | None = None, *, causal: bool = True, block: int = 128):
+    """The FlexAttention ``BlockMask`` of a Graph-KV layout: segments read themselves and their sources.
+
+    :func:`graph_kv_mask_mod` on :func:`structpos.coords.graph_kv.graph_kv_reads` of the
+    ``source → target`` segment graph (and with ``causal``, :func:`causal_mask_mod`), tiled by
+    :func:`block_mask`. Shared tokens (segment ``-1``) read and are read by every token; with
+    ``causal`` a question placed after the segments is read by no segment. Positions:
+    :func:`structpos.coords.graph_kv.graph_kv_layout`.
+
+    Parameters
+    ----------
+    segment : array_like of int
+        ``(L,)`` or ``(B, L)`` segment of each token (``-1``: shared).
+    edge_index : array_like
+        ``(2, E)`` ``source → target`` edges between segments (the same for every row of a batch).
+    num_segments : int, optional
+        ``C`` (default: one more than the largest id).
+    causal : bool
+        Also mask future tokens (by sequence index).
+    block : int
+        Tile size.
+
+    Returns
+    -------
+    torch.nn.attention.flex_attention.BlockMask
+        Shape ``(B, 1, L, L)``.
+
+    Examples
+    --------
+    Two sources (0, 1) cited by target 2; the target's tokens read all three segments, a source
+    only itself:
+
+    >>> seg = torch.tensor([0, 0, 1, 2, 2])
+    >>> bm = graph_kv_block_mask(seg, [[0, 1], [2, 2]], causal=False, block=8)
+    >>> dense = dense_mask(bm.mask_mod, 1, 1, 5, 5)[0, 0].int()
+    >>> dense[0].tolist(), dense[3].tolist()
+    ([1, 1, 0, 0, 0], [1, 1, 1, 1, 1])
+    """
+    from torch.nn.attention.flex_attention import and_masks
+
+    from ..coords.graph_kv import graph_kv_reads
+
+    seg = torch.as_tensor(segment)
+    if seg.dim() == 1:
+        seg = seg[None]
+    seg = _tokens(seg, "segment", 2)
+    ei = np.asarray(edge_index, dtype=np.int64).reshape(2, -1)
+    if num_segments is None:
+        num_segments = int(max(int(seg.max()) if seg.numel() else -1, ei.max(initial=-1))) + 1
+    reads = torch.from_numpy(graph_kv_reads(ei, num_segments))
+    mm = graph_kv_mask_mod(seg, reads)
+    if causal:
+        mm = and_masks(mm, causal_mask_mod())
+    B, L = seg.shape
+    return block_mask(mm, B, None, L, L, block=block)
