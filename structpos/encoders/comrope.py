@@ -105,6 +105,10 @@ class ComRoPE(LearnedRotary):
     True
     """
 
+    block_axis: torch.Tensor
+    perm: torch.Tensor
+    inv_perm: torch.Tensor
+
     def __init__(
         self,
         head_dim: int,
