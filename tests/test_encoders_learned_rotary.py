@@ -375,3 +375,52 @@ def test_registry_builds_and_validates(name):
     if name == "comrope":
         with pytest.raises(SpecError, match="variant"):
             build(name, variant="xx", **opts)
+
+
+# ----------------------------------------------------------------------------- HF integration
+def tiny_llama(attn: str):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=0,
+        initializer_range=0.3,
+    )
+    cfg._attn_implementation = attn
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(cfg).eval()
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_installable_into_hf_models(attn):
+    from structpos.integrations.transformers import install_structural_rope
+
+    ids = torch.randint(1, 97, (2, 10), generator=torch.Generator().manual_seed(2))
+    c = torch.randint(0, 9, (2, 10, 3), generator=torch.Generator().manual_seed(1))
+    c[..., 0] = torch.arange(10)
+    index = torch.arange(10)[None, :, None].expand(2, 10, 3)
+    with torch.no_grad():
+        model = tiny_llama(attn)
+        stock = model(ids).logits
+        patch = install_structural_rope(model, 3)
+        rope_logits = model(ids, position_ids=c).logits
+        patch.remove()
+        model = tiny_llama(attn)  # a fresh model: the first patch selected a structural attention
+        string = STRING(8, 3, qk_layout="bhld")
+        install_structural_rope(model, 3, rope=string)
+        assert model.config._attn_implementation == f"structpos_{attn}"
+        torch.testing.assert_close(model(ids, position_ids=index).logits, stock, rtol=0, atol=1e-5)
+        torch.testing.assert_close(model(ids, position_ids=c).logits, rope_logits, rtol=0, atol=1e-5)  # P = I
+        perturbed(string, std=0.2)
+        out = model(ids, position_ids=c).logits
+        assert (out - rope_logits).abs().max() > 1e-3  # the learned basis is used
+        torch.testing.assert_close(model(ids, position_ids=c + torch.tensor([4, 2, 7])).logits, out, rtol=0, atol=1e-4)
+        # decoding rotates the new queries and the cached keys: the same tokens as recomputing everything
+        cached = model.generate(ids[:1], max_new_tokens=4, do_sample=False, use_cache=True)
+        recomputed = model.generate(ids[:1], max_new_tokens=4, do_sample=False, use_cache=False)
+        assert cached.shape == (1, 14) and torch.equal(cached, recomputed)
