@@ -153,6 +153,11 @@ MINIMAL = {
     "aw_rope": {"head_dim": 16},
     "lap_pe": {"k": 4, "dim": 8},
     "spd_bias": {"num_heads": 2},
+    "string": {"head_dim": 16, "num_axes": 2},
+    "comrope": {"head_dim": 16, "num_axes": 2},
+    "liere": {"head_dim": 16, "num_axes": 2},
+    "grape": {"head_dim": 16, "num_axes": 2},
+    "grape_additive": {"head_dim": 16, "num_axes": 2, "num_heads": 2},
 }
 
 
