@@ -280,6 +280,10 @@ def test_grape_additive_is_relative_in_several_axes():
         )
     with pytest.raises(SpecError, match="not a rotation"):
         grape.rotate(q, c)
+    big = c * 1000  # bf16 would round these positions to 8 significant bits
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        inside = grape.bias(big)
+    assert inside.dtype == torch.float32 and torch.equal(inside, grape.bias(big))
 
 
 # ----------------------------------------------------------------------------- gradients
@@ -340,6 +344,9 @@ def test_call_shape_layouts_mask_gqa_and_compile(name):
         bf16, _ = enc(q.bfloat16(), k.bfloat16(), c)  # fp32 exponentials, bf16 product
         assert bf16.dtype == torch.bfloat16
         torch.testing.assert_close(bf16.float(), qr, rtol=0.02, atol=0.05)
+        with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast reaches the products, not the exponentials
+            auto, _ = enc(q, k, c * 100)
+        torch.testing.assert_close(auto.float(), enc(q, k, c * 100)[0], rtol=0.02, atol=0.05)
     torch._dynamo.reset()
     compiled = torch.compile(enc, fullgraph=True, backend="eager")  # raises on any graph break
     out = compiled(q, k, c.float())
@@ -424,3 +431,37 @@ def test_installable_into_hf_models(attn):
         cached = model.generate(ids[:1], max_new_tokens=4, do_sample=False, use_cache=True)
         recomputed = model.generate(ids[:1], max_new_tokens=4, do_sample=False, use_cache=False)
         assert cached.shape == (1, 14) and torch.equal(cached, recomputed)
+
+
+# ----------------------------------------------------------------------------- CUDA
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", [*all_rotations(), "grape_additive"])
+def test_cuda_matches_cpu_with_fp32_exponentials_under_autocast(name):
+    torch.manual_seed(0)
+    enc = perturbed(GRAPEAdditive(D, 2, H)) if name == "grape_additive" else all_rotations()[name].float()
+    q, k = qk()
+    c = torch.rand(2, L, 2, generator=torch.Generator().manual_seed(1)) * 8
+    with torch.no_grad():
+        cpu = enc(q, k, c)
+    enc = enc.cuda()
+    qg, kg, cg = q.cuda().requires_grad_(), k.cuda(), c.cuda()
+    out = enc(qg, kg, cg)
+    torch.testing.assert_close(out[0].cpu(), cpu[0], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out[1].cpu(), cpu[1], rtol=1e-4, atol=1e-4)
+    (out[0].square().sum() + out[1].sum()).backward()
+    for pname, p in enc.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), pname
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        half = enc(q.cuda().bfloat16(), k.cuda().bfloat16(), cg)
+    assert half[0].dtype == torch.bfloat16
+    torch.testing.assert_close(half[0].float().cpu(), cpu[0], rtol=0.02, atol=0.05)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_inductor_fullgraph_compile():
+    torch._dynamo.reset()
+    enc = perturbed(STRING(D, 2)).cuda()
+    q, k = (t.cuda() for t in qk())
+    c = torch.rand(2, L, 2, device="cuda") * 8
+    out = torch.compile(enc, fullgraph=True)(q, k, c)
+    torch.testing.assert_close(out[0], enc(q, k, c)[0], rtol=1e-5, atol=1e-5)

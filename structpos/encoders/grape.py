@@ -452,10 +452,11 @@ class GRAPEAdditive(LearnedRotary):
         coords = torch.as_tensor(coords)
         kc = coords if k_coords is None else torch.as_tensor(k_coords)
         dtype = self.compute_dtype(coords, kc)
-        w = self.slopes.to(dtype)
-        tq = torch.einsum("bla,ha->bhl", coords.to(dtype), w)
-        tk = torch.einsum("bla,ha->bhl", kc.to(dtype), w)
-        return tk[:, :, None, :] - tq[:, :, :, None]
+        with torch.autocast(device_type=coords.device.type, enabled=False):
+            w = self.slopes.to(dtype)
+            tq = torch.einsum("bla,ha->bhl", coords.to(dtype), w)
+            tk = torch.einsum("bla,ha->bhl", kc.to(dtype), w)
+            return tk[:, :, None, :] - tq[:, :, :, None]
 
     def rotate(self, x, coords=None, cu_seqlens=None, *, mask=None):
         """Not available: additive GRAPE lifts ``q`` and ``k`` differently; use ``forward`` or :meth:`bias`.
@@ -478,9 +479,10 @@ class GRAPEAdditive(LearnedRotary):
         if q.shape[-2] != self.num_heads:
             raise ShapeError(f"q has {q.shape[-2]} heads; the encoder was built for num_heads = {self.num_heads}")
         dtype = self.compute_dtype(q, coords)
-        w = self.slopes.to(dtype)
-        tau = torch.einsum("...a,ha->...h", coords.to(dtype), w)  # (…, L, H)
-        extra = torch.cat([-tau[..., None], w.expand(*tau.shape, self.num_axes)], -1)
+        with torch.autocast(device_type=q.device.type, enabled=False):
+            w = self.slopes.to(dtype)
+            tau = torch.einsum("...a,ha->...h", coords.to(dtype), w)  # (…, L, H)
+            extra = torch.cat([-tau[..., None], w.expand(*tau.shape, self.num_axes)], -1)
         return torch.cat([q, extra.to(q.dtype)], -1)
 
     def _lift_k(self, k: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
