@@ -280,6 +280,9 @@ def test_grape_additive_is_relative_in_several_axes():
         )
     with pytest.raises(SpecError, match="not a rotation"):
         grape.rotate(q, c)
+    torch._dynamo.reset()
+    lifted = torch.compile(grape, fullgraph=True, backend="eager")(q, k, c)  # raises on any graph break
+    torch.testing.assert_close(lifted[0], grape(q, k, c)[0])
     big = c * 1000  # bf16 would round these positions to 8 significant bits
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         inside = grape.bias(big)
