@@ -136,8 +136,9 @@ class GRAPE(LearnedRotary):
     rank : int, optional
         ``r`` generators of ``"mixture"``; default ``D/2`` (required by ``init="rope"``).
     init : {"rope", "random"}
-        ``"mixture"`` only: canonical RoPE planes and rates, or ``a, b ~ N(0, 1/D)`` and RoPE's
-        rates.
+        ``"mixture"`` only: canonical RoPE planes and rates, or ``a, b ~ N(0, 1/D)`` with
+        generator ``i`` on one axis (``allocation`` over the ``r`` generators) at the rate
+        ``base^{−2i/(2r)}``.
     allocation : {"sectioned", "interleaved"}
         Which axis drives each plane (as :func:`~structpos.encoders.rope.pair_axes`).
     sections : sequence of int, optional
@@ -243,7 +244,9 @@ class GRAPE(LearnedRotary):
                 torch.randn(self.rank, head_dim) / math.sqrt(head_dim),
                 torch.randn(self.rank, head_dim) / math.sqrt(head_dim),
             )
-            rates = torch.ones(num_axes, self.rank) * omega[torch.arange(self.rank) % pairs]
+            # generator i follows one axis (allocated like RoPE's pairs) at a log-uniform rate
+            gen_axes = pair_axes(self.rank, num_axes, allocation)
+            rates = F.one_hot(gen_axes, num_axes).T.float() * rope_inv_freq(2 * self.rank, base)
         self.planes_a, self.planes_b, self.rates = nn.Parameter(a), nn.Parameter(b), nn.Parameter(rates)
 
     # ------------------------------------------------------------------ commuting
