@@ -356,6 +356,16 @@ def test_call_shape_layouts_mask_gqa_and_compile(name):
     torch.testing.assert_close(out[0], enc(q, k, c.float())[0], rtol=1e-5, atol=1e-5)
 
 
+def test_inductor_fullgraph_compile_of_a_matrix_exponential_encoder():
+    """The backends above are "eager" (graph breaks only); one real inductor build, ~20 s on a CPU."""
+    torch._dynamo.reset()
+    enc = ComRoPE(D, 2, block_size=4, init="random", init_std=0.3)
+    q, k = qk()
+    c = torch.rand(2, L, 2) * 4
+    out = torch.compile(enc, fullgraph=True)(q, k, c)
+    torch.testing.assert_close(out[0], enc(q, k, c)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_bad_inputs_raise_structpos_errors():
     enc = STRING(D, 2)
     q, k = qk()
