@@ -170,6 +170,11 @@ MINIMAL = {
     "spd_bias": {"num_heads": 2},
     "peg_bias": {"num_heads": 2},
     "spe": {"out_dim": 4},
+    "string": {"head_dim": 16, "num_axes": 2},
+    "comrope": {"head_dim": 16, "num_axes": 2},
+    "liere": {"head_dim": 16, "num_axes": 2},
+    "grape": {"head_dim": 16, "num_axes": 2},
+    "grape_additive": {"head_dim": 16, "num_axes": 2, "num_heads": 2},
 }
 
 

@@ -7,6 +7,10 @@
 * :class:`HierarchicalRoPE` — one axis per level (paragraph/sentence/token, code levels).
 * :class:`WIRE` — rotations from Laplacian spectral coordinates, ``φ = Ω t``.
 * :class:`AWRoPE` — phases transported along edges, exact solve or K-term series.
+* learned and generalised rotations: :class:`STRING` (learned orthogonal basis around RoPE),
+  :class:`ComRoPE` (commuting angle matrices), :class:`LieRE` (dense skew generators),
+  :class:`GRAPE` (rank-2 generators: commuting planes, non-commuting mixtures) and
+  :class:`GRAPEAdditive` (unipotent lifts: ALiBi, forgetting-gate biases).
 * additive encodings (:func:`tree_path_pe`, :class:`LapPEEmbedding`), attention biases
   (:func:`tree_distance`, :func:`shortest_path_distance`, :class:`SPDBias`), and batching
   (:func:`collate`: padded + packed forms).
@@ -19,11 +23,15 @@ from .additive import LapPEEmbedding, tree_depth_sibling, tree_path_pe
 from .attention_bias import SPDBias, alibi_distance_bias, alibi_slopes, shortest_path_distance, tree_distance
 from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_sparse, edge_phases_from_coords
 from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
+from .comrope import ComRoPE
 from .extra_planes import ExtraPlaneRoPE
+from .grape import GRAPE, GRAPEAdditive, forget_gate_coords, rodrigues_exp
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
+from .liere import LieRE
 from .peg import PEGBias
 from .rope import StructuralRoPE
 from .spe import SPE
+from .string import STRING
 from .wire import WIRE, spectral_coords
 
 __all__ = [
@@ -39,6 +47,13 @@ __all__ = [
     "aw_propagate_exact",
     "aw_propagate_sparse",
     "edge_phases_from_coords",
+    "STRING",
+    "ComRoPE",
+    "LieRE",
+    "GRAPE",
+    "GRAPEAdditive",
+    "forget_gate_coords",
+    "rodrigues_exp",
     "apply_rotary",
     "layout_permutation",
     "rope_inv_freq",

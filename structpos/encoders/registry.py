@@ -221,6 +221,51 @@ ENCODERS.add(
 )
 ENCODERS.add(
     EncoderEntry(
+        "string",
+        "structpos.encoders.string:STRING",
+        coords="any real axes",
+        summary="R(c) = P·RoPE(c)·Pᵀ, learned orthogonal P (Cayley); exactly relative; P = I is RoPE.",
+        reference="STRING (Schenck et al. 2025).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "comrope",
+        "structpos.encoders.comrope:ComRoPE",
+        coords="any real axes",
+        summary="exp(Σ c_a A_a), trainable commuting block-diagonal angle matrices (axis-partitioned or linearly dependent).",
+        reference="ComRoPE (Yu et al., CVPR 2025).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "liere",
+        "structpos.encoders.liere:LieRE",
+        coords="any real axes",
+        summary="exp(Σ c_a S_a), learned dense skew generators; relative only where they commute.",
+        reference="LieRE (Ostmeier et al. 2024).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "grape",
+        "structpos.encoders.grape:GRAPE",
+        coords="any real axes",
+        summary="Multiplicative GRAPE: rank-2 skew generators, learned commuting planes or non-commuting mixtures.",
+        reference="GRAPE (Zhang et al., ICLR 2026).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "grape_additive",
+        "structpos.encoders.grape:GRAPEAdditive",
+        coords="index / any real axes / forget-gate time",
+        summary="Additive GRAPE: unipotent lift, logits + ⟨ω_h, c_j − c_i⟩ (ALiBi, FoX as special cases).",
+        reference="GRAPE (Zhang et al., ICLR 2026).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
         "lap_pe",
         "structpos.encoders.additive:LapPEEmbedding",
         coords="lap[:k]",

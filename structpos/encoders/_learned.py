@@ -1,0 +1,328 @@
+"""Shared machinery of the learned and generalised rotary encoders (STRING, ComRoPE, LieRE, GRAPE).
+
+Each of them maps per-token coordinates ``c_n ∈ ℝ^A`` to a linear map ``R(c_n)`` of the head
+vector and returns ``(R(c_q) q, R(c_k) k)`` with the call shape of
+:class:`~structpos.encoders.StructuralRoPE`: ``q``/``k`` ``(B, L, H, D)`` (or ``(B, H, L, D)`` with
+``qk_layout="bhld"``, or packed ``(T, H, D)``), coordinates ``(B, L, A)`` (``(T, A)``). The
+exponentials are computed in fp32 (fp64 when the inputs or parameters are fp64) with autocast
+off, then cast to ``q``'s dtype for the product; the maps are shared by all heads, so keys with
+fewer heads (grouped-query attention) need nothing special.
+
+:class:`LearnedRotary` does the input handling (shape checks before any compute, the token
+index as default coordinates, ``cu_seqlens``, ``mask``, ``k_coords``); a subclass implements
+``_transform(x, coords)`` on ``x`` in ``(…, L, H, D)`` order. :func:`cayley` and
+:func:`rope_generator` are the two building blocks the encoders share.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..exceptions import ShapeError, SpecError
+from ._checks import QK_LAYOUTS, QKLayout, check_qk, from_blhd, is_compiling, to_blhd
+from .rope import check_cu_seqlens, positions_from_cu_seqlens
+
+__all__ = ["LearnedRotary", "apply_matrices", "cayley", "rope_generator", "skew"]
+
+
+def skew(w: torch.Tensor) -> torch.Tensor:
+    """The skew-symmetric part ``W − Wᵀ`` of the last two dimensions of ``w``.
+
+    Examples
+    --------
+    >>> s = skew(torch.randn(3, 3))
+    >>> torch.equal(s, -s.T)
+    True
+    """
+    return w - w.transpose(-1, -2)
+
+
+def cayley(s: torch.Tensor) -> torch.Tensor:
+    """Cayley map ``P = (I − S)⁻¹ (I + S)`` of a skew-symmetric ``S``: an orthogonal matrix, ``P = I`` at ``S = 0``.
+
+    ``I − S`` is always invertible for skew ``S`` (its eigenvalues are ``1 − iλ``). The image is
+    every rotation without eigenvalue ``−1``.
+
+    Parameters
+    ----------
+    s : torch.Tensor
+        ``(…, n, n)`` skew-symmetric.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(…, n, n)`` orthogonal, ``det = +1``.
+
+    Examples
+    --------
+    >>> p = cayley(skew(torch.randn(4, 4, dtype=torch.float64)))
+    >>> torch.allclose(p @ p.T, torch.eye(4, dtype=torch.float64))
+    True
+    >>> torch.equal(cayley(torch.zeros(3, 3)), torch.eye(3))
+    True
+    """
+    eye = torch.eye(s.shape[-1], dtype=s.dtype, device=s.device)
+    return torch.linalg.solve(eye - s, eye + s)
+
+
+def rope_generator(angle_rates: torch.Tensor, layout: str = "half") -> torch.Tensor:
+    """Block-diagonal skew generators of RoPE: ``exp(Σ_a c_a G_a)`` rotates pair ``j`` by ``Σ_a c_a M[a, j]``.
+
+    ``G_a`` has ``−M[a, j]`` at ``(x_j, y_j)`` and ``+M[a, j]`` at ``(y_j, x_j)``, where
+    ``(x_j, y_j)`` are pair ``j``'s channels: ``(j, j + D/2)`` (``"half"``) or ``(2j, 2j + 1)``
+    (``"interleaved"``) — the sign convention of :func:`~structpos.encoders.apply_rotary`.
+
+    Parameters
+    ----------
+    angle_rates : torch.Tensor
+        ``(A, P)`` angle per unit coordinate of every axis and pair (``ω_j W[j, a]``).
+    layout : {"half", "interleaved"}
+        Pair layout.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(A, 2P, 2P)`` skew-symmetric, pairwise commuting.
+
+    Examples
+    --------
+    >>> from structpos.encoders import apply_rotary
+    >>> rates = torch.tensor([[1.0, 0.5]])
+    >>> g = rope_generator(rates)
+    >>> x, c = torch.randn(4), 0.7
+    >>> ref = apply_rotary(x, (c * rates[0]).cos(), (c * rates[0]).sin())
+    >>> torch.allclose(torch.linalg.matrix_exp(c * g[0]) @ x, ref, atol=1e-6)
+    True
+    """
+    num_axes, pairs = angle_rates.shape
+    j = torch.arange(pairs, device=angle_rates.device)
+    xi, yi = (j, j + pairs) if layout == "half" else (2 * j, 2 * j + 1)
+    g = angle_rates.new_zeros(num_axes, 2 * pairs, 2 * pairs)
+    g[:, yi, xi] = angle_rates
+    g[:, xi, yi] = -angle_rates
+    return g
+
+
+class LearnedRotary(nn.Module):
+    """Base of the coordinate-driven linear maps of ``q``/``k`` (see the module docstring).
+
+    Parameters
+    ----------
+    head_dim : int
+        ``D`` (positive, even).
+    num_axes : int
+        Coordinate axes ``A`` (≥ 1).
+    qk_layout : {"blhd", "bhld"}
+        ``q``/``k`` as ``(B, L, H, D)`` or ``(B, H, L, D)``; ``coords`` are ``(B, L, A)`` either way.
+
+    Notes
+    -----
+    ``forward(q, k, coords=None, cu_seqlens=None, *, mask=None, k_coords=None)`` as
+    :meth:`StructuralRoPE.forward <structpos.encoders.StructuralRoPE.forward>`. ``coords=None``
+    uses the token index (within its sequence when packed) on every axis; ``mask`` (token shape,
+    True = real) gives masked tokens coordinate 0, i.e. the identity map. The encoders are
+    installable into HF decoders with ``install_structural_rope(model, A, rope=encoder)``
+    (built with ``qk_layout="bhld"``): like per-head RoPE they are applied inside the attention
+    function, to the queries and to the cached keys.
+
+    Raises
+    ------
+    SpecError
+        ``head_dim`` not positive and even, ``num_axes < 1`` or an unknown ``qk_layout``.
+
+    Examples
+    --------
+    The identity map as the smallest subclass:
+
+    >>> class Identity(LearnedRotary):
+    ...     def _transform(self, x, coords):
+    ...         return x
+    >>> q = torch.randn(1, 3, 2, 4)
+    >>> torch.equal(Identity(4, 1)(q, q)[0], q)
+    True
+    """
+
+    def __init__(self, head_dim: int, num_axes: int, qk_layout: QKLayout = "blhd"):
+        super().__init__()
+        if head_dim < 2 or head_dim % 2:
+            raise SpecError(f"head_dim must be a positive even number, got {head_dim}")
+        if num_axes < 1:
+            raise SpecError(f"num_axes must be ≥ 1, got {num_axes}")
+        if qk_layout not in QK_LAYOUTS:
+            raise SpecError(f"qk_layout must be one of {QK_LAYOUTS}, got {qk_layout!r}")
+        self.head_dim, self.num_axes, self.qk_layout = int(head_dim), int(num_axes), qk_layout
+
+    def _per_head(self) -> bool:
+        """Not expressible as one cos/sin table: HF integration applies it in the attention function."""
+        return True
+
+    def compute_dtype(self, *tensors: torch.Tensor) -> torch.dtype:
+        """fp64 when a parameter or one of ``tensors`` is fp64, else fp32 (the dtype of every exponential).
+
+        Examples
+        --------
+        >>> LearnedRotary(4, 1).compute_dtype(torch.zeros(2, dtype=torch.float16))
+        torch.float32
+        """
+        found = [t.dtype for t in tensors] + [p.dtype for p in self.parameters()]
+        return torch.float64 if torch.float64 in found else torch.float32
+
+    def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
+        """``R(c) x`` for ``x`` ``(…, L, H, D)`` and float ``coords`` ``(…, L, A)``."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ inputs
+    def _check_coords(self, coords, x: torch.Tensor) -> torch.Tensor:
+        coords = torch.as_tensor(coords, device=x.device)
+        if coords.dtype in (torch.float16, torch.bfloat16) or coords.is_complex():
+            raise ShapeError(
+                f"coords must be int64, fp32 or fp64 of shape (…, {self.num_axes}); "
+                f"given {coords.dtype} with shape {tuple(coords.shape)}"
+            )
+        if coords.dim() < 1 or coords.shape[-1] != self.num_axes:
+            raise ShapeError(
+                f"coords must end in num_axes = {self.num_axes}: expected (…, {self.num_axes}), "
+                f"given {tuple(coords.shape)}"
+            )
+        if coords.is_floating_point() and not is_compiling() and not torch.isfinite(coords).all():
+            bad = torch.nonzero(~torch.isfinite(coords))[0].tolist()
+            raise ShapeError(f"coords contain a non-finite value at index {bad}")
+        return coords
+
+    def _resolve_coords(self, x: torch.Tensor, coords, cu_seqlens) -> torch.Tensor:
+        """Float coordinates ``(*tokens, A)`` (compute dtype) for ``x`` in ``(…, L, H, D)`` order."""
+        tokens = x.shape[:-2]
+        if cu_seqlens is not None:
+            if x.dim() != 3:
+                raise ShapeError(f"cu_seqlens needs packed (T, H, D) inputs, given {tuple(x.shape)}")
+            cu_seqlens = torch.as_tensor(cu_seqlens, device=x.device)
+        if coords is None:
+            if x.dim() == 3:
+                pos = (
+                    positions_from_cu_seqlens(cu_seqlens, tokens[0])
+                    if cu_seqlens is not None
+                    else torch.arange(tokens[0], device=x.device)
+                )
+            else:
+                pos = torch.arange(tokens[1], device=x.device).expand(tokens)
+            coords = pos[..., None].expand(*tokens, self.num_axes)
+        else:
+            coords = self._check_coords(coords, x)
+            if coords.shape[:-1] != tokens:
+                raise ShapeError(
+                    f"coords must have shape {(*tuple(tokens), self.num_axes)} (the token shape of q/k, "
+                    f"then {self.num_axes} axes), given {tuple(coords.shape)}"
+                )
+            if cu_seqlens is not None and not is_compiling():
+                check_cu_seqlens(cu_seqlens, tokens[0])
+        return coords.to(self.compute_dtype(x, coords))
+
+    @staticmethod
+    def _masked(coords: torch.Tensor, mask) -> torch.Tensor:
+        if mask is None:
+            return coords
+        mask = torch.as_tensor(mask, device=coords.device).to(torch.bool)
+        if mask.shape != coords.shape[:-1]:
+            raise ShapeError(f"mask must have the token shape {tuple(coords.shape[:-1])}, given {tuple(mask.shape)}")
+        return torch.where(mask[..., None], coords, torch.zeros((), dtype=coords.dtype, device=coords.device))
+
+    def _check_x(self, x, name: str) -> torch.Tensor:
+        return to_blhd(check_qk(x, name, self.head_dim, self.qk_layout), self.qk_layout)
+
+    # ----------------------------------------------------------------- forward
+    def rotate(self, x: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None) -> torch.Tensor:
+        """Map one tensor (``q`` or ``k``) by its coordinates: ``R(c_n) x_n``.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            ``(B, L, H, D)`` or packed ``(T, H, D)`` (heads first with ``qk_layout="bhld"``).
+        coords : torch.Tensor, optional
+            ``(B, L, A)`` / ``(T, A)``; default: the token index on every axis.
+        cu_seqlens : torch.Tensor, optional
+            Sequence offsets of packed input (positions restart per sequence).
+        mask : torch.Tensor, optional
+            Bool token mask; masked tokens get coordinate 0 (the identity).
+
+        Returns
+        -------
+        torch.Tensor
+            Same shape, layout and dtype as ``x``.
+
+        Raises
+        ------
+        ShapeError
+            Shapes or dtypes that do not match (message: expected vs given).
+
+        Examples
+        --------
+        >>> class Scale(LearnedRotary):
+        ...     def _transform(self, x, coords):
+        ...         return x * coords[..., None, :1]
+        >>> Scale(2, 1).rotate(torch.ones(1, 3, 1, 2))[0, :, 0, 0].tolist()
+        [0.0, 1.0, 2.0]
+        """
+        x = self._check_x(x, "x")
+        coords = self._masked(self._resolve_coords(x, coords, cu_seqlens), mask)
+        return from_blhd(self._transform(x, coords), self.qk_layout)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None, k_coords=None):
+        """Return ``(R(c) q, R(c') k)`` in the layout given (``c' = k_coords`` or ``c``).
+
+        Parameters
+        ----------
+        q, k : torch.Tensor
+            Queries and keys (``k`` may have fewer heads).
+        coords, cu_seqlens, mask
+            As :meth:`rotate`.
+        k_coords : torch.Tensor, optional
+            Coordinates of the keys when they differ from the queries' tokens.
+
+        Returns
+        -------
+        tuple of torch.Tensor
+            ``(q_out, k_out)``.
+
+        Raises
+        ------
+        ShapeError
+            ``q`` and ``k`` with different tokens (without ``k_coords``), or bad shapes.
+
+        Examples
+        --------
+        >>> class Identity(LearnedRotary):
+        ...     def _transform(self, x, coords):
+        ...         return x
+        >>> q, k = torch.randn(1, 3, 2, 4), torch.randn(1, 5, 1, 4)
+        >>> Identity(4, 1)(q, k, k_coords=torch.zeros(1, 5, 1))[1].shape
+        torch.Size([1, 5, 1, 4])
+        """
+        if k_coords is not None:
+            return self.rotate(q, coords, cu_seqlens, mask=mask), self.rotate(k, k_coords, cu_seqlens, mask=mask)
+        q, k = self._check_x(q, "q"), self._check_x(k, "k")
+        if q.shape[:-2] != k.shape[:-2]:
+            raise ShapeError(
+                f"q and k must have the same tokens (pass k_coords otherwise): q {tuple(q.shape)}, k {tuple(k.shape)} "
+                "in (…, L, H, D) order"
+            )
+        coords = self._masked(self._resolve_coords(q, coords, cu_seqlens), mask)
+        return from_blhd(self._transform(q, coords), self.qk_layout), from_blhd(
+            self._transform(k, coords.to(self.compute_dtype(k, coords))), self.qk_layout
+        )
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, num_axes={self.num_axes}, qk_layout={self.qk_layout!r}"
+
+
+def apply_matrices(r: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``R_n x_{n,h}`` for per-token matrices ``r`` ``(…, L, D, D)`` and ``x`` ``(…, L, H, D)``, in ``x``'s dtype.
+
+    Examples
+    --------
+    >>> r = torch.eye(2).expand(3, 2, 2)
+    >>> x = torch.randn(3, 4, 2)
+    >>> torch.equal(apply_matrices(r, x), x)
+    True
+    """
+    return torch.einsum("...ij,...hj->...hi", r.to(x.dtype), x)

@@ -1,0 +1,148 @@
+"""LieRE: rotations from learned dense skew-symmetric generators through the matrix exponential.
+
+Token ``n`` with coordinates ``c_n ∈ ℝ^A`` is mapped by
+
+    R(c) = exp(Σ_a c_a S_a),        S_a = W_a − W_aᵀ  (dense, learned, D × D)
+
+a rotation (``R(c) ∈ SO(D)``, norms are kept). Scores ``qᵀ R(c_m)ᵀ R(c_n) k`` depend on
+``c_n − c_m`` only when the ``S_a`` commute (ComRoPE's theorem); LieRE does not constrain them,
+so with two or more axes and non-commuting generators the encoding is **not** exactly relative —
+shifting every coordinate changes the scores. With one axis it is always relative
+(``exp(xS)ᵀ exp(yS) = exp((y − x)S)``). Block-diagonal generators with ``2 × 2`` blocks are
+N-axis RoPE; ``init="rope"`` starts there (and so starts relative), ``init="random"`` draws
+``W_a ~ N(0, init_std²)``.
+
+Cost: one ``D × D`` matrix exponential per token (``torch.linalg.matrix_exp``), then a
+``D × D`` product per head — the most expensive of the rotary encoders; see
+:class:`~structpos.encoders.ComRoPE` (``b × b`` blocks) and :class:`~structpos.encoders.STRING`
+for commuting, cheaper alternatives.
+
+Reference: Ostmeier et al., "LieRE: Generalizing Rotary Position Encodings" (2024).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Sequence
+
+import torch
+from torch import nn
+
+from ..exceptions import SpecError
+from ._checks import QKLayout
+from ._learned import LearnedRotary, apply_matrices, rope_generator, skew
+from ._rotary import check_layout
+from .rope import StructuralRoPE
+
+__all__ = ["LieRE"]
+
+
+class LieRE(LearnedRotary):
+    """``R(c) = exp(Σ_a c_a S_a)`` with learned dense skew-symmetric ``S_a`` (see the module docstring).
+
+    Parameters
+    ----------
+    head_dim : int
+        ``D`` (even).
+    num_axes : int
+        Coordinate axes ``A``.
+    init : {"rope", "random"}
+        Start at N-axis RoPE (block-diagonal generators of ``allocation``) or at random
+        ``W_a ~ N(0, init_std²)``.
+    init_std : float
+        Standard deviation of the random initialisation.
+    allocation : {"sectioned", "interleaved"}
+        RoPE allocation of ``init="rope"``.
+    sections : sequence of int, optional
+        Pairs per axis of ``init="rope"``.
+    base : float
+        RoPE base of ``init="rope"``.
+    layout : {"half", "interleaved"}
+        Pair layout of ``init="rope"``.
+    qk_layout : {"blhd", "bhld"}
+        Where the head axis of ``q``/``k`` is.
+
+    Attributes
+    ----------
+    generator_params : torch.nn.Parameter
+        ``(A, D, D)`` the ``W_a``.
+
+    Raises
+    ------
+    SpecError
+        Unknown ``init``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from structpos.encoders import StructuralRoPE
+    >>> _ = torch.manual_seed(0)
+    >>> q, k = torch.randn(1, 5, 2, 8), torch.randn(1, 5, 2, 8)
+    >>> coords = torch.randint(0, 6, (1, 5, 2))
+
+    The RoPE initialisation is N-axis RoPE:
+
+    >>> liere = LieRE(8, 2)
+    >>> torch.allclose(liere(q, k, coords)[0], StructuralRoPE(8, 2)(q, k, coords)[0], atol=1e-5)
+    True
+
+    Random dense generators do not commute: a common shift of the coordinates changes the scores.
+
+    >>> liere = LieRE(8, 2, init="random", init_std=0.3)
+    >>> def scores(c):
+    ...     qr, kr = liere(q, k, c)
+    ...     return torch.einsum("blhd,bmhd->bhlm", qr, kr)
+    >>> (scores(coords) - scores(coords + torch.tensor([2, 3]))).abs().max() > 0.1
+    tensor(True)
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        num_axes: int,
+        init: Literal["rope", "random"] = "rope",
+        init_std: float = 0.02,
+        allocation: Literal["sectioned", "interleaved"] = "sectioned",
+        sections: Sequence[int] | None = None,
+        base: float = 10000.0,
+        layout: Literal["half", "interleaved"] = "half",
+        qk_layout: QKLayout = "blhd",
+    ):
+        super().__init__(head_dim, num_axes, qk_layout)
+        if init == "rope":
+            check_layout(layout)
+            rope = StructuralRoPE(head_dim, num_axes, allocation, sections, base, layout)
+            w = rope_generator(rope._angle_matrix(torch.float32)[0], layout) / 2  # W − Wᵀ = G
+        elif init == "random":
+            w = torch.randn(num_axes, head_dim, head_dim) * init_std
+        else:
+            raise SpecError(f"init must be 'rope' or 'random', got {init!r}")
+        self.generator_params = nn.Parameter(w)
+
+    def generators(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The skew-symmetric ``S_a = W_a − W_aᵀ``, ``(A, D, D)``.
+
+        Examples
+        --------
+        >>> g = LieRE(4, 2, init="random").generators()
+        >>> torch.equal(g, -g.transpose(-1, -2))
+        True
+        """
+        return skew(self.generator_params.to(dtype))
+
+    def rotation(self, coords: torch.Tensor) -> torch.Tensor:
+        """The matrices ``R(c) = exp(Σ_a c_a S_a)``, ``(…, D, D)``, for coordinates ``(…, A)``.
+
+        Examples
+        --------
+        >>> r = LieRE(4, 2, init="random").rotation(torch.tensor([1.0, -2.0]))
+        >>> torch.allclose(r @ r.T, torch.eye(4), atol=1e-6)
+        True
+        """
+        coords = torch.as_tensor(coords)
+        dtype = self.compute_dtype(coords)
+        with torch.autocast(device_type=coords.device.type, enabled=False):
+            gen = self.generators(dtype).to(coords.device)
+            return torch.linalg.matrix_exp(torch.einsum("...a,aij->...ij", coords.to(dtype), gen))
+
+    def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
+        return apply_matrices(self.rotation(coords), x)
