@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing as mp
 import random
 import signal
@@ -632,6 +633,9 @@ def run_encoder_case(name: str, options: dict, call: dict) -> None:
     from structpos.encoders.registry import build
 
     enc = build(name, **options)
+    accepted = hostile_options(options)
+    if accepted:
+        raise _AcceptedHostile(f"{name}: {accepted[0]}")
     gen = torch.Generator().manual_seed(call["seed"])
     L, H = call["length"], call["heads"]
     hd = options.get("head_dim")
@@ -675,6 +679,28 @@ def run_encoder_case(name: str, options: dict, call: dict) -> None:
         if call["values"] == "huge":
             dist = dist * 2**40
         enc(dist)
+
+
+_INT_OPTIONS = {"head_dim", "num_axes", "k", "K", "dim", "num_heads", "max_distance", "hidden", "feature_dim"}
+_POSITIVE_OPTIONS = _INT_OPTIONS - {"K", "max_distance"}  # K = 0 and max_distance = 0 are meaningful
+
+
+def hostile_options(options: dict) -> list[str]:
+    """The options an encoder should refuse: non-integers for integer options, non-positive sizes,
+    non-finite or extreme reals (``base`` must be a finite number > 1, ``scale`` finite > 0).
+
+    An encoder that *builds* with one of them has accepted it silently (counted apart from escapes).
+    """
+    out = []
+    for key, v in options.items():
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if key in _INT_OPTIONS and v is not None and not (number and float(v).is_integer()):
+            out.append(f"{key}={v!r}")
+        elif key in _POSITIVE_OPTIONS and number and v <= 0:
+            out.append(f"{key}={v!r}")
+        elif key in ("base", "scale") and number and (not math.isfinite(v) or v <= 0 or v > 1e100 or v < 1e-100):
+            out.append(f"{key}={v!r}")
+    return out
 
 
 def _check(fn) -> None:
@@ -899,6 +925,10 @@ def _in_child(fn, timeout: float, memory_bytes: int = 3 * 2**30):
     return kind, value
 
 
+class _AcceptedHostile(Exception):
+    """An encoder built with an option it should have refused (see :func:`hostile_options`)."""
+
+
 class _ChildError(Exception):
     """An exception raised in the probe child (type name kept for the counts)."""
 
@@ -920,6 +950,7 @@ def run_args(target: str, n: int, seed: int, timeout: float, findings_max: int =
     counts: Counter = Counter()
     structpos_errors: Counter = Counter()
     other: Counter = Counter()
+    accepted: Counter = Counter()  # hostile options an encoder built with (reported, not escapes)
     findings = []
     signal.signal(signal.SIGALRM, _alarm)
     t0 = time.perf_counter()
@@ -947,6 +978,9 @@ def run_args(target: str, n: int, seed: int, timeout: float, findings_max: int =
                         structpos_errors["accepted; the record failed with a StructposError"] += 1
                     else:
                         counts["ok"] += 1
+            except _AcceptedHostile as e:
+                accepted[str(e).split("=")[0]] += 1
+                counts["ok"] += 1  # no exception and no wrong output: counted with ok, listed apart
             except _Invalid as e:
                 key = f"{name}: {str(e).split(':')[0][:60]}"
                 other[key] += 1
@@ -983,6 +1017,7 @@ def run_args(target: str, n: int, seed: int, timeout: float, findings_max: int =
         "by_class": dict(structpos_errors),
         "other": sum(other.values()),
         "other_by_type": dict(other),
+        "accepted_hostile": dict(accepted),
         "seconds": round(time.perf_counter() - t0, 1),
         "findings": findings,
     }
@@ -1029,6 +1064,8 @@ def main(argv=None) -> int:
                 f"{r['seconds']:8.1f}  {r['by_class']} {r['other_by_type'] or ''}",
                 flush=True,
             )
+            if r.get("accepted_hostile"):
+                print(f"{'':10s} accepted silently (built, no error): {r['accepted_hostile']}", flush=True)
             for f in r["findings"]:
                 fh.write(json.dumps(f) + "\n")
             fh.flush()

@@ -92,3 +92,11 @@ def test_run_args_counts_every_case_once(target):
     assert r["ok"] + r["structpos_errors"] + r["other"] == r["inputs"] == 40
     assert sum(r["by_class"].values()) == r["structpos_errors"] and sum(r["other_by_type"].values()) == r["other"]
     assert r["ok"] > 0 and r["structpos_errors"] > 0  # both sides of the contract are reached
+
+
+def test_hostile_options_are_the_ones_to_refuse():
+    assert fuzz.hostile_options({"head_dim": 8, "num_axes": 2, "base": 10000.0, "K": 0, "max_distance": 0}) == []
+    found = fuzz.hostile_options(
+        {"head_dim": "8", "num_axes": True, "k": 0, "dim": 2.5, "base": float("inf"), "scale": -1.0}
+    )
+    assert found == ["head_dim='8'", "num_axes=True", "k=0", "dim=2.5", "base=inf", "scale=-1.0"]
