@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing as mp
 import random
 import signal
@@ -487,7 +488,544 @@ def run_parser(kind: str, n: int, seed: int, timeout: float, findings_max: int =
     }
 
 
+# ------------------------------------------------------------------ argument fuzz: encoders and CLI options
+# Not inputs to parse but the options users type: encoder constructor arguments (and the tensors they
+# then meet) and `structpos encode` options. A case ends in one of: accepted and working (``ok``), a
+# StructposError or argparse's usage exit (``structpos``), or a finding (``other``): any other exception
+# (an *escape*), or a silent wrong answer the checks below catch.
+
+ARG_TARGETS = ["cli", "encoders"]  # cli first: its probe forks, best before torch starts threads
+
+_ODD = [None, True, "8", 2.5, float("nan")]  # wrong types, for every numeric option now and then
+
+
+def _pick(rng: random.Random, good: list, bad: list, p_bad: float = 0.35):
+    return rng.choice(bad if rng.random() < p_bad else good)
+
+
+def encoder_options(rng: random.Random, name: str) -> dict:
+    """Random constructor options for the registered encoder ``name`` (each present with some chance).
+
+    Values are drawn from what the encoder accepts and from what it should refuse: zero, negative,
+    odd, huge, non-finite, wrong types, unknown choices, sections that do not add up.
+    """
+    dims = [2, 4, 8, 16, 32, 64]
+    bad_dims = [0, -8, 7, 1, 3, 2**40, *_ODD]
+    counts = [1, 2, 3, 4, 8]
+    bad_counts = [0, -1, 5, 100, 2**40, *_ODD]
+    reals = [10000.0, 100.0, 2.0, 0.5]
+    bad_reals = [0.0, -1.0, 1.0, float("inf"), float("-inf"), float("nan"), 1e-300, 1e308, "x"]
+    layouts, bad_layouts = ["half", "interleaved"], ["bogus", "", None]
+    allocations, bad_allocations = ["sectioned", "interleaved", "per_head", "mixed"], ["diagonal", "", None]
+    sections = [[2, 2], [1, 1, 2], [4], [2, 2, 0], [-2, 6], [], [1, 1, 1], [100], [2**40, 1], [2.5, 1.5], "22"]
+    opts: dict = {}
+
+    def maybe(key: str, make, p: float = 0.6) -> None:
+        if rng.random() < p:
+            opts[key] = make()
+
+    def dim():
+        return _pick(rng, dims, bad_dims)
+
+    if name in ("rope", "hier_rope"):
+        maybe("head_dim", dim, 0.95)
+        if name == "rope":
+            maybe("num_axes", lambda: _pick(rng, counts, bad_counts), 0.95)
+            maybe("max_table_extent", lambda: _pick(rng, [64, 262144], [0, -1, 2**62, 1.5]), 0.1)
+        else:
+            presets = ["document", "code", "table", ("a", "b"), ["x", "y", "z", "w"]]
+            maybe("levels", lambda: _pick(rng, presets, ["bogus", [], "", ("a", "a"), 3]))
+        maybe("allocation", lambda: _pick(rng, allocations, bad_allocations))
+        maybe("sections", lambda: rng.choice(sections), 0.3)
+        maybe("base", lambda: _pick(rng, reals, bad_reals))
+        maybe("layout", lambda: _pick(rng, layouts, bad_layouts), 0.3)
+        maybe("num_heads", lambda: _pick(rng, [1, 2, 4], [0, -1, 3, 2**40]), 0.3)
+        maybe("learnable", lambda: rng.random() < 0.5, 0.2)
+        maybe("qk_layout", lambda: _pick(rng, ["blhd", "bhld"], ["hbld", None]), 0.2)
+    elif name == "wire":
+        maybe("head_dim", dim, 0.95)
+        maybe("k", lambda: _pick(rng, counts, bad_counts), 0.95)
+        maybe("base", lambda: _pick(rng, reals, bad_reals))
+        maybe("scale", lambda: _pick(rng, [1.0, 64.0, 0.01], bad_reals))
+        maybe("layout", lambda: _pick(rng, layouts, bad_layouts), 0.3)
+        maybe("learnable", lambda: rng.random() < 0.5, 0.2)
+        maybe("qk_layout", lambda: _pick(rng, ["blhd", "bhld"], ["hbld", None]), 0.2)
+    elif name == "aw_rope":
+        maybe("head_dim", dim, 0.95)
+        maybe("z", lambda: _pick(rng, [0.0, 0.5, 0.8], [1.0, 1.5, -0.5, float("nan"), float("inf")]))
+        maybe("K", lambda: _pick(rng, [0, 1, 4, 8], [-1, 2**40, 2.5, None]))
+        maybe("mode", lambda: _pick(rng, ["sparse", "exact"], ["dense", None]))
+        maybe("phase", lambda: _pick(rng, ["given", "coords", "learned"], ["random", None]))
+        maybe("num_axes", lambda: _pick(rng, counts, bad_counts))
+        maybe("feature_dim", lambda: _pick(rng, [None, 4, 8], [0, -3, 2.5]))
+        maybe("hidden", lambda: _pick(rng, [8, 32], [0, -1]), 0.3)
+        maybe("base", lambda: _pick(rng, reals, bad_reals), 0.3)
+        maybe("layout", lambda: _pick(rng, layouts, bad_layouts), 0.3)
+    elif name == "lap_pe":
+        maybe("k", lambda: _pick(rng, counts, bad_counts), 0.95)
+        maybe("dim", lambda: _pick(rng, dims, [0, -4, 2**40, *_ODD]), 0.95)
+        maybe("use_eigvals", lambda: rng.random() < 0.5, 0.3)
+        maybe("sign_flip", lambda: rng.random() < 0.5, 0.3)
+    elif name == "spd_bias":
+        maybe("num_heads", lambda: _pick(rng, [1, 2, 4], [0, -1, 2**40, *_ODD]), 0.95)
+        maybe("max_distance", lambda: _pick(rng, [0, 1, 16], [-1, -2, 2**40, 2.5, None]))
+    if rng.random() < 0.03:
+        opts["no_such_option"] = 1
+    return opts
+
+
+def encoder_input(rng: random.Random) -> tuple[str, dict, dict]:
+    """One encoder case: ``(encoder name, constructor options, forward-call knobs)``."""
+    from structpos.encoders.registry import ENCODERS
+
+    name = rng.choice(sorted(ENCODERS))
+    call = {
+        "length": rng.choice([1, 3, 5]),
+        "heads": rng.choice([1, 2, 4]),
+        "axes_delta": 0 if rng.random() < 0.8 else rng.choice([-1, 1, 3]),  # coords with the wrong axis count
+        "values": rng.choice(["small", "small", "small", "negative", "huge", "nan", "inf", "float"]),
+        "seed": rng.randrange(2**31),
+    }
+    return name, encoder_options(rng, name), call
+
+
+def _coord_values(gen, shape: tuple, values: str):
+    import torch
+
+    x = torch.randint(0, 6, shape, generator=gen).float()
+    if values == "negative":
+        x = x - 10
+    elif values == "huge":
+        x = x * 1e12
+    elif values == "nan" and x.numel():
+        x.view(-1)[0] = float("nan")
+    elif values == "inf" and x.numel():
+        x.view(-1)[0] = float("inf")
+    elif values == "float":
+        x = x + torch.rand(shape, generator=gen)
+    return x
+
+
+def _rotary_checks(enc, q, k, coords, out, options: dict) -> None:
+    """Silent wrong answers of a rotary encoder (AssertionError): a norm not kept, an axis ignored."""
+    import torch
+
+    qo, ko = out
+    base, scale = float(options.get("base", 10000.0)), float(options.get("scale", 1.0))
+    sane = 1.5 <= base <= 1e6 and 0.5 <= scale <= 1e3  # angles of order 1 rad per unit: a change is visible
+    if sane and torch.isfinite(coords).all() and coords.abs().max() < 1e6 and torch.isfinite(qo).all():
+        assert torch.allclose(qo.norm(dim=-1), q.norm(dim=-1), rtol=1e-3, atol=1e-4), "rotation changed a norm"
+        # every coordinate axis must move q (a +1 shift of one axis rotates some pair by a non-zero angle)
+        for a in range(coords.shape[-1]):
+            shifted = coords.clone()
+            shifted[..., a] += 1
+            qa, _ = enc(q, k, shifted)
+            assert not torch.equal(qa, qo), f"axis {a} of {coords.shape[-1]} is ignored"
+
+
+def run_encoder_case(name: str, options: dict, call: dict) -> None:
+    """Build the encoder through the registry and apply it to small random tensors shaped by its options.
+
+    Raises whatever the encoder raises; ``AssertionError`` (→ ``_Invalid``) for a silent wrong answer.
+    """
+    import torch
+
+    from structpos.encoders.registry import build
+
+    enc = build(name, **options)
+    accepted = hostile_options(options)
+    if accepted:
+        raise _AcceptedHostile(f"{name}: {accepted[0]}")
+    gen = torch.Generator().manual_seed(call["seed"])
+    L, H = call["length"], call["heads"]
+    hd = options.get("head_dim")
+    D = hd if isinstance(hd, int) and not isinstance(hd, bool) and 0 < hd <= 256 else 8
+    if name in ("rope", "hier_rope", "wire"):
+        blhd = getattr(enc, "qk_layout", "blhd") != "bhld"
+        shape = (1, L, H, D) if blhd else (1, H, L, D)
+        q, k = torch.randn(shape, generator=gen), torch.randn(shape, generator=gen)
+        axes = {"rope": getattr(enc, "num_axes", 1), "wire": getattr(enc, "k", 1)}.get(name)
+        if axes is None:
+            axes = getattr(enc, "num_axes", None) or len(getattr(enc, "levels", ()) or (0, 0, 0))
+        axes = max(0, int(axes) + call["axes_delta"]) if isinstance(axes, int) else 1
+        coords = _coord_values(gen, (1, L, axes), call["values"])
+        out = enc(q, k, coords)
+        _check(lambda: _rotary_checks(enc, q, k, coords, out, options))
+    elif name == "aw_rope":
+        q, k = torch.randn(L, H, D, generator=gen), torch.randn(L, H, D, generator=gen)
+        src = torch.arange(max(L - 1, 0))
+        edge_index = torch.stack([torch.cat([src, src + 1]), torch.cat([src + 1, src])])
+        E = edge_index.shape[1]
+        axes = max(1, int(getattr(enc, "num_axes", 1) or 1) + call["axes_delta"])
+        feat = getattr(enc, "feature_dim", None) or 4
+        a = _coord_values(gen, (E,), call["values"])
+        if call["seed"] % 5:  # mostly the antisymmetric phases AW-RoPE needs (a[v->u] = -a[u->v])
+            a[E // 2 :] = -a[: E // 2]
+        qo, ko = enc(
+            q,
+            k,
+            edge_index,
+            a=a,
+            pos=_coord_values(gen, (L, axes), call["values"]),
+            h=torch.randn(L, feat, generator=gen),
+        )
+        assert qo.shape[:2] == q.shape[:2], f"output shape {tuple(qo.shape)} for q {tuple(q.shape)}"
+    elif name == "lap_pe":
+        kk = options.get("k") if isinstance(options.get("k"), int) and 0 < options["k"] <= 64 else 4
+        vecs = _coord_values(gen, (L, kk + call["axes_delta"]), call["values"])
+        enc(vecs, _coord_values(gen, (kk,), call["values"]))
+    elif name == "spd_bias":
+        dist = torch.randint(-1, 40, (L, L), generator=gen)
+        if call["values"] == "huge":
+            dist = dist * 2**40
+        enc(dist)
+
+
+_INT_OPTIONS = {"head_dim", "num_axes", "k", "K", "dim", "num_heads", "max_distance", "hidden", "feature_dim"}
+_POSITIVE_OPTIONS = _INT_OPTIONS - {"K", "max_distance"}  # K = 0 and max_distance = 0 are meaningful
+
+
+def hostile_options(options: dict) -> list[str]:
+    """The options an encoder should refuse: non-integers for integer options, non-positive sizes,
+    non-finite or extreme reals (``base`` must be a finite number > 1, ``scale`` finite > 0).
+
+    An encoder that *builds* with one of them has accepted it silently (counted apart from escapes).
+    """
+    out = []
+    for key, v in options.items():
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if key in _INT_OPTIONS and v is not None and not (number and float(v).is_integer()):
+            out.append(f"{key}={v!r}")
+        elif key in _POSITIVE_OPTIONS and number and v <= 0:
+            out.append(f"{key}={v!r}")
+        elif key in ("base", "scale") and number and (not math.isfinite(v) or v <= 0 or v > 1e100 or v < 1e-100):
+            out.append(f"{key}={v!r}")
+    return out
+
+
+def _check(fn) -> None:
+    try:
+        fn()
+    except AssertionError as e:
+        raise _Invalid(str(e)) from e
+
+
+# --- CLI options: `structpos encode` validated, then (when accepted) one tiny record encoded
+
+CLI_PAYLOADS = {
+    "json": '{"a": [1, {"b": 2}], "c": "d"}',
+    "code": "def f(x):\n    return [x, x + 1]\n",
+    "table": "a,b\n1,2\n3,4\n",
+    "graph": {"edge_index": [[0, 1, 2], [1, 2, 0]], "num_nodes": 3},
+}
+
+
+def coords_spec(rng: random.Random) -> str:
+    """A random ``--coords`` spec: known and unknown families, good and hostile parameters."""
+    from structpos.coords import COORDS
+
+    families = sorted(COORDS)
+    params = [
+        "",
+        "",
+        ":8",
+        ":2",
+        ":1",
+        ":0",
+        ":-1",
+        ":abc",
+        ":",
+        "::",
+        ":8:0.25",
+        ":2:1e308",
+        ":2:-1",
+        ":2:nan",
+        ":4x8",
+        ":0x0",
+        ":100000000",
+        ":100000000x100000000",
+        ":99999999999999999999",
+        ":1e3",
+        ":nan",
+        ":inf",
+        ":8x",
+        ":x8",
+        ":8:8:8",
+    ]
+    good = ["", ":8", ":2", ":4x8", ":8:0.25", ":1"]
+    parts = []
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        fam = rng.choice(families) if rng.random() < 0.9 else rng.choice(["nosuch", "", "TREE", "lap8", " "])
+        parts.append(fam + _pick(rng, good, params, 0.5))
+    spec = rng.choice([",", ", ", ",,"]).join(parts)
+    if rng.random() < 0.05:
+        spec = rng.choice(["", ",", " ", "\x00", "tree\n", "ünïcode", "tree" * 1000])
+    return spec
+
+
+def cli_argv(rng: random.Random, tmp: Path, k: int) -> tuple[list[str], str]:
+    """A random ``structpos encode`` command line over one tiny record: ``(argv, kind)``."""
+    kind = rng.choice(["json", "json", "code", "table", "graph"])
+    argv = ["encode", str(tmp / f"{kind}.jsonl"), "--out", str(tmp / f"out{k}")]
+    if rng.random() < 0.9:
+        argv += ["--kind", kind if rng.random() < 0.95 else rng.choice(["nosuch", "JSON", ""])]
+    if kind == "code" and rng.random() < 0.9:
+        argv += ["--language", rng.choice(["python", "python", "cobol", "", "python,go", "python,"])]
+    if rng.random() < 0.9:
+        argv += ["--coords", coords_spec(rng)]
+    elif rng.random() < 0.5:
+        argv += ["--coords", rng.choice(["tree", "table", "lap:4", "rw:8", "spd:4", "tree,lap:2"])]
+    bad = ["0", "-1", "nan", "inf", "-inf", "1e-300", "1e308", "abc", "", "1.5", "99999999999999999999", "0x10"]
+
+    def number(*good: str) -> str:
+        return _pick(rng, list(good), bad, 0.4)
+
+    if rng.random() < 0.4:
+        argv += ["--record-timeout", number("0.5", "5", "30", "1e3")]
+    if rng.random() < 0.4:
+        from dataclasses import fields
+
+        from structpos.limits import Limits
+
+        for _ in range(rng.choice([1, 1, 2])):
+            name = _pick(rng, [f.name for f in fields(Limits)], ["nosuch", "max-nodes", ""], 0.1)
+            value = number("none", "10", "100000", "1000000", "30")
+            argv += ["--limit", f"{name}={value}"]
+    if rng.random() < 0.1:
+        argv += ["--limit", number("1", "5")]  # the old spelling of --max-records
+    if rng.random() < 0.3:
+        argv += ["--shard-size", number("1", "2", "1000")]
+    if rng.random() < 0.3:
+        argv += ["--workers", number("0", "1", "2", "1000000")]
+    if rng.random() < 0.2:
+        argv += ["--max-records", number("0", "1", "10")]
+    if rng.random() < 0.1:
+        argv += ["--engine", rng.choice(["local", "ray", "spark"])]
+    if rng.random() < 0.15:
+        argv += ["--parser-opt", rng.choice(["max_depth=2", "max_depth=-1", "nosuch=1", "=1", "x", "max_depth=nan"])]
+    if rng.random() < 0.1:
+        argv += ["--tokenizer", str(rng.choice([tmp / "missing.json", tmp / "junk.json", tmp, tmp / "json.jsonl"]))]
+    if rng.random() < 0.1:
+        argv += [rng.choice(["--resume", "--overwrite", "--retry-errors", "--follow-symlinks", "--no-progress"])]
+    return argv, kind
+
+
+def cli_files(tmp: Path) -> None:
+    """The tiny inputs and the junk tokenizer file the CLI cases point at."""
+    for kind, payload in CLI_PAYLOADS.items():
+        (tmp / f"{kind}.jsonl").write_text(json.dumps({"text": payload}) + "\n")
+    (tmp / "junk.json").write_text('{"not": "a tokenizer"}')
+
+
+def run_cli_case(argv: list[str], kind: str, timeout: float) -> str:
+    """Parse and validate ``argv`` as ``structpos main`` does, then encode one tiny record with the result.
+
+    Returns the outcome: ``"usage"`` (argparse's exit 2), ``"encoded"``, or ``"record error"`` (the
+    accepted options made the record fail with a StructposError, e.g. a limit it set). Raises the
+    StructposError of the validation (the contract), ``_Invalid`` when the record's encoding hung or
+    died, and an escape (any other exception; also one that the record's encoding raised and the
+    pipeline caught, named ``"<type> in the record"``).
+    """
+    import contextlib
+    import dataclasses
+    import io
+
+    from structpos.cli import build_parser
+    from structpos.commands.encode import config_from_args
+    from structpos.pipeline.encode import encode_one
+    from structpos.pipeline.records import Record
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as e:
+            if e.code == 2:
+                return "usage"
+            raise
+    config = config_from_args(args)  # a StructposError here is the contract
+    options = dataclasses.replace(config.encode_options(), timeout_in_process=True)
+    payload = CLI_PAYLOADS[kind] if config.kind in (None, kind) else CLI_PAYLOADS.get(config.kind, CLI_PAYLOADS[kind])
+    rec = Record("probe", payload, "probe", kind=None)
+    status, result = _in_child(lambda: encode_one(rec, options), timeout)
+    if status != "done":
+        raise _Invalid(f"accepted, then the tiny record {status}")
+    rows, error = result
+    if error is None:
+        return "encoded"
+    if not _is_structpos_error(error["error_type"]):  # the pipeline caught it, but the API raised it raw
+        raise _ChildError(f"{error['error_type']} in the record", error["message"][:300])
+    return "record error"
+
+
+def _is_structpos_error(type_name: str) -> bool:
+    from structpos import exceptions
+
+    cls = getattr(exceptions, type_name, None)
+    return isinstance(cls, type) and issubclass(cls, exceptions.StructposError)
+
+
+def _in_child(fn, timeout: float, memory_bytes: int = 3 * 2**30):
+    """Run ``fn`` in a forked child under an address-space cap: ``("done", result)``, ``("timed out", None)``
+    or ``("died: …", None)``. Keeps a hostile accepted option from taking the fuzzer (and the machine) down."""
+    import os
+    import pickle
+    import resource
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        try:
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, hard))
+            out = ("done", fn())
+        except BaseException as e:  # the parent classifies it
+            out = ("raised", (type(e).__name__, str(e)[:500]))
+        try:
+            data = pickle.dumps(out)
+        except Exception as e:  # an unpicklable result
+            data = pickle.dumps(("raised", (type(e).__name__, str(e)[:500])))
+        with os.fdopen(w, "wb") as fh:
+            fh.write(data)
+        os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + timeout
+    chunks = []
+    os.set_blocking(r, False)
+    while True:
+        try:
+            chunk = os.read(r, 1 << 16)
+        except BlockingIOError:
+            chunk = None
+        if chunk:
+            chunks.append(chunk)
+            continue
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if chunk == b"" or done:
+            if done == 0:
+                os.waitpid(pid, 0)
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(r)
+            return "timed out", None
+        time.sleep(0.005)
+    try:
+        while chunk := os.read(r, 1 << 16):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    os.close(r)
+    if not chunks:
+        return "died without a result", None
+    kind, value = pickle.loads(b"".join(chunks))
+    if kind == "raised":
+        raise _ChildError(*value)
+    return kind, value
+
+
+class _AcceptedHostile(Exception):
+    """An encoder built with an option it should have refused (see :func:`hostile_options`)."""
+
+
+class _ChildError(Exception):
+    """An exception raised in the probe child (type name kept for the counts)."""
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+
+
+def run_args(target: str, n: int, seed: int, timeout: float, findings_max: int = 3) -> dict:
+    """Fuzz the encoders' or the CLI's options ``n`` times; the same counts as :func:`run_parser`.
+
+    ``findings_max`` findings are kept per kind of finding (encoder and exception type).
+    """
+    import tempfile
+
+    from structpos.exceptions import StructposError as _SE
+
+    rng = random.Random(f"{seed}:{target}")
+    counts: Counter = Counter()
+    structpos_errors: Counter = Counter()
+    other: Counter = Counter()
+    accepted: Counter = Counter()  # hostile options an encoder built with (reported, not escapes)
+    findings = []
+    signal.signal(signal.SIGALRM, _alarm)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="structpos-fuzz-") as d:
+        tmp = Path(d)
+        cli_files(tmp)
+        for k in range(n):
+            if target == "encoders":
+                name, options, call = encoder_input(rng)
+                case = {"encoder": name, "options": repr(options), "call": call}
+            else:
+                argv, kind = cli_argv(rng, tmp, k)
+                name, case = "encode", {"argv": argv}
+            if target == "encoders":
+                signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                if target == "encoders":
+                    run_encoder_case(name, options, call)
+                    counts["ok"] += 1
+                else:
+                    outcome = run_cli_case(argv, kind, timeout)
+                    if outcome == "usage":
+                        structpos_errors["usage (exit 2)"] += 1
+                    elif outcome == "record error":
+                        structpos_errors["accepted; the record failed with a StructposError"] += 1
+                    else:
+                        counts["ok"] += 1
+            except _AcceptedHostile as e:
+                accepted[str(e).split("=")[0]] += 1
+                counts["ok"] += 1  # no exception and no wrong output: counted with ok, listed apart
+            except _Invalid as e:
+                key = f"{name}: {str(e).split(':')[0][:60]}"
+                other[key] += 1
+                if other[key] <= findings_max:
+                    findings.append({"target": target, "i": k, "error": f"silent: {e}"[:500], **case})
+            except _SE as e:
+                structpos_errors[type(e).__name__] += 1
+            except _Timeout:
+                key = f"{name}: timeout"
+                other[key] += 1
+                if other[key] <= findings_max:
+                    findings.append({"target": target, "i": k, "error": f"timeout > {timeout}s", **case})
+            except Exception as e:  # an escape
+                type_name = e.type_name if isinstance(e, _ChildError) else type(e).__name__
+                key = f"{name}: {type_name}"
+                other[key] += 1
+                if other[key] <= findings_max:
+                    findings.append(
+                        {
+                            "target": target,
+                            "i": k,
+                            "error": f"{type_name}: {e}"[:500],
+                            **case,
+                            "traceback": traceback.format_exc()[-2000:],
+                        }
+                    )
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    return {
+        "parser": target,
+        "inputs": n,
+        "ok": counts["ok"],
+        "structpos_errors": sum(structpos_errors.values()),
+        "by_class": dict(structpos_errors),
+        "other": sum(other.values()),
+        "other_by_type": dict(other),
+        "accepted_hostile": dict(accepted),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "findings": findings,
+    }
+
+
 def _run_job(args):
+    if args[0] in ARG_TARGETS:
+        return run_args(*args)
     return run_parser(*args)
 
 
@@ -495,6 +1033,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1000, help="inputs per parser")
     ap.add_argument("--parsers", default=",".join(PARSERS), help=f"comma-separated subset of {','.join(PARSERS)}")
+    ap.add_argument(
+        "--args",
+        default=",".join(ARG_TARGETS),
+        help=f"argument fuzz targets, comma-separated subset of {','.join(ARG_TARGETS)} ('' for none)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1, help="parsers fuzzed in parallel processes")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per input before it counts as a finding")
@@ -505,7 +1048,10 @@ def main(argv=None) -> int:
     unknown = set(kinds) - set(PARSERS)
     if unknown:
         ap.error(f"unknown parsers: {', '.join(sorted(unknown))}")
-    jobs = [(k, args.n, args.seed, args.timeout) for k in kinds]
+    arg_targets = [t for t in args.args.split(",") if t]
+    if set(arg_targets) - set(ARG_TARGETS):
+        ap.error(f"unknown argument targets: {', '.join(sorted(set(arg_targets) - set(ARG_TARGETS)))}")
+    jobs = [(k, args.n, args.seed, args.timeout) for k in kinds + arg_targets]
     header = f"{'parser':10s} {'inputs':>8s} {'ok':>8s} {'structpos':>10s} {'other':>6s}  seconds  structpos classes / other types"
     print(header, flush=True)
     results = []
@@ -518,6 +1064,8 @@ def main(argv=None) -> int:
                 f"{r['seconds']:8.1f}  {r['by_class']} {r['other_by_type'] or ''}",
                 flush=True,
             )
+            if r.get("accepted_hostile"):
+                print(f"{'':10s} accepted silently (built, no error): {r['accepted_hostile']}", flush=True)
             for f in r["findings"]:
                 fh.write(json.dumps(f) + "\n")
             fh.flush()

@@ -67,11 +67,18 @@ def windows(text: str, tok, length: int) -> list[dict]:
              "tok_sibling": sib[s:s + length].tolist()} for s in range(0, len(ids) - length + 1, length)]
 
 
+def say(message: str) -> None:
+    """One progress line, printed at once (the run takes minutes)."""
+    print(message, flush=True)
+
+
 def build(num_files: int, length: int, vocab: int, seed: int):
     files = stdlib_files(num_files, seed)
     n_test = max(1, num_files // 5)
     texts = [p.read_text(encoding="utf-8") for p in files]
+    say(f"data: {len(files)} stdlib files ({n_test} held out); training a byte-level BPE tokenizer (vocab {vocab})")
     tok = train_tokenizer(texts[n_test:], vocab)
+    say("tokenizing the files and aligning their tokens to the tree-sitter AST")
     test = [w for t in texts[:n_test] for w in windows(t, tok, length)]
     train = [w for t in texts[n_test:] for w in windows(t, tok, length)]
     return train, test, tok.get_vocab_size()
@@ -112,6 +119,8 @@ def train_variant(name: str, train, test, vocab: int, args) -> dict:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     test_batches = [collate(test[i:i + args.batch]) for i in range(0, len(test), args.batch)]
     t0 = time.perf_counter()
+    say(f"training {name}: {args.steps} steps")
+    every = max(1, args.steps // 5)
     for step in range(args.steps):
         batch = collate(rng.sample(train, args.batch))
         pos = batch["position_ids"] if structural else batch["position_ids"][..., 0]
@@ -121,6 +130,9 @@ def train_variant(name: str, train, test, vocab: int, args) -> dict:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad()
+        if (step + 1) % every == 0 or step + 1 == args.steps:
+            say(f"  {name} step {step + 1}/{args.steps}: train loss {float(loss):.3f} ({time.perf_counter() - t0:.0f} s)")
+    say(f"  {name}: evaluating on {len(test)} held-out windows")
     test_loss = evaluate(model, test_batches, structural)
     return {"name": name, "test_loss": test_loss, "ppl": math.exp(test_loss), "seconds": time.perf_counter() - t0}
 

@@ -37,7 +37,16 @@ A per-label majority baseline (predict the most frequent depth of the node's lab
 train set) is printed for reference.
 
 Run ``python examples/train_structural_task.py`` (full, ≈ 5 min on 2 cores) or ``--quick``
-(< 60 s). Seeds are fixed; numbers are test-set token accuracies.
+(12 files, 100 steps; about 27 s of CPU). Seeds are fixed; numbers are test-set token accuracies.
+
+Measured (``--quick --threads 1``, seed 0; 45 train / 16 test functions, 1,056 test nodes)::
+
+    label-majority baseline 0.335
+    nope     0.324     rope1d   0.418     tree     0.901
+    wire     0.365     awrope   0.451
+
+Only ``tree`` is far from the baseline at this budget; the quick mode shows the wiring works
+(``tests/test_examples.py`` checks that the best variant beats the baseline by ≥ 0.1), not more.
 
 Measured (full mode, 400 steps, seed 0; 168 stdlib files / 31 held out, 2683 train and 559 test
 functions, 37,283 test nodes; ``--threads 1`` on a shared 2-core machine: 339 s in all)::
@@ -279,7 +288,8 @@ def train_variant(variant, train, test, vocab_size, steps, batch_size, seed, lr=
     torch.manual_seed(seed)
     model = Tagger(vocab_size, variant)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    warmup = min(50, max(1, steps // 5))  # a short run must not end inside its warmup
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     rng = np.random.default_rng(seed)
     step, t0, c0 = 0, time.perf_counter(), time.process_time()
     while step < steps:
@@ -310,7 +320,7 @@ def label_majority_baseline(train, test) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small data, few steps (< 60 s)")
+    ap.add_argument("--quick", action="store_true", help="12 files, 100 steps (about 25 s of CPU)")
     ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma-separated subset of {VARIANTS} (default: all but treepath)")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--files", type=int, default=None, help="number of stdlib files to read (sorted order)")
@@ -323,7 +333,7 @@ def main(argv=None) -> int:
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r}; choose from {VARIANTS}")
     files = args.files or (12 if args.quick else None)
-    steps = args.steps or (20 if args.quick else 400)
+    steps = args.steps or (100 if args.quick else 400)  # quick: enough steps to leave the majority baseline
     batch_size = 16 if args.quick else 32
     t0 = time.perf_counter()
     train, test, vocab, n_test_files, n_files = build_dataset(files, max_per_file=8 if args.quick else 40, seed=args.seed)

@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        0 on success; 1 when ``encode`` could encode no record; 2 for an error the user can
+        0 on success (no arguments at all print the help); 1 when ``encode`` could encode no
+        record; 2 for an error the user can
         fix (arguments, input, limits, output directory); 3 for an internal error; 130 when
         interrupted. Nothing is raised: every error is printed as one line on stderr.
 
@@ -128,9 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     >>> main(["--version"])
     structpos ...
     0
+    >>> main([])
+    usage: structpos [-h] ...
+    0
     >>> main(["encode", "no-such-file.jsonl", "--out", "out"])  # prints the error line on stderr
     2
     """
+    if not (sys.argv[1:] if argv is None else argv):  # bare `structpos` / `python -m structpos`: the help
+        build_parser().print_help()
+        return 0
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a usage error already printed on one line

@@ -54,3 +54,15 @@ def test_quick_run_prints_both_variants(example, capsys):
     rows = dict(re.findall(r"^\| (1-D RoPE|tree RoPE) \| ([0-9.]+) \|", out, flags=re.MULTILINE))
     assert set(rows) == {"1-D RoPE", "tree RoPE"}
     assert all(0 < float(v) < 20 for v in rows.values())
+    # progress while it runs (minutes in full mode): each stage announced before the result table
+    table = out.index("| positions |")
+    for stage in (
+        "training a byte-level BPE tokenizer",
+        "aligning their tokens",
+        "training 1-D RoPE",
+        "training tree RoPE",
+    ):
+        assert -1 < out.find(stage) < table, stage
+    steps = re.findall(r"^  (1-D RoPE|tree RoPE) step (\d+)/(\d+): train loss [0-9.]+", out, flags=re.MULTILINE)
+    assert {name for name, _, _ in steps} == {"1-D RoPE", "tree RoPE"}
+    assert all(done == total for name, done, total in steps[-1:])  # the last report is the last step

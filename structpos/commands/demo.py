@@ -101,7 +101,10 @@ def run(args: argparse.Namespace) -> int:
     (0, ['== Python code (tree-sitter)', '== JSON', '== CSV table', '== Graph (4-cycle with a tail)', '== Tokens of the code aligned to their deepest AST node'])
     """
     from .. import compute_coords
+    from ..exceptions import SpecError
 
+    if args.max_rows < 0:
+        raise SpecError(f"must be 0 or more, got {args.max_rows}", name="--max-rows")
     code = _parse_one(CODE, "code", language="python", name="demo.py")
     c = compute_coords(code, "tree:6x8")
     _show(
@@ -132,4 +135,6 @@ def run(args: argparse.Namespace) -> int:
     print("\n== Tokens of the code aligned to their deepest AST node")
     for (s, e), n, d, sib in list(zip(offsets, tok["node"], tok["depth"], tok["sibling"]))[: args.max_rows]:
         print(f"  {CODE[s:e]!r:12} node={n:<3} {code.labels[n]:<22} depth={d} sibling={sib}")
+    if len(offsets) > args.max_rows:
+        print(f"... {len(offsets) - args.max_rows} more tokens")
     return 0

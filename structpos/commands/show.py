@@ -317,8 +317,9 @@ def run(args: argparse.Namespace) -> int:
     options = dict(args.parser_opt)
     full = load_structure(path, args.kind, args.language, options, args.index)
     spec = args.coords or default_spec(full)
-    coords = compute(full, spec)
     n = full.num_nodes
+    progress(f"parsed {path}: {n} nodes ({full.kind}); computing coordinates {spec!r}")
+    coords = compute(full, spec)
     s = viz.truncate(full, args.max_nodes)
     if s.num_nodes < n:
         how = "in preorder" if full.parent is not None else "by node index, with the edges among them"
@@ -334,6 +335,8 @@ def run(args: argparse.Namespace) -> int:
         if args.rope_coords
         else default_rope_names(coords)
     )
+    heatmap = "" if args.no_similarity else " and the rotary-score heatmap"
+    progress(f"drawing {s.num_nodes} nodes{heatmap} to {args.output}")
     encoder = _encoder(coords, rope_names, args.head_dim) if not args.no_similarity else None
     fig = viz.show_figure(
         s,
@@ -359,6 +362,28 @@ def run(args: argparse.Namespace) -> int:
     out = viz.save(fig, args.output, title=f"structpos show: {path.name}", facts=facts)
     print(f"wrote {out}")
     return 0
+
+
+def progress(message: str) -> None:
+    """Print one progress line on stderr (``structpos show: <message>``) as a stage starts.
+
+    Drawing can take many seconds (matplotlib, torch, the score heatmap); these lines say what is
+    going on. They come only after the input has parsed, so a bad input still gets its one error line.
+
+    Parameters
+    ----------
+    message : str
+        What starts now.
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     progress("drawing 5 nodes")
+    >>> err.getvalue()
+    'structpos show: drawing 5 nodes\\n'
+    """
+    print(f"structpos show: {message}", file=sys.stderr, flush=True)
 
 
 def _encoder(coords: dict, names: list[str] | None, head_dim: int):
