@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -55,6 +56,8 @@ def run_unit(name: str, seed: int, sweep: bool, args: argparse.Namespace, t_star
     rate. Results go to ``results/<task>.s<seed>.json`` after every run.
     """
     size = "full" if args.full else "quick"
+    if not sweep and args.jobs > 1:
+        os.nice(5)  # side by side: the sweeping units are the critical path, give them the CPU first
     torch.set_num_threads(args.threads)
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     wanted = {e.strip() for e in args.encodings.split(",") if e.strip()}
