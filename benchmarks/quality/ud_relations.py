@@ -212,7 +212,7 @@ class UDRelations(Task):
     claim = "tree PE from dependency parses improves sequence labelling (tree positions > 1-D)"
     main_split = "test"
     steps: ClassVar[dict[str, int]] = {"quick": 150, "full": 400, "smoke": 30}
-    parser_steps: ClassVar[dict[str, int]] = {"quick": 300, "full": 2000, "smoke": 20}
+    parser_steps: ClassVar[dict[str, int]] = {"quick": 300, "full": 600, "smoke": 20}
     probe_keys: ClassVar[list[str]] = ["ds"]
 
     def __init__(self):
