@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import signal
 import sys
 import threading
@@ -324,17 +325,25 @@ def config_from_args(args: argparse.Namespace):
     counts = [x for x in args.limit if isinstance(x, int)]
     max_records = args.max_records if args.max_records is not None else (counts[-1] if counts else None)
     if args.record_timeout is not None:
-        if args.record_timeout <= 0:
-            raise SpecError(f"must be positive, got {args.record_timeout:g}", name="--record-timeout")
+        if not (math.isfinite(args.record_timeout) and args.record_timeout > 0):
+            raise SpecError(
+                f"must be a finite number of seconds > 0 (--limit record_timeout=none turns it off), "
+                f"got {args.record_timeout:g}",
+                name="--record-timeout",
+            )
         overrides["record_timeout"] = str(args.record_timeout)
     if args.retry_errors and not args.resume:
         raise SpecError("only makes sense with --resume", name="--retry-errors")
+    try:
+        limits = DEFAULT_LIMITS.with_overrides(overrides) if overrides else DEFAULT_LIMITS
+    except SpecError as e:  # "limit record_timeout: ..." -> "--limit record_timeout: ..."
+        raise SpecError(f"--{e}") from None
     return EncodeConfig(
         kind=args.kind,
         coords=args.coords,
         language=args.language,
         parser_options=_with_tokenizer(dict(args.parser_opt), args.tokenizer),
-        limits=DEFAULT_LIMITS.with_overrides(overrides) if overrides else DEFAULT_LIMITS,
+        limits=limits,
         field=args.field,
         id_field=args.id_field,
         glob=args.glob,

@@ -1,0 +1,105 @@
+"""``structpos encode`` options checked up front: limits, coordinate spec bounds, tokenizer, kinds.
+
+Each bad option must fail before any record is read, in one line naming the option, with exit
+status 2 (never 3, "internal error"), and leave no output directory behind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import structpos
+from structpos.cli import main
+from structpos.coords import MAX_K, MAX_MAGLAP_Q, MAX_TREE_DEPTH, MAX_TREE_WIDTH, compute, validate_spec
+from structpos.exceptions import SpecError
+from structpos.limits import Limits
+
+
+def _src(tmp_path: Path) -> Path:
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"text": '{"a": [1, 2]}'}) + "\n")
+    return src
+
+
+def _refused(tmp_path: Path, capsys, *extra: str) -> str:
+    """Run ``encode`` with ``extra``; it must exit 2 in one line without creating the output."""
+    out = tmp_path / "enc"
+    code = main(["encode", str(_src(tmp_path)), "--kind", "json", "--out", str(out), "--workers", "0", *extra])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("structpos: error: ") and err.count("\n") == 1, err
+    assert not out.exists()  # refused before the run started
+    return err
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--record-timeout", "nan"], "--record-timeout"),
+        (["--record-timeout", "inf"], "--record-timeout"),
+        (["--record-timeout", "-inf"], "--record-timeout"),
+        (["--record-timeout", "0"], "--record-timeout"),
+        (["--limit", "record_timeout=inf"], "--limit record_timeout"),
+        (["--limit", "record_timeout=nan"], "--limit record_timeout"),
+        (["--limit", "record_timeout=-1"], "--limit record_timeout"),
+        (["--limit", "max_nodes=inf"], "--limit max_nodes"),
+        (["--limit", "max_memory_bytes=-5"], "--limit max_memory_bytes"),
+    ],
+)
+def test_non_finite_or_non_positive_limits_are_refused_naming_the_option(tmp_path, capsys, args, named):
+    assert named in _refused(tmp_path, capsys, *args)
+
+
+@pytest.mark.parametrize("field", ["record_timeout", "max_nodes", "max_memory_bytes"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 0, -1])
+def test_limits_refuse_non_finite_and_non_positive_values_in_the_api(field, value):
+    with pytest.raises(SpecError, match=f"limit {field}"):
+        Limits(**{field: value})
+    assert getattr(Limits(**{field: None}), field) is None  # None still turns the limit off
+
+
+def test_finite_limits_still_work_end_to_end(tmp_path, capsys):
+    out = tmp_path / "enc"
+    argv = ["encode", str(_src(tmp_path)), "--kind", "json", "--out", str(out), "--workers", "0"]
+    assert main(argv + ["--record-timeout", "30", "--limit", "max_nodes=10", "--no-progress"]) == 0
+    assert json.loads((out / "manifest.json").read_text())["totals"]["encoded"] == 1
+
+
+@pytest.mark.parametrize(
+    "family, at_max, past_max",
+    [
+        ("tree", f"tree:{MAX_TREE_DEPTH}", f"tree:{MAX_TREE_DEPTH + 1}"),
+        ("tree", f"tree:8x{MAX_TREE_WIDTH}", f"tree:8x{MAX_TREE_WIDTH + 1}"),
+        ("lap", f"lap:{MAX_K}", f"lap:{MAX_K + 1}"),
+        ("rw", f"rw:{MAX_K}", f"rw:{MAX_K + 1}"),
+        ("maglap", f"maglap:{MAX_K}", f"maglap:{MAX_K + 1}"),
+        ("maglap", f"maglap:2:{MAX_MAGLAP_Q}", "maglap:2:1.0001"),
+    ],
+)
+def test_spec_parameters_are_bounded_exactly_at_the_documented_maximum(family, at_max, past_max):
+    assert validate_spec(at_max)[0][0] == family
+    with pytest.raises(SpecError) as e:
+        validate_spec(past_max)
+    assert str(e.value).startswith(past_max + ":")
+
+
+@pytest.mark.parametrize(
+    "spec", ["tree:100000000x100000000", "rw:100000000", "lap:1000000000", "maglap:2:1e308", "maglap:2:-0.5"]
+)
+def test_huge_spec_parameters_fail_up_front_in_the_cli(tmp_path, capsys, spec):
+    err = _refused(tmp_path, capsys, "--coords", spec)
+    assert f"--coords {spec}:" in err
+
+
+def test_maglap_q_range_holds_every_distinct_operator():
+    """Period 1 in ``q``, and ``q`` / ``1 - q`` conjugate: the same spectrum, so ``[0, 1]`` loses nothing."""
+    s = structpos.parse(np.array([[0, 1, 2, 3, 1], [1, 2, 3, 0, 3]]), "graph", num_nodes=4, directed=True)
+    ev = {q: compute(s, f"maglap:3:{q}")["maglap_eigvals"][0] for q in ("0", "1", "0.3", "0.7")}
+    np.testing.assert_allclose(ev["0"], ev["1"], atol=1e-9)
+    np.testing.assert_allclose(ev["0.3"], ev["0.7"], atol=1e-9)
+    assert not np.allclose(ev["0"], ev["0.3"])  # the potential does change the operator inside the range
