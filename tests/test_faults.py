@@ -500,3 +500,104 @@ def test_suffix_wins_over_sniffing_and_kind_code_reads_only_the_languages_asked(
     labels = rows["t.csv"]["labels"]
     assert labels.count("row") == len(reference) == 3
     assert labels.count("header") + labels.count("cell") == sum(len(r) for r in reference) == 6
+
+
+def _encode_args(src: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "encode",
+        str(src),
+        "--kind",
+        "json",
+        "--id-field",
+        "id",
+        "--out",
+        str(out),
+        "--shard-size",
+        "3",
+        "--workers",
+        "0",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def _readable_flip(path: Path) -> None:
+    """Flip one byte of a Parquet file so that it still reads (the damage counts alone cannot see)."""
+    data = path.read_bytes()
+    original = pq.read_table(path)
+    for pos in range(4, len(data) - 8):
+        flipped = data[:pos] + bytes([data[pos] ^ 0x01]) + data[pos + 1 :]
+        path.write_bytes(flipped)
+        try:
+            table = pq.read_table(path)
+        except Exception:
+            continue
+        if table.num_rows == original.num_rows:
+            return
+    raise AssertionError("no readable one-byte flip found")  # pragma: no cover
+
+
+def test_shard_files_are_checksummed_in_the_manifest(tmp_path):
+    src = tmp_path / "in.jsonl"
+    _jsonl(src, [_good(i) for i in range(7)] + ["[1,"])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    import hashlib
+
+    for index, entry in m["shards"].items():
+        files = {entry["file"], entry["errors_file"], entry["index_file"]}
+        assert set(entry["sha256"]) == files
+        for rel, digest in entry["sha256"].items():
+            assert hashlib.sha256((out / rel).read_bytes()).hexdigest() == digest
+
+
+def test_resume_re_encodes_a_shard_whose_bytes_changed_but_still_reads(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(11)] + ["[1,"])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    reference, ref_errors = read_output(out), read_errors(out)
+    _readable_flip(out / "part-00001.parquet")  # one byte, still valid Parquet with the same row count
+    err3 = out / "errors" / "part-00003.jsonl"
+    err3.write_bytes(err3.read_bytes().replace(b"line", b"lime", 1))  # an error line edited, same line count
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume")) == 0
+    assert "(2 resumed)" in capsys.readouterr().out  # shards 0 and 2 kept, 1 and 3 encoded again
+    _check(out, ids)
+    assert read_output(out).equals(reference)
+    assert read_errors(out) == ref_errors
+
+
+def test_resume_re_encodes_shards_copied_over_one_another(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(9)])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    reference = read_output(out)
+    for folder, suffix in (("", ".parquet"), ("errors/", ".jsonl"), ("index/", ".json")):
+        (out / f"{folder}part-00002{suffix}").write_bytes((out / f"{folder}part-00000{suffix}").read_bytes())
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume")) == 0
+    assert "(2 resumed)" in capsys.readouterr().out
+    _check(out, ids)  # no id twice, none missing
+    assert read_output(out).equals(reference)
+
+
+@pytest.mark.parametrize(
+    "shards", ['[["00000", {}]]', '"all"', '{"00000": "done"}', '{"x": {}}', '{"00000": {"records": "3"}}']
+)
+def test_resume_refuses_a_manifest_whose_shards_are_malformed(tmp_path, capsys, shards):
+    src = tmp_path / "in.jsonl"
+    _jsonl(src, [_good(i) for i in range(4)])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    path = out / "manifest.json"
+    m = json.loads(path.read_text())
+    m["shards"] = json.loads(shards)
+    path.write_text(json.dumps(m))
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "not a structpos manifest" in err and "--overwrite" in err
+    assert main(_encode_args(src, out, "--overwrite")) == 0  # the way out it names works

@@ -51,13 +51,14 @@ output (in --out):
   errors.jsonl             one line per failed record: id, shard, input, position, stage (read,
                            parse, coords, timeout, memory, worker, write), error_type, message,
                            offset (the position inside the record), digest (its content hash).
-  manifest.json            options, per-shard counts and content hashes (index/part-NNNNN.json:
-                           record ids and their content hashes), totals, skipped entries.
+  manifest.json            options, per-shard counts, content hashes (index/part-NNNNN.json:
+                           record ids and their content hashes) and the SHA-256 of the shard's
+                           files, totals, skipped entries.
 
 --resume continues a run killed at any moment (kill -9, Ctrl-C, disk full): finished shards whose
-records are unchanged are kept; a shard with a changed record, or damaged files, is encoded
-again; records already in errors are not retried unless --retry-errors. Resuming with other
-options is refused. One run at a time may write --out (an exclusive lock; the holder is named).
+records are unchanged are kept; a shard with a changed record, or files whose bytes changed
+(their SHA-256 in manifest.json), is encoded again; records already in errors are not retried
+unless --retry-errors. Resuming with other options is refused. One run at a time may write --out (an exclusive lock; the holder is named).
 
 exit status: 0 done; 1 no record could be encoded; 2 bad arguments, input or output directory;
 130 interrupted by Ctrl-C or SIGTERM (then continue with --resume).

@@ -135,7 +135,7 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
     errors = [err for _, err in per_record if err is not None]
     n = len(task.records)
     ids = [r.id for r in task.records]
-    write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
+    sums = write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
     return ShardResult(
         task.index,
         n,
@@ -146,6 +146,7 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
         ids[-1] if ids else None,
         time.perf_counter() - t0,
         shard_digest(ids, task.digests),
+        sums,
     )
 
 
@@ -225,7 +226,7 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
                     yield _ray_per_record(ray, task, f"the shard's task failed ({_first_line(e)})")
                     continue
                 ids = [r.id for r in task.records]
-                write_shard(Path(task.out_dir), res.index, table, errors, ids, task.digests)
+                res.sha256 = write_shard(Path(task.out_dir), res.index, table, errors, ids, task.digests)
                 res.digest = shard_digest(ids, task.digests)
                 yield res
     finally:

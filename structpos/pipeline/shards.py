@@ -10,7 +10,10 @@ neither lose nor duplicate a record, whatever moment a ``kill -9`` struck.
 
 Per shard the manifest keeps ``records = encoded + errors`` (and ``rows``, which exceeds
 ``encoded`` when a record yields several structures), plus the first and last record id, so
-a resume against changed input is refused instead of silently mixing two inputs.
+a resume against changed input is refused instead of silently mixing two inputs, and the
+SHA-256 of each of the shard's three files (``sha256``), so that a resume re-encodes a shard
+whose bytes changed in any way (a flipped byte, another shard's file copied over it), not
+only one that no longer reads.
 """
 
 from __future__ import annotations
@@ -44,11 +47,13 @@ __all__ = [
     "shard_digest",
     "options_hash",
     "atomic_write_bytes",
+    "file_sha256",
 ]
 
 MANIFEST = "manifest.json"
 ERRORS = "errors.jsonl"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
+"""3: each shard entry has ``sha256`` (its files' checksums); 2 had none (checked by counts only)."""
 MAX_SKIPPED_LISTED = 1000
 """Skipped directory entries listed by path in the manifest (all are counted by reason)."""
 
@@ -135,10 +140,55 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _atomic_write_table(path: Path, table: pa.Table) -> None:
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes (hex), read in 1 MiB blocks.
+
+    Parameters
+    ----------
+    path : Path
+        The file.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+
+    Examples
+    --------
+    >>> import hashlib, tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "f"
+    >>> _ = p.write_bytes(b"abc")
+    >>> file_sha256(p) == hashlib.sha256(b"abc").hexdigest()
+    True
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _atomic_write_bytes_sha256(path: Path, data: bytes) -> str:
+    atomic_write_bytes(path, data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _atomic_write_table(path: Path, table: pa.Table) -> str:
+    """Write ``table`` as Parquet atomically; the SHA-256 of the bytes written."""
     tmp = _tmp(path)
-    pq.write_table(table, tmp, compression="zstd")
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        digest = file_sha256(tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
+    return digest
 
 
 @dataclass
@@ -159,6 +209,8 @@ class ShardResult:
         Time spent encoding it.
     digest : str, optional
         :func:`shard_digest` of its records, set once the shard is written.
+    sha256 : dict of str to str, optional
+        The SHA-256 of each of its files by path relative to the output directory, set once written.
 
     Examples
     --------
@@ -178,6 +230,7 @@ class ShardResult:
     last_id: str | None
     seconds: float
     digest: str | None = None
+    sha256: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -260,7 +313,7 @@ def write_shard(
     errors: Sequence[dict],
     ids: Sequence[str] = (),
     digests: Sequence[str] = (),
-) -> None:
+) -> dict[str, str]:
     """Atomically write shard ``index``: its index file, its errors file, then its Parquet file.
 
     Parameters
@@ -276,6 +329,11 @@ def write_shard(
     ids, digests : sequence of str, optional
         Its record ids and content hashes (the index file; an error line gets its record's hash).
 
+    Returns
+    -------
+    dict of str to str
+        The SHA-256 of each file written, by path relative to ``out_dir`` (kept in the manifest).
+
     Raises
     ------
     OSError
@@ -286,7 +344,11 @@ def write_shard(
     >>> import json, tempfile
     >>> import pyarrow as pa
     >>> out = Path(tempfile.mkdtemp())
-    >>> write_shard(out, 0, pa.table({"id": ["a"]}), [{"id": "b", "stage": "parse"}], ["a", "b"], ["d1", "d2"])
+    >>> sums = write_shard(out, 0, pa.table({"id": ["a"]}), [{"id": "b", "stage": "parse"}], ["a", "b"], ["d1", "d2"])
+    >>> sorted(sums) == ["errors/part-00000.jsonl", "index/part-00000.json", "part-00000.parquet"]
+    True
+    >>> all(file_sha256(out / rel) == h for rel, h in sums.items())
+    True
     >>> json.loads(shard_files(out, 0).errors.read_text())
     {'id': 'b', 'shard': 0, 'stage': 'parse', 'digest': 'd2'}
     >>> json.loads(shard_files(out, 0).index_file.read_text())["ids"]
@@ -306,9 +368,16 @@ def write_shard(
         + "\n"
         for e in errors
     )
-    atomic_write_bytes(files.index_file, json.dumps({"ids": list(ids), "digests": list(digests)}).encode())
-    atomic_write_bytes(files.errors, lines.encode("utf-8"))
-    _atomic_write_table(files.parquet, table)
+    index_data = json.dumps({"ids": list(ids), "digests": list(digests)}).encode()
+    return {
+        _relative(out_dir, files.index_file): _atomic_write_bytes_sha256(files.index_file, index_data),
+        _relative(out_dir, files.errors): _atomic_write_bytes_sha256(files.errors, lines.encode("utf-8")),
+        _relative(out_dir, files.parquet): _atomic_write_table(files.parquet, table),
+    }
+
+
+def _relative(out_dir: Path, path: Path) -> str:
+    return path.relative_to(out_dir).as_posix()
 
 
 def _rows_table(per_record: list[tuple[list[dict], dict | None]], records: Sequence[Record]) -> pa.Table:
@@ -424,7 +493,7 @@ def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = N
         task.index, task.records, task.options, preset=task.preset, on_record=on_record
     )
     ids = [r.id for r in task.records]
-    write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
+    res.sha256 = write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
     res.digest = shard_digest(ids, task.digests)
     return res
 
@@ -435,6 +504,41 @@ def _skipped_summary(skipped: Sequence[dict]) -> dict:
         key = e["reason"].split(" (")[0].split(":")[0]
         by_reason[key] = by_reason.get(key, 0) + 1
     return {"count": len(skipped), "by_reason": by_reason, "entries": list(skipped[:MAX_SKIPPED_LISTED])}
+
+
+def _bad_manifest(what: str) -> str:
+    return f"not a structpos manifest: {what}; refusing to resume (pass --overwrite to start again)"
+
+
+_COUNTS = ("records", "encoded", "errors", "rows")
+
+
+def _shard_entries(shards: Any, path: Path) -> dict[int, dict]:
+    """The ``shards`` of a manifest read for ``--resume``, checked: ``{index: entry}`` with integer counts.
+
+    Raises
+    ------
+    ResumeError
+        ``shards`` is not an object of shard entries (an edited or foreign manifest), naming the manifest.
+    """
+    if not isinstance(shards, dict):
+        raise ResumeError(_bad_manifest(f"'shards' is a JSON {type(shards).__name__}, not an object"), name=str(path))
+    entries = {}
+    for key, entry in shards.items():
+        try:
+            index = int(key)
+        except ValueError:
+            index = -1
+        if index < 0:
+            raise ResumeError(_bad_manifest(f"shard key {key!r} is not a shard index"), name=str(path))
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool) for k in _COUNTS
+        ):
+            raise ResumeError(
+                _bad_manifest(f"shard {key!r} is not an object with integer {', '.join(_COUNTS)}"), name=str(path)
+            )
+        entries[index] = entry
+    return entries
 
 
 def options_hash(options: dict[str, Any]) -> str:
@@ -527,7 +631,8 @@ class Manifest:
         ------
         ResumeError
             The manifest was written with other options or shard size (the message lists the
-            changes), or it cannot be read.
+            changes), it cannot be read, or it is not a structpos manifest (``shards`` not an
+            object of shard entries with integer counts).
 
         Examples
         --------
@@ -538,8 +643,10 @@ class Manifest:
             return m
         try:
             data = json.loads(m.path.read_text())
-        except json.JSONDecodeError as e:  # cannot happen with atomic writes, but say so if it does
-            raise ResumeError(f"{m.path}: unreadable manifest ({e})") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:  # not with atomic writes, but say so if it happens
+            raise ResumeError(f"unreadable manifest ({e}); pass --overwrite to start again", name=str(m.path)) from None
+        if not isinstance(data, dict):
+            raise ResumeError(_bad_manifest(f"a JSON {type(data).__name__}, not an object"), name=str(m.path))
         if data.get("options_hash") != m.hash:
             before = {**(data.get("options") or {}), "shard_size": data.get("shard_size")}
             now = {**options, "shard_size": shard_size}
@@ -553,7 +660,7 @@ class Manifest:
                 "(run with the same options, or pass --overwrite)",
                 name=str(out_dir),
             )
-        m.shards = {int(k): v for k, v in data.get("shards", {}).items()}
+        m.shards = _shard_entries(data.get("shards", {}), m.path)
         return m
 
     def is_done(
@@ -589,9 +696,16 @@ class Manifest:
         return not (retry_errors and e["errors"])
 
     def _intact(self, index: int, entry: dict) -> bool:
-        """The shard's files exist and agree with its entry (a corrupted or truncated shard is redone)."""
+        """The shard's files exist and agree with its entry: their SHA-256 (any changed byte, or
+        another shard's file copied over one, redoes the shard), rows and error lines."""
         files = shard_files(self.out_dir, index)
+        sums = entry.get("sha256")
         try:
+            if sums is not None:  # written by MANIFEST_VERSION >= 3
+                if not isinstance(sums, dict) or set(sums) != {_relative(self.out_dir, p) for p in files}:
+                    return False
+                if any(file_sha256(self.out_dir / rel) != h for rel, h in sums.items()):
+                    return False
             rows = pq.read_metadata(files.parquet).num_rows
             n_errors = sum(1 for line in files.errors.read_bytes().splitlines() if line.strip())
             files.index_file.stat()
@@ -615,7 +729,7 @@ class Manifest:
         Returns
         -------
         dict of int to dict
-            Empty when the shard is unknown or its errors file cannot be read.
+            Empty when the shard is unknown or its files are damaged (:meth:`is_done`'s checks).
 
         Examples
         --------
@@ -629,8 +743,8 @@ class Manifest:
         >>> m.known_errors(0, recs, ["d1", "changed"])
         {}
         """
-        if index not in self.shards:
-            return {}
+        if index not in self.shards or not self._intact(index, self.shards[index]):
+            return {}  # a damaged errors file is no evidence: its records are encoded again
         try:
             lines = shard_files(self.out_dir, index).errors.read_text().splitlines()
             errors = {e["id"]: e for e in (json.loads(x) for x in lines if x.strip())}
