@@ -103,3 +103,72 @@ def test_maglap_q_range_holds_every_distinct_operator():
     np.testing.assert_allclose(ev["0"], ev["1"], atol=1e-9)
     np.testing.assert_allclose(ev["0.3"], ev["0.7"], atol=1e-9)
     assert not np.allclose(ev["0"], ev["0.3"])  # the potential does change the operator inside the range
+
+
+@pytest.mark.parametrize("content", [b"not json", b'{"version": "1.0"}', b"\x00\xff" * 10])
+def test_a_bad_tokenizer_file_is_one_error_naming_it(tmp_path, capsys, content):
+    tok = tmp_path / "tokenizer.json"
+    tok.write_bytes(content)
+    err = _refused(tmp_path, capsys, "--tokenizer", str(tok))
+    assert f"{tok}: not a tokenizer.json" in err
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--kind", "code", "--language", "cobol"], "--language: unknown language 'cobol'"),
+        (["--language", "python,cobol"], "--language: unknown language 'cobol'"),
+        (["--kind", "grammar"], "--parser-opt: --kind grammar needs grammar="),
+        (["--kind", "grammar", "--parser-opt", "grammar=start: (("], "--parser-opt grammar: bad grammar"),
+        (["--kind", "grammar", "--parser-opt", "grammar=%import nosuch.MOD"], "--parser-opt grammar: bad grammar"),
+        (["--kind", "grammar", "--parser-opt", 'grammar=start: "a"', "--parser-opt", "parser=cyk"], "--parser-opt"),
+        (["--kind", "json", "--parser-opt", "bogus=1"], "--parser-opt: json parser has no option 'bogus'"),
+    ],
+)
+def test_languages_grammars_and_parser_options_are_checked_before_any_record(tmp_path, capsys, args, named):
+    out = tmp_path / "enc"
+    argv = ["encode", str(_src(tmp_path)), "--out", str(out), "--workers", "0", *args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err, err
+    assert not out.exists()
+
+
+def test_a_good_grammar_and_language_still_encode(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in ["aa", "aab"]))
+    out = tmp_path / "enc"
+    grammar = 'start: A+\nA: "a"'
+    argv = ["encode", str(src), "--kind", "grammar", "--parser-opt", f"grammar={grammar}", "--out", str(out)]
+    assert main(argv + ["--workers", "0", "--no-progress"]) == 0
+    m = json.loads((out / "manifest.json").read_text())["totals"]
+    assert (m["encoded"], m["errors"]) == (1, 1)  # "aab" is the record's own fault, found per record
+
+
+@pytest.mark.parametrize(
+    "graph, expect",
+    [
+        ({"edge_index": "abc"}, "edge_index"),
+        ({"edge_index": [[0, 1], [2]]}, "edge_index"),
+        ({"edge_index": [[1e30], [0]]}, "edge_index"),
+        ({"edge_index": None}, "edge_index"),
+        ({"edge_index": [[0, 1], [1, 0]], "bogus": 1}, "unknown key 'bogus'"),
+        ({"edge_index": [[0, 1], [1, 2]], "node_text": 5}, "graph payload object"),
+        ({"nodes": [0, 1]}, "needs an 'edge_index' entry"),
+    ],
+)
+def test_graph_jsonl_records_fail_with_parse_error_like_the_api(tmp_path, graph, expect):
+    from structpos.pipeline import encode_to_parquet, read_errors
+
+    src = tmp_path / "g.jsonl"
+    good = {"edge_index": [[0, 1, 1, 2], [1, 0, 2, 1]], "num_nodes": 3}
+    empty = {"edge_index": [], "num_nodes": 2}  # no edges: isolated nodes
+    src.write_text("".join(json.dumps({"text": g}) + "\n" for g in [good, graph, empty]))
+    s = encode_to_parquet(src, tmp_path / "out", kind="graph", coords="lap:2", workers=0, progress=False)
+    assert (s.records, s.encoded, s.errors) == (3, 2, 1)
+    (e,) = read_errors(tmp_path / "out")
+    assert e["id"] == "2" and e["error_type"] == "ParseError" and e["stage"] == "parse", e
+    assert expect in e["message"]
+    if isinstance(graph.get("edge_index"), list) and "bogus" not in graph and "node_text" not in graph:
+        with pytest.raises(structpos.exceptions.ParseError):  # the API's answer for the same edge_index
+            structpos.parse(graph["edge_index"], "graph")

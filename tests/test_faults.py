@@ -601,3 +601,109 @@ def test_resume_refuses_a_manifest_whose_shards_are_malformed(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and "not a structpos manifest" in err and "--overwrite" in err
     assert main(_encode_args(src, out, "--overwrite")) == 0  # the way out it names works
+
+
+def _poison_writes(monkeypatch, poisoned: set[str], exc: type[BaseException]) -> list[str]:
+    """Make every Parquet write of a table holding a row of a ``poisoned`` record raise ``exc``
+    (as pyarrow does when a record's output exceeds memory); returns the ids whose writes failed."""
+    import pyarrow as pa
+
+    failed: list[str] = []
+
+    def check(table) -> None:
+        hit = poisoned & set(table.column("id").to_pylist())
+        if hit:
+            failed.extend(sorted(hit))
+            raise exc(f"malloc of size {2**40} failed")
+
+    real_write_table, real_writer = pq.write_table, pq.ParquetWriter.write_table
+
+    def write_table(table, where, *args, **kwargs):
+        check(table)
+        return real_write_table(table, where, *args, **kwargs)
+
+    def writer_write_table(self, table, *args, **kwargs):
+        check(table)
+        return real_writer(self, table, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "write_table", write_table)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", writer_write_table)
+    assert issubclass(pa.ArrowMemoryError, MemoryError)
+    return failed
+
+
+@pytest.mark.parametrize("exc_name", ["ArrowMemoryError", "MemoryError", "ArrowCapacityError"])
+def test_a_record_whose_rows_cannot_be_written_is_an_error_and_the_rest_are_kept(tmp_path, monkeypatch, exc_name):
+    import pyarrow as pa
+
+    exc = getattr(pa, exc_name, None) or MemoryError
+    src = tmp_path / "in.jsonl"
+    payloads = [_good(i) for i in range(10)] + ["[1,"]
+    ids = _jsonl(src, payloads)
+    reference_out = tmp_path / "ref"
+    assert main(_encode_args(src, reference_out, "--coords", "tree,lap:2")) == 0
+    reference = {r["id"]: r for r in read_output(reference_out).to_pylist()}
+
+    out = tmp_path / "enc"
+    poisoned = {"r1", "r7", "r8"}  # shards 0 and 2 (one of them twice)
+    failed = _poison_writes(monkeypatch, poisoned, exc)
+    assert main(_encode_args(src, out, "--coords", "tree,lap:2")) == 0
+    assert poisoned <= set(failed)
+    rows, errors = _check(out, ids)  # in = out + errors, nothing twice
+    assert set(errors) == poisoned | {"r10"}
+    stage = "memory" if issubclass(exc, MemoryError) else "write"
+    assert {errors[i]["stage"] for i in poisoned} == {stage}
+    assert all(
+        errors[i]["error_type"] == exc.__name__ and "cannot store its rows" in errors[i]["message"] for i in poisoned
+    )
+    assert errors["r10"]["stage"] == "parse"
+    assert rows == {i: r for i, r in reference.items() if i not in poisoned}  # the others exactly as without the fault
+
+    # a resume keeps them as errors; with --retry-errors (the fault gone) they are encoded
+    monkeypatch.undo()
+    assert main(_encode_args(src, out, "--coords", "tree,lap:2", "--resume")) == 0
+    assert set(_check(out, ids)[1]) == poisoned | {"r10"}
+    assert main(_encode_args(src, out, "--coords", "tree,lap:2", "--resume", "--retry-errors")) == 0
+    rows, errors = _check(out, ids)
+    assert set(errors) == {"r10"} and rows == reference
+
+
+def test_a_shard_too_large_for_one_table_is_written_record_by_record(tmp_path, monkeypatch):
+    """Each record's rows fit, all of them together do not (as with ``tree,spd:8`` on many large files):
+    nothing is lost, the rows are those of a normal run."""
+    import structpos.pipeline.shards as shards
+
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(8)] + ["[1,"])
+    reference_out = tmp_path / "ref"
+    assert main(_encode_args(src, reference_out, "--coords", "tree,spd")) == 0
+    reference = read_output(reference_out)
+
+    real = shards.rows_to_table
+
+    def one_record_at_most(rows, *args, **kwargs):
+        if len({r["id"] for r in rows}) > 1:
+            raise ValueError("a shard holds more than 2**31 values in one column; use a smaller --shard-size")
+        return real(rows, *args, **kwargs)
+
+    monkeypatch.setattr(shards, "rows_to_table", one_record_at_most)
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out, "--coords", "tree,spd")) == 0
+    _check(out, ids)
+    assert read_output(out).equals(reference)
+    assert pq.ParquetFile(out / "part-00000.parquet").num_row_groups == 3  # one per record
+
+
+def test_a_shard_retried_after_its_worker_died_is_written_naming_each_record(tmp_path):
+    from structpos.pipeline.encode import EncodeOptions
+    from structpos.pipeline.records import Record
+    from structpos.pipeline.shards import ShardTask, encode_shard
+
+    recs = [Record(f"r{i}", p, f"r{i}") for i, p in enumerate(["[1]", "[", "[2, [3]]"])]
+    seen: list[int] = []
+    task = ShardTask(0, recs, EncodeOptions("json", "tree"), str(tmp_path), ["a", "b", "c"], retries=1)
+    res = encode_shard(task, on_record=seen.append)
+    assert (res.records, res.encoded, res.errors, res.rows) == (3, 2, 1, 2)
+    # encoding names records 0, 1, 2 then -1; writing names the two with rows, then -1
+    assert seen == [0, 1, 2, -1, 0, 2, -1]
+    assert pq.read_table(tmp_path / "part-00000.parquet").column("id").to_pylist() == ["r0", "r2"]

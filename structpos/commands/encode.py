@@ -13,8 +13,8 @@ from typing import Callable
 
 DESCRIPTION = """\
 Encode a corpus into Parquet shards of per-node coordinates, unattended: a record that cannot
-be read, parsed or encoded, that runs past --record-timeout, exceeds a limit or kills its worker
-process goes to errors.jsonl and the run goes on. Always: records in = rows' records + error rows.
+be read, parsed or encoded, that runs past --record-timeout, exceeds a limit, kills its worker
+process or has rows too large to store goes to errors.jsonl and the run goes on. Always: records in = rows' records + error rows.
 
 examples:
   structpos encode corpus.jsonl --kind code --language python --coords tree,lap:8 --out enc/ --workers 2

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..exceptions import InputError, LimitError, SpecError
+from ..exceptions import LimitError, ParseError, SpecError
 from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from .arrow import BASE_COLUMNS, rows_to_table
 from .records import Record
@@ -34,6 +34,7 @@ __all__ = [
     "error_entry",
     "record_timer",
     "validate_spec",
+    "validate_languages",
     "EncodeBatch",
     "output_schema",
     "conform",
@@ -121,7 +122,36 @@ class EncodeOptions:
         for _kind, target in self.extra_parsers:
             load_parser(target)
         validate_spec(self.coords)
+        if self.language is not None:
+            validate_languages(self.language)
+        self._validate_parser_options(dict(self.extra_parsers))
         return self
+
+    def _validate_parser_options(self, extra: dict[str, str]) -> None:
+        """``--parser-opt`` keys the parser of ``kind`` takes, and a ``grammar`` that compiles."""
+        from ..parsers import get_parser
+        from .tokens import TOKENIZER_OPTION
+
+        options = {k: v for k, v in self.parser_options if k != TOKENIZER_OPTION}
+        if self.kind is None:
+            return
+        fn = load_parser(extra[self.kind]) if self.kind in extra else get_parser(self.kind)
+        params = list(inspect.signature(fn).parameters.values())
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            known = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            known -= {"name", "limits"}
+            for key in options:
+                if key not in known:
+                    raise SpecError(
+                        f"{self.kind} parser has no option {key!r} (options: {', '.join(sorted(known))})",
+                        name="--parser-opt",
+                    )
+            missing = [p.name for p in params[1:] if p.default is p.empty and p.kind is not p.VAR_POSITIONAL]
+            missing = [m for m in missing if m not in options and m not in ("name", "limits")]
+            if missing:
+                raise SpecError(f"--kind {self.kind} needs {missing[0]}=...", name="--parser-opt")
+        if self.kind == "grammar" and self.kind not in extra:
+            _validate_grammar(options)
 
     def as_dict(self) -> dict:
         """What determines the output (kept in the manifest; a resume with other values is refused).
@@ -146,6 +176,74 @@ class EncodeOptions:
             "limits": _limits_dict(self.limits),
             **({"extra_parsers": [list(kv) for kv in self.extra_parsers]} if self.extra_parsers else {}),
         }
+
+
+def validate_languages(language: str) -> list[str]:
+    """Check ``--language`` (comma separated) before any record: each a known language or an installed grammar wheel.
+
+    Parameters
+    ----------
+    language : str
+        ``"python"``, ``"python,go"``, an alias (``"py"``) or ``<name>`` of a ``tree_sitter_<name>`` wheel.
+
+    Returns
+    -------
+    list of str
+        The names as given.
+
+    Raises
+    ------
+    SpecError
+        A name that is no language (naming ``--language`` and the known ones).
+
+    Examples
+    --------
+    >>> validate_languages("python,go")
+    ['python', 'go']
+    >>> validate_languages("cobol")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: --language: unknown language 'cobol'; known: python, javascript, java, go, rust, c, cpp (or <name> of an installed tree_sitter_<name> wheel)
+    """
+    import importlib.util
+
+    from ..parsers.code import ALIASES, LANGUAGES
+
+    names = [x.strip() for x in language.split(",") if x.strip()]
+    if not names:
+        raise SpecError(f"no language in {language!r}", name="--language")
+    for name in names:
+        canon = name.lower().replace("-", "_")
+        canon = ALIASES.get(canon, canon)
+        if canon in LANGUAGES:
+            continue
+        if canon.isidentifier() and importlib.util.find_spec(f"tree_sitter_{canon}") is not None:
+            continue
+        raise SpecError(
+            f"unknown language {name!r}; known: {', '.join(LANGUAGES)} "
+            "(or <name> of an installed tree_sitter_<name> wheel)",
+            name="--language",
+        )
+    return names
+
+
+def _validate_grammar(options: Mapping[str, Any]) -> None:
+    """``--parser-opt grammar=...`` (with ``start``, ``parser``) compiles: checked once, up front."""
+    from ..exceptions import StructposError
+    from ..parsers.grammar import parse_grammar
+
+    grammar = options.get("grammar")
+    if not isinstance(grammar, str):
+        raise SpecError(f"grammar must be lark grammar text, got {type(grammar).__name__}", name="--parser-opt grammar")
+    try:
+        # compiles (and caches) the grammar; the empty input itself may well be rejected
+        start, parser = options.get("start", "start"), options.get("parser", "lalr")
+        parse_grammar("", grammar, start=start, parser=parser, limits=Limits(record_timeout=None))
+    except StructposError as e:
+        if "bad grammar" in str(e) or isinstance(e, SpecError):
+            raise SpecError(e.message, name="--parser-opt grammar") from None
+    except Exception as e:  # e.g. a lark %import of a missing file, a bad type for start
+        raise SpecError(f"bad grammar: {type(e).__name__}: {e}", name="--parser-opt grammar") from None
 
 
 def load_parser(target: str):
@@ -264,17 +362,37 @@ def _parse(
     if kind == "json" and not isinstance(payload, (str, bytes)):
         payload = json.dumps(payload)
     if kind == "graph" and isinstance(payload, Mapping):
-        payload = dict(payload)
-        if "edge_index" not in payload:
-            raise InputError(
-                "a graph payload object needs an 'edge_index' entry "
-                '(graph JSONL records: {"text": {"edge_index": [[src, ...], [dst, ...]], '
-                '"num_nodes": n}})'
-            )
-        edge_index = np.asarray(payload.pop("edge_index"), dtype=np.int64).reshape(2, -1)
-        kw = {**payload, **kw}
-        payload = edge_index
+        return _parse_graph_object(fn, payload, kw, name)
     return fn(payload, **kw)
+
+
+def _parse_graph_object(fn, payload: Mapping, kw: dict, name: str):
+    """A ``graph`` payload object ``{"edge_index": [[src...], [dst...]], **options}``: its keys are
+    parser options, and everything wrong with it is a :class:`ParseError` naming the record (as
+    ``parse(edge_index, "graph")`` raises)."""
+    payload = dict(payload)
+    if "edge_index" not in payload:
+        raise ParseError(
+            "a graph payload object needs an 'edge_index' entry "
+            '(graph JSONL records: {"text": {"edge_index": [[src, ...], [dst, ...]], '
+            '"num_nodes": n}})',
+            name=name,
+        )
+    edge_index = payload.pop("edge_index")
+    if isinstance(edge_index, (list, tuple)) and len(edge_index) == 0:
+        edge_index = np.zeros((2, 0), dtype=np.int64)  # no edges: isolated nodes (num_nodes says how many)
+    params = list(inspect.signature(fn).parameters.values())
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        options = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        options -= {"name", "limits"}  # the record's own
+        unknown = sorted(set(payload) - options)
+        if unknown:
+            known = ", ".join(["edge_index", *sorted(options)])
+            raise ParseError(f"graph payload object: unknown key {unknown[0]!r} (known: {known})", name=name)
+    try:
+        return fn(edge_index, **{**payload, **kw})
+    except (TypeError, OverflowError) as e:  # a key of the wrong type
+        raise ParseError(f"graph payload object: {e}", name=name) from None
 
 
 def encode_payload(

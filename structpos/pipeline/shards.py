@@ -14,6 +14,11 @@ a resume against changed input is refused instead of silently mixing two inputs,
 SHA-256 of each of the shard's three files (``sha256``), so that a resume re-encodes a shard
 whose bytes changed in any way (a flipped byte, another shard's file copied over it), not
 only one that no longer reads.
+
+A shard whose rows Arrow or Parquet refuse as one table (out of memory, more than ``2**31``
+values in a column) is written record by record, one row group each; a record whose own rows
+cannot be stored becomes an error entry of stage ``memory`` (or ``write``), so one record
+with a huge output (``--coords tree:4096`` on a large file) never fails the run.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ __all__ = [
     "encode_shard",
     "encode_shard_table",
     "write_shard",
+    "write_shard_records",
     "shard_digest",
     "options_hash",
     "atomic_write_bytes",
@@ -309,7 +315,7 @@ def shard_digest(ids: Sequence[str], digests: Sequence[str]) -> str:
 def write_shard(
     out_dir: Path,
     index: int,
-    table: pa.Table,
+    table: pa.Table | None,
     errors: Sequence[dict],
     ids: Sequence[str] = (),
     digests: Sequence[str] = (),
@@ -322,8 +328,8 @@ def write_shard(
         The output directory.
     index : int
         The shard's index.
-    table : pyarrow.Table
-        The shard's rows.
+    table : pyarrow.Table or None
+        The shard's rows (``None``: the caller writes the Parquet file itself).
     errors : sequence of dict
         Its error entries (:func:`~structpos.pipeline.encode.error_entry`).
     ids, digests : sequence of str, optional
@@ -369,33 +375,86 @@ def write_shard(
         for e in errors
     )
     index_data = json.dumps({"ids": list(ids), "digests": list(digests)}).encode()
-    return {
+    sums = {
         _relative(out_dir, files.index_file): _atomic_write_bytes_sha256(files.index_file, index_data),
         _relative(out_dir, files.errors): _atomic_write_bytes_sha256(files.errors, lines.encode("utf-8")),
-        _relative(out_dir, files.parquet): _atomic_write_table(files.parquet, table),
     }
+    if table is not None:
+        sums[_relative(out_dir, files.parquet)] = _atomic_write_table(files.parquet, table)
+    return sums
 
 
 def _relative(out_dir: Path, path: Path) -> str:
     return path.relative_to(out_dir).as_posix()
 
 
-def _rows_table(per_record: list[tuple[list[dict], dict | None]], records: Sequence[Record]) -> pa.Table:
-    """The shard's table; a record whose rows cannot be stored (text Arrow refuses) becomes an error instead."""
+PerRecord = list[tuple[list[dict], "dict | None"]]
+"""``(rows, error entry or None)`` per record of a shard, as :func:`~structpos.pipeline.encode.encode_each` yields them."""
+
+
+def _cannot_store(exc: BaseException) -> bool:
+    """Rows that Arrow / Parquet refuse (out of memory, too many values, text it cannot hold), not I/O."""
+    return isinstance(exc, (MemoryError, ValueError, TypeError, pa.ArrowException)) and not isinstance(exc, OSError)
+
+
+def _store_error(record: Record, exc: BaseException) -> dict:
+    """The error entry of a record whose rows cannot be stored: stage ``memory`` or ``write``."""
+    text = " ".join((str(exc) or type(exc).__name__).split())
+    stage = "memory" if isinstance(exc, MemoryError) else "write"
+    return error_entry(
+        record,
+        type(exc).__name__,
+        f"cannot store its rows ({text[:300]}); ask for smaller coordinates (--coords) or fewer nodes",
+        stage,
+    )
+
+
+def _rows_table(per_record: PerRecord, records: Sequence[Record]) -> pa.Table:
+    """The shard's table; a record whose rows cannot be stored (text Arrow refuses) becomes an error instead.
+
+    Raises what Arrow raised when each record's rows can be stored alone but not all together
+    (:func:`write_shard_records` then writes the shard record by record).
+    """
     rows = [r for ok, _ in per_record for r in ok]
     try:
         return rows_to_table(rows)
-    except Exception:  # find the record(s) at fault, one by one
+    except Exception as e:  # find the record(s) at fault, one by one
+        if not _cannot_store(e):
+            raise
         for k, (ok, _err) in enumerate(per_record):
             if ok:
                 try:
                     rows_to_table(ok)
                 except Exception as e:
-                    per_record[k] = (
-                        [],
-                        error_entry(records[k], type(e).__name__, f"cannot store the rows: {e}", "write"),
-                    )
+                    if not _cannot_store(e):
+                        raise
+                    per_record[k] = ([], _store_error(records[k], e))
         return rows_to_table([r for ok, _ in per_record for r in ok])
+
+
+def _conformed(table: pa.Table, schema: pa.Schema | None) -> pa.Table:
+    try:
+        return conform(table, schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return table  # a coordinate of another type than the sample's: keep it as it is (readers unify schemas)
+
+
+def _shard_table(per_record: PerRecord, records: Sequence[Record], options: EncodeOptions) -> pa.Table:
+    return _conformed(_rows_table(per_record, records), output_schema(options))
+
+
+def _result(index: int, records: Sequence[Record], per_record: PerRecord, rows: int, t0: float) -> ShardResult:
+    n, n_errors = len(records), sum(err is not None for _, err in per_record)
+    return ShardResult(
+        index,
+        n,
+        n - n_errors,
+        n_errors,
+        rows,
+        records[0].id if records else None,
+        records[-1].id if records else None,
+        time.perf_counter() - t0,
+    )
 
 
 def encode_shard_table(
@@ -430,6 +489,12 @@ def encode_shard_table(
     result : ShardResult
         The counts (no ``digest`` yet).
 
+    Raises
+    ------
+    MemoryError, ValueError, pyarrow.ArrowException
+        The records' rows can each be stored but not in one table (too large a shard); the
+        record-by-record writer of :func:`write_shard_records` can still write them.
+
     Examples
     --------
     >>> from structpos.pipeline.encode import EncodeOptions
@@ -440,35 +505,206 @@ def encode_shard_table(
     """
     t0 = time.perf_counter()
     per_record = list(encode_each(records, options, preset=preset, on_record=on_record))
-    table = _rows_table(per_record, records)
-    try:
-        table = conform(table, output_schema(options))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        pass  # a coordinate of another type than the sample's: keep it as it is (readers unify schemas)
+    table = _shard_table(per_record, records, options)
     errors = [err for _, err in per_record if err is not None]
-    n = len(records)
-    res = ShardResult(
-        index,
-        n,
-        n - len(errors),
-        len(errors),
-        table.num_rows,
-        records[0].id if records else None,
-        records[-1].id if records else None,
-        time.perf_counter() - t0,
-    )
-    return table, errors, res
+    return table, errors, _result(index, records, per_record, table.num_rows, t0)
+
+
+def write_shard_records(
+    out_dir: Path,
+    index: int,
+    records: Sequence[Record],
+    per_record: PerRecord,
+    options: EncodeOptions,
+    digests: Sequence[str] = (),
+    *,
+    by_record: bool = False,
+    on_record: Callable[[int], None] | None = None,
+    t0: float | None = None,
+) -> ShardResult:
+    """Write shard ``index`` from its records' outcomes; rows that cannot be stored become errors.
+
+    First as one table (:func:`write_shard`). When Arrow or Parquet refuse it (out of memory,
+    more than ``2**31`` values in a column) the Parquet file is written record by record, one
+    row group each, so memory holds one record's table at a time; a record whose own rows
+    cannot be stored becomes an error entry (stage ``memory`` for ``MemoryError``, else
+    ``write``) and the others are still written: ``records = encoded + errors`` holds. I/O
+    errors (disk full) are raised.
+
+    Parameters
+    ----------
+    out_dir : Path
+        The output directory.
+    index : int
+        The shard's index.
+    records : sequence of Record
+        Its records.
+    per_record : list of (rows, error or None)
+        Their outcomes (:func:`~structpos.pipeline.encode.encode_each`); updated in place.
+    options : EncodeOptions
+        The options (for the output schema).
+    digests : sequence of str, optional
+        The records' content hashes.
+    by_record : bool, optional
+        Go record by record at once (a worker started again after dying while writing).
+    on_record : callable, optional
+        Called with a record's position before its rows are written record by record, ``-1`` after.
+    t0 : float, optional
+        ``time.perf_counter()`` when the shard's encoding started.
+
+    Returns
+    -------
+    ShardResult
+        With its ``digest`` and ``sha256`` set.
+
+    Raises
+    ------
+    OSError
+        A file cannot be written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.encode import EncodeOptions, encode_each
+    >>> recs, opts = [Record("a", "[1, 2]", "a"), Record("b", "[", "b")], EncodeOptions("json", "tree")
+    >>> res = write_shard_records(Path(tempfile.mkdtemp()), 0, recs, list(encode_each(recs, opts)), opts, ["d1", "d2"])
+    >>> res.records, res.encoded, res.errors, res.rows
+    (2, 1, 1, 1)
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    ids = [r.id for r in records]
+    sums, rows = None, 0
+    if not by_record:
+        try:
+            table = _shard_table(per_record, records, options)
+            errors = [err for _, err in per_record if err is not None]
+            sums, rows = write_shard(out_dir, index, table, errors, ids, digests), table.num_rows
+        except Exception as e:
+            if not _cannot_store(e):
+                raise
+    if sums is None:
+        sums, rows = _write_by_record(out_dir, index, records, per_record, options, ids, digests, on_record)
+    res = _result(index, records, per_record, rows, t0)
+    res.sha256, res.digest = sums, shard_digest(ids, digests)
+    return res
+
+
+def _record_table(rows: list[dict], schema: pa.Schema | None) -> pa.Table:
+    return _conformed(rows_to_table(rows), schema)
+
+
+def _write_by_record(
+    out_dir: Path,
+    index: int,
+    records: Sequence[Record],
+    per_record: PerRecord,
+    options: EncodeOptions,
+    ids: Sequence[str],
+    digests: Sequence[str],
+    on_record: Callable[[int], None] | None,
+) -> tuple[dict[str, str], int]:
+    """The record-by-record writer of :func:`write_shard_records`: ``(sha256 of the files, rows)``."""
+    files = shard_files(out_dir, index)
+    tmp = _tmp(files.parquet)
+    schema = _union_schema(records, per_record, output_schema(options))
+    while True:
+        rows = _write_row_groups(tmp, records, per_record, schema, on_record)
+        if rows is not None:
+            break
+    try:
+        parquet_sum = file_sha256(tmp)
+        errors = [err for _, err in per_record if err is not None]
+        sums = write_shard(out_dir, index, None, errors, ids, digests)
+        os.replace(tmp, files.parquet)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    sums[_relative(out_dir, files.parquet)] = parquet_sum
+    return sums, rows
+
+
+def _union_schema(records: Sequence[Record], per_record: PerRecord, schema: pa.Schema | None) -> pa.Schema:
+    """The file's schema: the sample's (when known) and every record's columns; a record whose rows
+    cannot be made into a table becomes an error here."""
+    schemas = [] if schema is None else [schema]
+    for k, (ok, _) in enumerate(per_record):
+        if ok:
+            try:
+                schemas.append(_record_table(ok, schema).schema)
+            except Exception as e:
+                if not _cannot_store(e):
+                    raise
+                per_record[k] = ([], _store_error(records[k], e))
+    if not schemas:
+        return rows_to_table([]).schema
+    try:
+        return pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # records disagree on a column's type: the first wins
+        return schemas[0]
+
+
+def _write_row_groups(
+    tmp: Path,
+    records: Sequence[Record],
+    per_record: PerRecord,
+    schema: pa.Schema,
+    on_record: Callable[[int], None] | None,
+) -> int | None:
+    """One row group per record into ``tmp``: the rows written, or ``None`` when a record failed
+    inside the writer (it is then an error entry and the file must be written again)."""
+    writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+    rows, done = 0, False
+    try:
+        for k, (ok, _) in enumerate(per_record):
+            if not ok:
+                continue
+            if on_record is not None:
+                on_record(k)
+            try:
+                table = conform(rows_to_table(ok), schema)
+                if table.schema != schema:
+                    raise ValueError(f"its columns {table.schema.names} differ from the shard's {schema.names}")
+            except Exception as e:  # before the writer saw it: the file is still good
+                if not _cannot_store(e):
+                    raise
+                per_record[k] = ([], _store_error(records[k], e))
+                continue
+            try:
+                writer.write_table(table)
+            except Exception as e:  # inside the writer: start the file again without this record
+                if not _cannot_store(e):
+                    raise
+                per_record[k] = ([], _store_error(records[k], e))
+                return None
+            rows += table.num_rows
+        if on_record is not None:
+            on_record(-1)
+        writer.close()
+        done = True
+        return rows
+    finally:
+        if not done:
+            try:
+                writer.close()
+            except Exception:
+                pass
+            tmp.unlink(missing_ok=True)
 
 
 def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = None) -> ShardResult:
     """Encode a shard and write it atomically (the worker-side unit of the local engines).
+
+    Rows that cannot be stored (a record whose output is too large) become error entries,
+    see :func:`write_shard_records`. A shard started again after its worker died outside
+    any record (``task.retries > 0``) is written record by record, with ``on_record``
+    naming the record being written.
 
     Parameters
     ----------
     task : ShardTask
         The shard.
     on_record : callable, optional
-        Called with each record's position before it is encoded.
+        Called with each record's position before it is encoded (and written, record by record).
 
     Returns
     -------
@@ -489,13 +725,19 @@ def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = N
     >>> res.records, res.encoded, res.errors
     (2, 1, 1)
     """
-    table, errors, res = encode_shard_table(
-        task.index, task.records, task.options, preset=task.preset, on_record=on_record
+    t0 = time.perf_counter()
+    per_record = list(encode_each(task.records, task.options, preset=task.preset, on_record=on_record))
+    return write_shard_records(
+        Path(task.out_dir),
+        task.index,
+        task.records,
+        per_record,
+        task.options,
+        task.digests,
+        by_record=task.retries > 0,
+        on_record=on_record,
+        t0=t0,
     )
-    ids = [r.id for r in task.records]
-    res.sha256 = write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
-    res.digest = shard_digest(ids, task.digests)
-    return res
 
 
 def _skipped_summary(skipped: Sequence[dict]) -> dict:
@@ -655,9 +897,15 @@ class Manifest:
                 for k in sorted(set(before) | set(now))
                 if before.get(k) != now.get(k)
             )
+            hint = "run with the same options, or pass --overwrite"
+            if before.get("shard_size") != shard_size and before.get("shard_size") is not None:
+                hint = (
+                    f"another --shard-size cuts the input into other shards: resume with --shard-size "
+                    f"{before['shard_size']} (a record too large to store becomes an error, it does not stop "
+                    "the run), or pass --overwrite"
+                )
             raise ResumeError(
-                f"written with different options ({changed or 'unknown'}); refusing to resume "
-                "(run with the same options, or pass --overwrite)",
+                f"written with different options ({changed or 'unknown'}); refusing to resume ({hint})",
                 name=str(out_dir),
             )
         m.shards = _shard_entries(data.get("shards", {}), m.path)
