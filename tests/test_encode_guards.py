@@ -172,3 +172,39 @@ def test_graph_jsonl_records_fail_with_parse_error_like_the_api(tmp_path, graph,
     if isinstance(graph.get("edge_index"), list) and "bogus" not in graph and "node_text" not in graph:
         with pytest.raises(structpos.exceptions.ParseError):  # the API's answer for the same edge_index
             structpos.parse(graph["edge_index"], "graph")
+
+
+@pytest.mark.parametrize("spec", ["tree", "tree:7x3", "lap:3", "rw:5", "spd", "spd:2", "resistance", "maglap:3:0.1"])
+def test_estimated_bytes_is_what_compute_allocates(spec):
+    from structpos.coords import estimated_bytes
+
+    rng = np.random.default_rng(0)
+    for n in (1, 4, 17):
+        value = {"k": [list(range(int(rng.integers(0, 4)))) for _ in range(n)]}
+        s = structpos.parse(json.dumps(value), "json")
+        out = compute(s, spec)
+        assert estimated_bytes(spec, s.num_nodes) == sum(np.asarray(a).nbytes for a in out.values())
+
+
+def test_a_record_whose_coordinates_exceed_max_memory_bytes_fails_before_allocating(tmp_path):
+    from structpos.pipeline import encode_to_parquet, read_errors, read_output
+
+    src = tmp_path / "in.jsonl"
+    small, big = json.dumps([1, 2]), json.dumps(list(range(200)))  # 3 and 201 nodes
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in [small, big, small]))
+    per_node = MAX_TREE_DEPTH * 2 + 5 * 8 + 1  # tree:4096 -> int16 root paths, five int64 columns, one flag
+    limit = 100 * per_node  # room for 100 nodes' coordinates
+    s = encode_to_parquet(
+        src,
+        tmp_path / "out",
+        kind="json",
+        coords=f"tree:{MAX_TREE_DEPTH}",
+        limits=Limits(max_memory_bytes=limit),
+        workers=0,
+        progress=False,
+    )
+    assert (s.records, s.encoded, s.errors) == (3, 2, 1)
+    (e,) = read_errors(tmp_path / "out")
+    assert e["id"] == "2" and e["stage"] == "memory" and e["error_type"] == "LimitError"
+    assert f"{201 * per_node} bytes of coordinates" in e["message"] and "max_memory_bytes" in e["message"]
+    assert read_output(tmp_path / "out").column("num_nodes").to_pylist() == [3, 3]

@@ -707,3 +707,16 @@ def test_a_shard_retried_after_its_worker_died_is_written_naming_each_record(tmp
     # encoding names records 0, 1, 2 then -1; writing names the two with rows, then -1
     assert seen == [0, 1, 2, -1, 0, 2, -1]
     assert pq.read_table(tmp_path / "part-00000.parquet").column("id").to_pylist() == ["r0", "r2"]
+
+
+def test_resume_with_another_shard_size_is_refused_saying_which_one_resumes(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(5)])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0  # --shard-size 3
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume", "--shard-size", "1")) == 2  # the last --shard-size wins
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "shard_size: 3 -> 1" in err and "resume with --shard-size 3" in err, err
+    assert main(_encode_args(src, out, "--resume")) == 0
+    _check(out, ids)

@@ -41,6 +41,7 @@ __all__ = [
     "CoordFamily",
     "CoordFn",
     "compute",
+    "estimated_bytes",
     "families_markdown",
     "spec_syntax",
     "get",
@@ -516,6 +517,47 @@ def parse_spec(spec: str | list[str]) -> list[tuple[str, str | None]]:
     [('tree', None), ('lap', '8')]
     """
     return [(name, arg) for name, arg, _ in validate_spec(spec)]
+
+
+def estimated_bytes(spec: str | list[str], num_nodes: int) -> int:
+    """The bytes of the arrays ``spec`` computes for ``num_nodes`` nodes, from the families' columns.
+
+    Exact for families whose per-node shapes are fixed by their arguments (``tree``, ``lap``,
+    ``rw``, ``maglap``, ``spd``, ``resistance``, ``table``); a data-dependent dimension counts as 1
+    and a family registered without columns as 0. The encode pipeline checks it against
+    ``max_memory_bytes`` before computing, so a spec too large for a record fails at once.
+
+    Parameters
+    ----------
+    spec : str or list of str
+        The coordinate spec.
+    num_nodes : int
+        The structure's node count.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    SpecError
+        On a bad spec.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> estimated_bytes("tree,spd", s.num_nodes) == sum(a.nbytes for a in compute(s, "tree,spd").values())
+    True
+    >>> estimated_bytes("tree:4096", 10**6) == 10**6 * (4096 * 2 + 5 * 8 + 1)  # int16 paths, 5 int64s, a flag
+    True
+    """
+    total = 0
+    for name, _arg, params in validate_spec(spec):
+        for col in COORDS[name].columns:
+            dims = [1 if d is None else int(d) for d in col.concrete_shape(params, num_nodes)]
+            total += int(num_nodes) * math.prod(dims) * np.dtype(col.dtype).itemsize
+    return total
 
 
 def compute(structure: Structure, spec: str | list[str]) -> dict[str, np.ndarray]:

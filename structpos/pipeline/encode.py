@@ -446,7 +446,8 @@ def encode_payload(
     ParseError
         The payload does not parse as ``kind``.
     LimitError
-        The payload or a structure exceeds a limit.
+        The payload or a structure exceeds a limit (``max_memory_bytes``: the coordinates'
+        arrays, estimated by :func:`~structpos.coords.estimated_bytes` before computing them).
     SpecError
         A bad coordinate spec.
 
@@ -461,7 +462,7 @@ def encode_payload(
     >>> [r["id"] for r in encode_payload("doc", conllu.replace("= x", "= y", 1), "conllu", "tree")]
     ['doc#y', 'doc#x']
     """
-    from ..coords import compute
+    from ..coords import compute, estimated_bytes
     from .tokens import TOKENIZER_OPTION, add_token_columns
 
     if limits.max_input_bytes is not None and isinstance(payload, (str, bytes)):
@@ -477,6 +478,9 @@ def encode_payload(
             sent_id = s.sentence.sent_id if getattr(s, "sentence", None) is not None else None
             rid = f"{record_id}#{sent_id if sent_id is not None else k}"
         check_limit(int(s.num_nodes), limits.max_nodes, "max_nodes", "nodes", name=rid)
+        if coords and limits.max_memory_bytes is not None:  # a spec too large for this record fails before allocating
+            need = estimated_bytes(coords, int(s.num_nodes))
+            check_limit(need, limits.max_memory_bytes, "max_memory_bytes", "bytes of coordinates", name=rid)
         try:
             c = compute(s, coords) if coords else {}
         except Exception as e:
@@ -555,7 +559,7 @@ def error_entry(record: Record, exc_type: str, message: str, stage: str, offset:
 
 
 def _stage_of(exc: BaseException, stage: str) -> str:
-    if isinstance(exc, MemoryError):
+    if isinstance(exc, MemoryError) or (isinstance(exc, LimitError) and exc.limit == "max_memory_bytes"):
         return "memory"
     if isinstance(exc, LimitError) and exc.limit == "record_timeout":
         return "timeout"
