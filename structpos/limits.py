@@ -50,7 +50,9 @@ class Limits:
         Seconds one record may take in ``encode`` before it goes to the errors file.
     max_memory_bytes : int or None
         Address-space limit of an ``encode`` worker process (under Ray: the address space a
-        task may add to what its worker already maps).
+        task may add to what its worker already maps). Wherever records are encoded (workers,
+        ``--workers 0``, ``EncodeBatch``), a record whose coordinate arrays alone would exceed
+        it (:func:`~structpos.coords.estimated_bytes`) fails before they are computed.
 
     Examples
     --------

@@ -925,7 +925,8 @@ class EncodeBatch:
     coordinates and its ``error_type``/``error`` set, so rows out >= records in; successful
     rows have null error columns. With ``keep_errors=False`` failed records are dropped.
     ``limits`` (:class:`~structpos.limits.Limits`) bounds each record as in ``structpos encode``
-    (no per-record timeout or memory limit here: those need the encode workers).
+    (no per-record timeout or address-space limit here: those need the encode workers; a record
+    whose coordinates alone would exceed ``limits.max_memory_bytes`` still fails before computing them).
 
     Parameters
     ----------
