@@ -208,3 +208,49 @@ def test_a_record_whose_coordinates_exceed_max_memory_bytes_fails_before_allocat
     assert e["id"] == "2" and e["stage"] == "memory" and e["error_type"] == "LimitError"
     assert f"{201 * per_node} bytes of coordinates" in e["message"] and "max_memory_bytes" in e["message"]
     assert read_output(tmp_path / "out").column("num_nodes").to_pylist() == [3, 3]
+
+
+def _refusing_rows_to_table(monkeypatch, refuse):
+    """``rows_to_table`` of the encode module raising ArrowMemoryError when ``refuse(ids)`` says so."""
+    import pyarrow as pa
+
+    import structpos.pipeline.encode as encode_mod
+
+    real = encode_mod.rows_to_table
+
+    def rows_to_table(rows, *args, **kwargs):
+        ids = {r["id"] for r in rows if r.get("num_nodes") is not None}
+        if refuse(ids):
+            raise pa.ArrowMemoryError(f"malloc of size {2**40} failed")
+        return real(rows, *args, **kwargs)
+
+    monkeypatch.setattr(encode_mod, "rows_to_table", rows_to_table)
+
+
+def test_encode_batch_turns_a_record_whose_rows_cannot_be_stored_into_an_error_row(monkeypatch):
+    from structpos.pipeline import EncodeBatch
+
+    fn = EncodeBatch("json", "tree")
+    texts = ["[1]", "[2, [3]]", '{"a": 4}']
+    reference = fn({"text": texts})
+    _refusing_rows_to_table(monkeypatch, lambda ids: "1" in ids)
+    out = fn({"text": texts})
+    assert out.column("id").to_pylist() == ["0", "1", "2"]
+    assert out.column("error_type").to_pylist() == [None, "ArrowMemoryError", None]
+    assert "cannot store its rows" in out.column("error").to_pylist()[1]
+    keep = [0, 2]
+    assert (
+        out.take(keep)
+        .select(["id", "num_nodes", "parent"])
+        .equals(reference.take(keep).select(["id", "num_nodes", "parent"]))
+    )
+
+
+def test_encode_batch_too_large_for_one_table_says_to_shrink_the_batch(monkeypatch):
+    from structpos.exceptions import InputError
+    from structpos.pipeline import EncodeBatch
+
+    fn = EncodeBatch("json", "tree")
+    _refusing_rows_to_table(monkeypatch, lambda ids: len(ids) > 1)
+    with pytest.raises(InputError, match="a batch of 3 records do not fit one Arrow table.*smaller batch size"):
+        fn({"text": ["[1]", "[2]", "[3]"]})

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..exceptions import LimitError, ParseError, SpecError
+from ..exceptions import InputError, LimitError, ParseError, SpecError
 from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from .arrow import BASE_COLUMNS, rows_to_table
 from .records import Record
@@ -32,6 +32,8 @@ __all__ = [
     "encode_records",
     "encode_each",
     "error_entry",
+    "cannot_store",
+    "store_error",
     "record_timer",
     "validate_spec",
     "validate_languages",
@@ -558,6 +560,59 @@ def error_entry(record: Record, exc_type: str, message: str, stage: str, offset:
     }
 
 
+def cannot_store(exc: BaseException) -> bool:
+    """Whether ``exc`` says that rows cannot be stored (out of memory, too many values, text Arrow
+    refuses), as opposed to an I/O error or a bug.
+
+    Parameters
+    ----------
+    exc : BaseException
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> cannot_store(pa.ArrowMemoryError("malloc failed")), cannot_store(OSError(28, "No space left"))
+    (True, False)
+    """
+    return isinstance(exc, (MemoryError, ValueError, TypeError, pa.ArrowException)) and not isinstance(exc, OSError)
+
+
+def store_error(record: Record, exc: BaseException) -> dict:
+    """The error entry of a record whose rows cannot be stored: stage ``memory`` (``MemoryError``) or ``write``.
+
+    Parameters
+    ----------
+    record : Record
+        The record.
+    exc : BaseException
+        What Arrow or Parquet raised.
+
+    Returns
+    -------
+    dict
+        Its :func:`error_entry`.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> e = store_error(Record("r", "[1]", "r"), pa.ArrowMemoryError("malloc of size 8 failed"))
+    >>> e["stage"], e["error_type"]
+    ('memory', 'ArrowMemoryError')
+    """
+    text = " ".join((str(exc) or type(exc).__name__).split())
+    stage = "memory" if isinstance(exc, MemoryError) else "write"
+    return error_entry(
+        record,
+        type(exc).__name__,
+        f"cannot store its rows ({text[:300]}); ask for smaller coordinates (--coords) or fewer nodes",
+        stage,
+    )
+
+
 def _stage_of(exc: BaseException, stage: str) -> str:
     if isinstance(exc, MemoryError) or (isinstance(exc, LimitError) and exc.limit == "max_memory_bytes"):
         return "memory"
@@ -953,6 +1008,9 @@ class EncodeBatch:
     ------
     SpecError
         An unknown kind or a bad coordinate spec (at construction, before any batch).
+    InputError
+        A batch whose rows do not fit one Arrow table although each record's do (a record whose
+        own rows cannot be stored is an error row of stage ``memory`` / ``write`` instead).
 
     Examples
     --------
@@ -1031,16 +1089,41 @@ class EncodeBatch:
         return out
 
     def __call__(self, batch: Any, indices: Sequence[int] | None = None) -> pa.Table:
+        records = self.records(batch, indices)
+        per_record = [encode_one(rec, self.options) for rec in records]
+        try:
+            return self._table(records, per_record)
+        except Exception as e:
+            if not cannot_store(e):
+                raise
+            first = e
+        for k, (ok, _err) in enumerate(per_record):  # rows that Arrow refuses: find the records at fault
+            if ok:
+                try:
+                    rows_to_table(ok)
+                except Exception as e:
+                    if not cannot_store(e):
+                        raise
+                    per_record[k] = ([], store_error(records[k], e))
+        try:
+            return self._table(records, per_record)
+        except Exception as e:
+            if not cannot_store(e):
+                raise
+            raise InputError(
+                f"the rows of a batch of {len(records)} records do not fit one Arrow table "
+                f"({type(first).__name__}: {' '.join(str(first).split())[:200]}); pass a smaller batch size"
+            ) from e
+
+    def _table(self, records: list[Record], per_record: list[tuple[list[dict], dict | None]]) -> pa.Table:
         rows: list[dict] = []
         error_type: list[str | None] = []
         error: list[str | None] = []
-        for rec in self.records(batch, indices):
-            ok, errs, _ = encode_records([rec], self.options)
+        for rec, (ok, e) in zip(records, per_record):
             rows.extend(ok)
             error_type.extend([None] * len(ok))
             error.extend([None] * len(ok))
-            if errs and self.keep_errors:
-                e = errs[0]
+            if e is not None and self.keep_errors:
                 rows.append(
                     {
                         "id": e["id"],

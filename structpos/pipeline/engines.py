@@ -26,13 +26,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from .encode import EncodeOptions, encode_one, error_entry
+from .encode import EncodeOptions, cannot_store, encode_one, error_entry
 from .isolation import WorkerPool, memory_limited
 from .records import Record
 from .shards import (
     ShardResult,
     ShardTask,
-    _cannot_store,
     encode_shard,
     encode_shard_table,
     shard_digest,
@@ -222,7 +221,7 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
                 try:
                     res.sha256 = write_shard(Path(task.out_dir), res.index, table, errors, ids, task.digests)
                 except Exception as e:  # rows the driver cannot store: record by record, the culprit an error
-                    if not _cannot_store(e):
+                    if not cannot_store(e):
                         raise
                     yield _ray_per_record(ray, task, f"the shard could not be stored ({_first_line(e)})")
                     continue

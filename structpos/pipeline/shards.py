@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from ..exceptions import ResumeError
 from .arrow import rows_to_table
-from .encode import EncodeOptions, conform, encode_each, error_entry, output_schema
+from .encode import EncodeOptions, cannot_store, conform, encode_each, output_schema, store_error
 from .records import Record
 
 __all__ = [
@@ -392,23 +392,6 @@ PerRecord = list[tuple[list[dict], "dict | None"]]
 """``(rows, error entry or None)`` per record of a shard, as :func:`~structpos.pipeline.encode.encode_each` yields them."""
 
 
-def _cannot_store(exc: BaseException) -> bool:
-    """Rows that Arrow / Parquet refuse (out of memory, too many values, text it cannot hold), not I/O."""
-    return isinstance(exc, (MemoryError, ValueError, TypeError, pa.ArrowException)) and not isinstance(exc, OSError)
-
-
-def _store_error(record: Record, exc: BaseException) -> dict:
-    """The error entry of a record whose rows cannot be stored: stage ``memory`` or ``write``."""
-    text = " ".join((str(exc) or type(exc).__name__).split())
-    stage = "memory" if isinstance(exc, MemoryError) else "write"
-    return error_entry(
-        record,
-        type(exc).__name__,
-        f"cannot store its rows ({text[:300]}); ask for smaller coordinates (--coords) or fewer nodes",
-        stage,
-    )
-
-
 def _rows_table(per_record: PerRecord, records: Sequence[Record]) -> pa.Table:
     """The shard's table; a record whose rows cannot be stored (text Arrow refuses) becomes an error instead.
 
@@ -419,16 +402,16 @@ def _rows_table(per_record: PerRecord, records: Sequence[Record]) -> pa.Table:
     try:
         return rows_to_table(rows)
     except Exception as e:  # find the record(s) at fault, one by one
-        if not _cannot_store(e):
+        if not cannot_store(e):
             raise
         for k, (ok, _err) in enumerate(per_record):
             if ok:
                 try:
                     rows_to_table(ok)
                 except Exception as e:
-                    if not _cannot_store(e):
+                    if not cannot_store(e):
                         raise
-                    per_record[k] = ([], _store_error(records[k], e))
+                    per_record[k] = ([], store_error(records[k], e))
         return rows_to_table([r for ok, _ in per_record for r in ok])
 
 
@@ -580,7 +563,7 @@ def write_shard_records(
             errors = [err for _, err in per_record if err is not None]
             sums, rows = write_shard(out_dir, index, table, errors, ids, digests), table.num_rows
         except Exception as e:
-            if not _cannot_store(e):
+            if not cannot_store(e):
                 raise
     if sums is None:
         sums, rows = _write_by_record(out_dir, index, records, per_record, options, ids, digests, on_record)
@@ -632,9 +615,9 @@ def _union_schema(records: Sequence[Record], per_record: PerRecord, schema: pa.S
             try:
                 schemas.append(_record_table(ok, schema).schema)
             except Exception as e:
-                if not _cannot_store(e):
+                if not cannot_store(e):
                     raise
-                per_record[k] = ([], _store_error(records[k], e))
+                per_record[k] = ([], store_error(records[k], e))
     if not schemas:
         return rows_to_table([]).schema
     try:
@@ -665,16 +648,16 @@ def _write_row_groups(
                 if table.schema != schema:
                     raise ValueError(f"its columns {table.schema.names} differ from the shard's {schema.names}")
             except Exception as e:  # before the writer saw it: the file is still good
-                if not _cannot_store(e):
+                if not cannot_store(e):
                     raise
-                per_record[k] = ([], _store_error(records[k], e))
+                per_record[k] = ([], store_error(records[k], e))
                 continue
             try:
                 writer.write_table(table)
             except Exception as e:  # inside the writer: start the file again without this record
-                if not _cannot_store(e):
+                if not cannot_store(e):
                     raise
-                per_record[k] = ([], _store_error(records[k], e))
+                per_record[k] = ([], store_error(records[k], e))
                 return None
             rows += table.num_rows
         if on_record is not None:
