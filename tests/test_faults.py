@@ -720,3 +720,18 @@ def test_resume_with_another_shard_size_is_refused_saying_which_one_resumes(tmp_
     assert err.count("\n") == 1 and "shard_size: 3 -> 1" in err and "resume with --shard-size 3" in err, err
     assert main(_encode_args(src, out, "--resume")) == 0
     _check(out, ids)
+
+
+def test_a_shard_whose_rows_are_large_for_max_memory_bytes_is_written_record_by_record(tmp_path):
+    """Past a quarter of max_memory_bytes of rows a shard goes record by record from the start (an
+    allocation failing inside Arrow's C++ may abort the worker instead of raising); same rows."""
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [json.dumps(list(range(40)))] * 6)  # 41 nodes: spd is 41 x 41 int64 = 13,448 bytes
+    reference_out, out = tmp_path / "ref", tmp_path / "enc"
+    assert main(_encode_args(src, reference_out, "--coords", "spd")) == 0
+    # each record's 13,448 bytes fit 100,000; a shard's three records (~44,000 bytes of rows) exceed a quarter
+    assert main(_encode_args(src, out, "--coords", "spd", "--limit", "max_memory_bytes=100000")) == 0
+    _check(out, ids)
+    assert read_output(out).equals(read_output(reference_out))
+    assert pq.ParquetFile(reference_out / "part-00000.parquet").num_row_groups == 1
+    assert pq.ParquetFile(out / "part-00000.parquet").num_row_groups == 3

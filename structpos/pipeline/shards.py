@@ -508,7 +508,8 @@ def write_shard_records(
     """Write shard ``index`` from its records' outcomes; rows that cannot be stored become errors.
 
     First as one table (:func:`write_shard`). When Arrow or Parquet refuse it (out of memory,
-    more than ``2**31`` values in a column) the Parquet file is written record by record, one
+    more than ``2**31`` values in a column), or when the rows alone hold more than a quarter of
+    ``max_memory_bytes`` (``ONE_TABLE_SHARE``), the Parquet file is written record by record, one
     row group each, so memory holds one record's table at a time; a record whose own rows
     cannot be stored becomes an error entry (stage ``memory`` for ``MemoryError``, else
     ``write``) and the others are still written: ``records = encoded + errors`` holds. I/O
@@ -557,6 +558,9 @@ def write_shard_records(
     t0 = time.perf_counter() if t0 is None else t0
     ids = [r.id for r in records]
     sums, rows = None, 0
+    budget = options.limits.max_memory_bytes
+    if budget is not None and _rows_bytes(per_record) > budget // ONE_TABLE_SHARE:
+        by_record = True  # one table (and Parquet's buffers) would take several times the rows' memory
     if not by_record:
         try:
             table = _shard_table(per_record, records, options)
@@ -570,6 +574,24 @@ def write_shard_records(
     res = _result(index, records, per_record, rows, t0)
     res.sha256, res.digest = sums, shard_digest(ids, digests)
     return res
+
+
+ONE_TABLE_SHARE = 4
+"""A shard whose rows hold more than ``max_memory_bytes / ONE_TABLE_SHARE`` bytes is written record by
+record from the start: one Arrow table of it plus Parquet's buffers take a few times the rows'
+memory, and an allocation failing inside Arrow's C++ can abort the worker rather than raise."""
+
+
+def _rows_bytes(per_record: PerRecord) -> int:
+    """The bytes of the rows' arrays (coordinates, spans, parents; labels counted as 8 bytes each)."""
+    total = 0
+    for ok, _ in per_record:
+        for row in ok:
+            total += sum(getattr(a, "nbytes", 0) for a in row["coords"].values())
+            total += sum(getattr(row.get(k), "nbytes", 0) for k in ("start", "end", "parent"))
+            labels = row.get("labels")
+            total += 8 * len(labels) if labels is not None else 0
+    return total
 
 
 def _record_table(rows: list[dict], schema: pa.Schema | None) -> pa.Table:
@@ -589,6 +611,7 @@ def _write_by_record(
     """The record-by-record writer of :func:`write_shard_records`: ``(sha256 of the files, rows)``."""
     files = shard_files(out_dir, index)
     tmp = _tmp(files.parquet)
+    _release_arrow_memory()  # what the failed one-table attempt left in Arrow's pool
     schema = _union_schema(records, per_record, output_schema(options))
     while True:
         rows = _write_row_groups(tmp, records, per_record, schema, on_record)
@@ -604,6 +627,13 @@ def _write_by_record(
         raise
     sums[_relative(out_dir, files.parquet)] = parquet_sum
     return sums, rows
+
+
+def _release_arrow_memory() -> None:
+    try:
+        pa.default_memory_pool().release_unused()
+    except Exception:  # pragma: no cover - an old pyarrow or a pool without it
+        pass
 
 
 def _union_schema(records: Sequence[Record], per_record: PerRecord, schema: pa.Schema | None) -> pa.Schema:
@@ -658,6 +688,7 @@ def _write_row_groups(
                 if not cannot_store(e):
                     raise
                 per_record[k] = ([], store_error(records[k], e))
+                _release_arrow_memory()
                 return None
             rows += table.num_rows
         if on_record is not None:
