@@ -735,3 +735,24 @@ def test_a_shard_whose_rows_are_large_for_max_memory_bytes_is_written_record_by_
     assert read_output(out).equals(read_output(reference_out))
     assert pq.ParquetFile(reference_out / "part-00000.parquet").num_row_groups == 1
     assert pq.ParquetFile(out / "part-00000.parquet").num_row_groups == 3
+
+
+def test_shards_of_a_manifest_without_checksums_are_kept_and_checksummed_on_resume(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(6)])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    path = out / "manifest.json"
+    m = json.loads(path.read_text())
+    m["version"] = 2  # as written before shard files were checksummed
+    for entry in m["shards"].values():
+        del entry["sha256"]
+    path.write_text(json.dumps(m))
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume")) == 0
+    assert "(2 resumed)" in capsys.readouterr().out  # intact by their counts: kept
+    import hashlib
+
+    for entry in json.loads(path.read_text())["shards"].values():
+        assert {rel: hashlib.sha256((out / rel).read_bytes()).hexdigest() for rel in entry["sha256"]} == entry["sha256"]
+    _check(out, ids)

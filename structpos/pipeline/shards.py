@@ -955,6 +955,8 @@ class Manifest:
             return False
         if e.get("digest") != shard_digest([r.id for r in records], digests) or not self._intact(index, e):
             return False
+        if "sha256" not in e:  # a shard of a version-2 manifest, intact by its counts: checksummed from now on
+            e["sha256"] = {_relative(self.out_dir, p): file_sha256(p) for p in shard_files(self.out_dir, index)}
         return not (retry_errors and e["errors"])
 
     def _intact(self, index: int, entry: dict) -> bool:
