@@ -17,6 +17,8 @@ Examples
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -48,7 +50,9 @@ class Limits:
         Seconds one record may take in ``encode`` before it goes to the errors file.
     max_memory_bytes : int or None
         Address-space limit of an ``encode`` worker process (under Ray: the address space a
-        task may add to what its worker already maps).
+        task may add to what its worker already maps). Wherever records are encoded (workers,
+        ``--workers 0``, ``EncodeBatch``), a record whose coordinate arrays alone would exceed
+        it (:func:`~structpos.coords.estimated_bytes`) fails before they are computed.
 
     Examples
     --------
@@ -59,6 +63,10 @@ class Limits:
     structpos.exceptions.LimitError: ...max_nodes: ... > 3; raise the limit to allow it)
     >>> parse("[1, [2, 3]]", "json", limits=Limits(max_nodes=None)).num_nodes
     5
+    >>> Limits(record_timeout=float("nan"))
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: limit record_timeout: must be a finite number > 0 (None turns it off), got nan
     """
 
     max_input_bytes: int | None = 64 * 2**20
@@ -69,6 +77,10 @@ class Limits:
     max_graph_nodes_per_edge: int | None = 64
     record_timeout: float | None = 120.0
     max_memory_bytes: int | None = 4 * 2**30
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _check_value(f.name, getattr(self, f.name))
 
     def with_overrides(self, items: dict[str, str | int | float | None]) -> "Limits":
         """A copy with some fields replaced (values may be strings, as from the CLI).
@@ -87,7 +99,9 @@ class Limits:
         Raises
         ------
         SpecError
-            An unknown field name, a value that is not a number, or one that is not positive.
+            An unknown field name, a value that is not a number, or one that is not positive
+            and finite (``nan``, ``inf``, ``0`` and negative values are refused; ``none`` turns a
+            limit off).
 
         Examples
         --------
@@ -97,6 +111,10 @@ class Limits:
         Traceback (most recent call last):
         ...
         structpos.exceptions.SpecError: limit max_nodes: must be positive, got '-1'
+        >>> Limits().with_overrides({"record_timeout": "inf"})
+        Traceback (most recent call last):
+        ...
+        structpos.exceptions.SpecError: limit record_timeout: must be a finite number > 0 ('none' turns it off), got 'inf'
         """
         known = {f.name: f for f in fields(self)}
         parsed: dict[str, Any] = {}  # each value parsed for its own field (int, or float for record_timeout)
@@ -112,11 +130,27 @@ def _parse_value(key: str, value: str | int | float | None) -> int | float | Non
         return None
     try:
         number = float(value) if key == "record_timeout" else int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise SpecError(f"limit {key}: {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise SpecError(f"limit {key}: must be a finite number > 0 ('none' turns it off), got {value!r}")
     if number <= 0:
         raise SpecError(f"limit {key}: must be positive, got {value!r}")
     return number
+
+
+def _check_value(key: str, value: Any) -> None:
+    """A field of :class:`Limits` is ``None``, or a positive finite number (an integer except ``record_timeout``)."""
+    if value is None:
+        return
+    kind = numbers.Real if key == "record_timeout" else numbers.Integral
+    if isinstance(value, bool) or not isinstance(value, kind):
+        what = "a number" if key == "record_timeout" else "an integer"
+        raise SpecError(f"limit {key}: must be {what} or None, got {value!r}")
+    if not math.isfinite(value):
+        raise SpecError(f"limit {key}: must be a finite number > 0 (None turns it off), got {value!r}")
+    if value <= 0:
+        raise SpecError(f"limit {key}: must be positive, got {value!r}")
 
 
 DEFAULT_LIMITS = Limits()

@@ -500,3 +500,259 @@ def test_suffix_wins_over_sniffing_and_kind_code_reads_only_the_languages_asked(
     labels = rows["t.csv"]["labels"]
     assert labels.count("row") == len(reference) == 3
     assert labels.count("header") + labels.count("cell") == sum(len(r) for r in reference) == 6
+
+
+def _encode_args(src: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "encode",
+        str(src),
+        "--kind",
+        "json",
+        "--id-field",
+        "id",
+        "--out",
+        str(out),
+        "--shard-size",
+        "3",
+        "--workers",
+        "0",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def _readable_flip(path: Path) -> None:
+    """Flip one byte of a Parquet file so that it still reads (the damage counts alone cannot see)."""
+    data = path.read_bytes()
+    original = pq.read_table(path)
+    for pos in range(4, len(data) - 8):
+        flipped = data[:pos] + bytes([data[pos] ^ 0x01]) + data[pos + 1 :]
+        path.write_bytes(flipped)
+        try:
+            table = pq.read_table(path)
+        except Exception:
+            continue
+        if table.num_rows == original.num_rows:
+            return
+    raise AssertionError("no readable one-byte flip found")  # pragma: no cover
+
+
+def test_shard_files_are_checksummed_in_the_manifest(tmp_path):
+    src = tmp_path / "in.jsonl"
+    _jsonl(src, [_good(i) for i in range(7)] + ["[1,"])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    import hashlib
+
+    for index, entry in m["shards"].items():
+        files = {entry["file"], entry["errors_file"], entry["index_file"]}
+        assert set(entry["sha256"]) == files
+        for rel, digest in entry["sha256"].items():
+            assert hashlib.sha256((out / rel).read_bytes()).hexdigest() == digest
+
+
+def test_resume_re_encodes_a_shard_whose_bytes_changed_but_still_reads(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(11)] + ["[1,"])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    reference, ref_errors = read_output(out), read_errors(out)
+    _readable_flip(out / "part-00001.parquet")  # one byte, still valid Parquet with the same row count
+    err3 = out / "errors" / "part-00003.jsonl"
+    err3.write_bytes(err3.read_bytes().replace(b"line", b"lime", 1))  # an error line edited, same line count
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume")) == 0
+    assert "(2 resumed)" in capsys.readouterr().out  # shards 0 and 2 kept, 1 and 3 encoded again
+    _check(out, ids)
+    assert read_output(out).equals(reference)
+    assert read_errors(out) == ref_errors
+
+
+def test_resume_re_encodes_shards_copied_over_one_another(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(9)])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    reference = read_output(out)
+    for folder, suffix in (("", ".parquet"), ("errors/", ".jsonl"), ("index/", ".json")):
+        (out / f"{folder}part-00002{suffix}").write_bytes((out / f"{folder}part-00000{suffix}").read_bytes())
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume")) == 0
+    assert "(2 resumed)" in capsys.readouterr().out
+    _check(out, ids)  # no id twice, none missing
+    assert read_output(out).equals(reference)
+
+
+@pytest.mark.parametrize(
+    "shards", ['[["00000", {}]]', '"all"', '{"00000": "done"}', '{"x": {}}', '{"00000": {"records": "3"}}']
+)
+def test_resume_refuses_a_manifest_whose_shards_are_malformed(tmp_path, capsys, shards):
+    src = tmp_path / "in.jsonl"
+    _jsonl(src, [_good(i) for i in range(4)])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    path = out / "manifest.json"
+    m = json.loads(path.read_text())
+    m["shards"] = json.loads(shards)
+    path.write_text(json.dumps(m))
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "not a structpos manifest" in err and "--overwrite" in err
+    assert main(_encode_args(src, out, "--overwrite")) == 0  # the way out it names works
+
+
+def _poison_writes(monkeypatch, poisoned: set[str], exc: type[BaseException]) -> list[str]:
+    """Make every Parquet write of a table holding a row of a ``poisoned`` record raise ``exc``
+    (as pyarrow does when a record's output exceeds memory); returns the ids whose writes failed."""
+    import pyarrow as pa
+
+    failed: list[str] = []
+
+    def check(table) -> None:
+        hit = poisoned & set(table.column("id").to_pylist())
+        if hit:
+            failed.extend(sorted(hit))
+            raise exc(f"malloc of size {2**40} failed")
+
+    real_write_table, real_writer = pq.write_table, pq.ParquetWriter.write_table
+
+    def write_table(table, where, *args, **kwargs):
+        check(table)
+        return real_write_table(table, where, *args, **kwargs)
+
+    def writer_write_table(self, table, *args, **kwargs):
+        check(table)
+        return real_writer(self, table, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "write_table", write_table)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", writer_write_table)
+    assert issubclass(pa.ArrowMemoryError, MemoryError)
+    return failed
+
+
+@pytest.mark.parametrize("exc_name", ["ArrowMemoryError", "MemoryError", "ArrowCapacityError"])
+def test_a_record_whose_rows_cannot_be_written_is_an_error_and_the_rest_are_kept(tmp_path, monkeypatch, exc_name):
+    import pyarrow as pa
+
+    exc = getattr(pa, exc_name, None) or MemoryError
+    src = tmp_path / "in.jsonl"
+    payloads = [_good(i) for i in range(10)] + ["[1,"]
+    ids = _jsonl(src, payloads)
+    reference_out = tmp_path / "ref"
+    assert main(_encode_args(src, reference_out, "--coords", "tree,lap:2")) == 0
+    reference = {r["id"]: r for r in read_output(reference_out).to_pylist()}
+
+    out = tmp_path / "enc"
+    poisoned = {"r1", "r7", "r8"}  # shards 0 and 2 (one of them twice)
+    failed = _poison_writes(monkeypatch, poisoned, exc)
+    assert main(_encode_args(src, out, "--coords", "tree,lap:2")) == 0
+    assert poisoned <= set(failed)
+    rows, errors = _check(out, ids)  # in = out + errors, nothing twice
+    assert set(errors) == poisoned | {"r10"}
+    stage = "memory" if issubclass(exc, MemoryError) else "write"
+    assert {errors[i]["stage"] for i in poisoned} == {stage}
+    assert all(
+        errors[i]["error_type"] == exc.__name__ and "cannot store its rows" in errors[i]["message"] for i in poisoned
+    )
+    assert errors["r10"]["stage"] == "parse"
+    assert rows == {i: r for i, r in reference.items() if i not in poisoned}  # the others exactly as without the fault
+
+    # a resume keeps them as errors; with --retry-errors (the fault gone) they are encoded
+    monkeypatch.undo()
+    assert main(_encode_args(src, out, "--coords", "tree,lap:2", "--resume")) == 0
+    assert set(_check(out, ids)[1]) == poisoned | {"r10"}
+    assert main(_encode_args(src, out, "--coords", "tree,lap:2", "--resume", "--retry-errors")) == 0
+    rows, errors = _check(out, ids)
+    assert set(errors) == {"r10"} and rows == reference
+
+
+def test_a_shard_too_large_for_one_table_is_written_record_by_record(tmp_path, monkeypatch):
+    """Each record's rows fit, all of them together do not (as with ``tree,spd:8`` on many large files):
+    nothing is lost, the rows are those of a normal run."""
+    import structpos.pipeline.shards as shards
+
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(8)] + ["[1,"])
+    reference_out = tmp_path / "ref"
+    assert main(_encode_args(src, reference_out, "--coords", "tree,spd")) == 0
+    reference = read_output(reference_out)
+
+    real = shards.rows_to_table
+
+    def one_record_at_most(rows, *args, **kwargs):
+        if len({r["id"] for r in rows}) > 1:
+            raise ValueError("a shard holds more than 2**31 values in one column; use a smaller --shard-size")
+        return real(rows, *args, **kwargs)
+
+    monkeypatch.setattr(shards, "rows_to_table", one_record_at_most)
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out, "--coords", "tree,spd")) == 0
+    _check(out, ids)
+    assert read_output(out).equals(reference)
+    assert pq.ParquetFile(out / "part-00000.parquet").num_row_groups == 3  # one per record
+
+
+def test_a_shard_retried_after_its_worker_died_is_written_naming_each_record(tmp_path):
+    from structpos.pipeline.encode import EncodeOptions
+    from structpos.pipeline.records import Record
+    from structpos.pipeline.shards import ShardTask, encode_shard
+
+    recs = [Record(f"r{i}", p, f"r{i}") for i, p in enumerate(["[1]", "[", "[2, [3]]"])]
+    seen: list[int] = []
+    task = ShardTask(0, recs, EncodeOptions("json", "tree"), str(tmp_path), ["a", "b", "c"], retries=1)
+    res = encode_shard(task, on_record=seen.append)
+    assert (res.records, res.encoded, res.errors, res.rows) == (3, 2, 1, 2)
+    # encoding names records 0, 1, 2 then -1; writing names the two with rows, then -1
+    assert seen == [0, 1, 2, -1, 0, 2, -1]
+    assert pq.read_table(tmp_path / "part-00000.parquet").column("id").to_pylist() == ["r0", "r2"]
+
+
+def test_resume_with_another_shard_size_is_refused_saying_which_one_resumes(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(5)])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0  # --shard-size 3
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume", "--shard-size", "1")) == 2  # the last --shard-size wins
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "shard_size: 3 -> 1" in err and "resume with --shard-size 3" in err, err
+    assert main(_encode_args(src, out, "--resume")) == 0
+    _check(out, ids)
+
+
+def test_a_shard_whose_rows_are_large_for_max_memory_bytes_is_written_record_by_record(tmp_path):
+    """Past a quarter of max_memory_bytes of rows a shard goes record by record from the start (an
+    allocation failing inside Arrow's C++ may abort the worker instead of raising); same rows."""
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [json.dumps(list(range(40)))] * 6)  # 41 nodes: spd is 41 x 41 int64 = 13,448 bytes
+    reference_out, out = tmp_path / "ref", tmp_path / "enc"
+    assert main(_encode_args(src, reference_out, "--coords", "spd")) == 0
+    # each record's 13,448 bytes fit 100,000; a shard's three records (~44,000 bytes of rows) exceed a quarter
+    assert main(_encode_args(src, out, "--coords", "spd", "--limit", "max_memory_bytes=100000")) == 0
+    _check(out, ids)
+    assert read_output(out).equals(read_output(reference_out))
+    assert pq.ParquetFile(reference_out / "part-00000.parquet").num_row_groups == 1
+    assert pq.ParquetFile(out / "part-00000.parquet").num_row_groups == 3
+
+
+def test_shards_of_a_manifest_without_checksums_are_kept_and_checksummed_on_resume(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(i) for i in range(6)])
+    out = tmp_path / "enc"
+    assert main(_encode_args(src, out)) == 0
+    path = out / "manifest.json"
+    m = json.loads(path.read_text())
+    m["version"] = 2  # as written before shard files were checksummed
+    for entry in m["shards"].values():
+        del entry["sha256"]
+    path.write_text(json.dumps(m))
+    capsys.readouterr()
+    assert main(_encode_args(src, out, "--resume")) == 0
+    assert "(2 resumed)" in capsys.readouterr().out  # intact by their counts: kept
+    import hashlib
+
+    for entry in json.loads(path.read_text())["shards"].values():
+        assert {rel: hashlib.sha256((out / rel).read_bytes()).hexdigest() for rel in entry["sha256"]} == entry["sha256"]
+    _check(out, ids)

@@ -392,3 +392,37 @@ def test_worst_inputs_stay_under_1gib():
     for r in rows:
         assert not r["result"].startswith("MemoryError"), r
     print("\n" + "\n".join(json.dumps(r) for r in rows))
+
+
+def test_lalr_parse_stops_at_record_timeout_and_agrees_with_the_untimed_parse(monkeypatch):
+    pytest.importorskip("lark")
+    import structpos.parsers.grammar as grammar_mod
+    from structpos.parsers.grammar import parse_grammar
+
+    big = " + ".join(str(i) for i in range(3000))  # 5,999 tokens
+    # the clock is read only every CHECK_EVERY tokens: count the reads to bound the work done past the deadline
+    reads = []
+    real_passed = grammar_mod.Deadline.passed
+
+    def passed(self):
+        reads.append(1)
+        return len(reads) >= 3  # the deadline "passes" at the third look
+
+    monkeypatch.setattr(grammar_mod.Deadline, "passed", passed)
+    with pytest.raises(LimitError) as e:
+        parse_grammar(big, ARITH, name="sum.txt", limits=Limits(record_timeout=60))
+    assert e.value.limit == "record_timeout" and "sum.txt at line:col 1:" in str(e.value)
+    stopped_at = int(str(e.value).split("line:col 1:")[1].split(":")[0])
+    assert stopped_at < len(big) // 2  # stopped after 2 * CHECK_EVERY tokens, far from the end
+    assert len(reads) == 3
+    monkeypatch.setattr(grammar_mod.Deadline, "passed", real_passed)
+
+    for text in [big, "1 + 22", "1 +", "1 ? 2", "", "7"]:  # timed and untimed agree, errors included
+        outcomes = []
+        for limits in (Limits(record_timeout=60), Limits(record_timeout=None)):
+            try:
+                s = parse_grammar(text, ARITH, limits=limits)
+                outcomes.append((list(s.labels), s.parent.tolist(), s.start.tolist(), s.end.tolist()))
+            except ParseError as err:
+                outcomes.append(str(err))
+        assert outcomes[0] == outcomes[1], text

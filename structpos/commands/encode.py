@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import signal
 import sys
 import threading
@@ -12,8 +13,8 @@ from typing import Callable
 
 DESCRIPTION = """\
 Encode a corpus into Parquet shards of per-node coordinates, unattended: a record that cannot
-be read, parsed or encoded, that runs past --record-timeout, exceeds a limit or kills its worker
-process goes to errors.jsonl and the run goes on. Always: records in = rows' records + error rows.
+be read, parsed or encoded, that runs past --record-timeout, exceeds a limit, kills its worker
+process or has rows too large to store goes to errors.jsonl and the run goes on. Always: records in = rows' records + error rows.
 
 examples:
   structpos encode corpus.jsonl --kind code --language python --coords tree,lap:8 --out enc/ --workers 2
@@ -50,13 +51,14 @@ output (in --out):
   errors.jsonl             one line per failed record: id, shard, input, position, stage (read,
                            parse, coords, timeout, memory, worker, write), error_type, message,
                            offset (the position inside the record), digest (its content hash).
-  manifest.json            options, per-shard counts and content hashes (index/part-NNNNN.json:
-                           record ids and their content hashes), totals, skipped entries.
+  manifest.json            options, per-shard counts, content hashes (index/part-NNNNN.json:
+                           record ids and their content hashes) and the SHA-256 of the shard's
+                           files, totals, skipped entries.
 
 --resume continues a run killed at any moment (kill -9, Ctrl-C, disk full): finished shards whose
-records are unchanged are kept; a shard with a changed record, or damaged files, is encoded
-again; records already in errors are not retried unless --retry-errors. Resuming with other
-options is refused. One run at a time may write --out (an exclusive lock; the holder is named).
+records are unchanged are kept; a shard with a changed record, or files whose bytes changed
+(their SHA-256 in manifest.json), is encoded again; records already in errors are not retried
+unless --retry-errors. Resuming with other options is refused. One run at a time may write --out (an exclusive lock; the holder is named).
 
 exit status: 0 done; 1 no record could be encoded; 2 bad arguments, input or output directory;
 130 interrupted by Ctrl-C or SIGTERM (then continue with --resume).
@@ -324,17 +326,25 @@ def config_from_args(args: argparse.Namespace):
     counts = [x for x in args.limit if isinstance(x, int)]
     max_records = args.max_records if args.max_records is not None else (counts[-1] if counts else None)
     if args.record_timeout is not None:
-        if args.record_timeout <= 0:
-            raise SpecError(f"must be positive, got {args.record_timeout:g}", name="--record-timeout")
+        if not (math.isfinite(args.record_timeout) and args.record_timeout > 0):
+            raise SpecError(
+                f"must be a finite number of seconds > 0 (--limit record_timeout=none turns it off), "
+                f"got {args.record_timeout:g}",
+                name="--record-timeout",
+            )
         overrides["record_timeout"] = str(args.record_timeout)
     if args.retry_errors and not args.resume:
         raise SpecError("only makes sense with --resume", name="--retry-errors")
+    try:
+        limits = DEFAULT_LIMITS.with_overrides(overrides) if overrides else DEFAULT_LIMITS
+    except SpecError as e:  # "limit record_timeout: ..." -> "--limit record_timeout: ..."
+        raise SpecError(f"--{e}") from None
     return EncodeConfig(
         kind=args.kind,
         coords=args.coords,
         language=args.language,
         parser_options=_with_tokenizer(dict(args.parser_opt), args.tokenizer),
-        limits=DEFAULT_LIMITS.with_overrides(overrides) if overrides else DEFAULT_LIMITS,
+        limits=limits,
         field=args.field,
         id_field=args.id_field,
         glob=args.glob,

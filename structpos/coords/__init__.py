@@ -41,13 +41,30 @@ __all__ = [
     "CoordFamily",
     "CoordFn",
     "compute",
+    "estimated_bytes",
     "families_markdown",
     "spec_syntax",
     "get",
     "parse_spec",
     "register",
     "validate_spec",
+    "MAX_TREE_DEPTH",
+    "MAX_TREE_WIDTH",
+    "MAX_K",
+    "MAX_MAGLAP_Q",
 ]
+
+MAX_TREE_DEPTH = 4096
+"""Largest ``D`` of ``tree:DxW``: the root path is an ``(N, D)`` array, so ``D`` bounds its size."""
+MAX_TREE_WIDTH = 2**31 - 1
+"""Largest ``W`` of ``tree:DxW`` (sibling indices are clipped to ``W - 1`` and stored as int16/int32)."""
+MAX_K = 4096
+"""Largest ``k`` of ``lap:k`` and ``maglap:k`` (eigenpairs, an ``(N, k)`` array each) and ``K`` of
+``rw:K`` (walk steps, an ``(N, K)`` array)."""
+MAX_MAGLAP_Q = 1.0
+"""Largest potential ``q`` of ``maglap:k:q``. ``L^(q)`` is periodic in ``q`` with period 1 and ``q``,
+``1 - q`` give complex-conjugate eigenvectors, so ``[0, 0.5]`` holds every distinct operator and
+``[0, 1]`` one whole period."""
 
 CoordFn = Callable[[Structure, "str | None"], dict[str, np.ndarray]]
 
@@ -119,6 +136,8 @@ class CoordFamily(Entry):
         The arrays the compute function returns (empty when unknown, e.g. a user function).
     default_arg : str
         What an omitted argument means (for the docs).
+    maximum : str
+        The argument's documented bounds (for the docs), enforced by the validator.
 
     Examples
     --------
@@ -129,10 +148,12 @@ class CoordFamily(Entry):
 
     columns: tuple[Column, ...] = ()
     default_arg: str = ""
+    maximum: str = ""
+    """The documented bounds of the argument (for the docs), e.g. ``"k <= 4096"``."""
 
 
 # ----------------------------------------------------------------------- argument validators
-def _int(spec: str, text: str, what: str, minimum: int, hint: str = "") -> int:
+def _int(spec: str, text: str, what: str, minimum: int, hint: str = "", maximum: int | None = None) -> int:
     message = f"{spec}: {what} must be an integer >= {minimum} (got {text!r}){hint}"
     try:
         value = int(text)
@@ -140,28 +161,40 @@ def _int(spec: str, text: str, what: str, minimum: int, hint: str = "") -> int:
         raise SpecError(message) from None
     if value < minimum:
         raise SpecError(message)
+    if maximum is not None and value > maximum:
+        raise SpecError(f"{spec}: {what} must be <= {maximum} (got {value}; the documented maximum){hint}")
     return value
 
 
-def _one_int(name: str, param: str, default: int | None, minimum: int) -> Callable[[str | None], dict[str, Any]]:
+def _one_int(
+    name: str, param: str, default: int | None, minimum: int, maximum: int | None = None
+) -> Callable[[str | None], dict[str, Any]]:
     def validate(arg: str | None) -> dict[str, Any]:
         if not arg:
             return {param: default}
-        return {param: _int(f"{name}:{arg}", arg, param, minimum)}
+        return {param: _int(f"{name}:{arg}", arg, param, minimum, maximum=maximum)}
 
     return validate
 
 
 def _int_arg_family(
-    name: str, target: str, *, param: str, default: int | None, minimum: int, **docs: Any
+    name: str,
+    target: str,
+    *,
+    param: str,
+    default: int | None,
+    minimum: int,
+    maximum: int | None = None,
+    **docs: Any,
 ) -> CoordFamily:
-    """A family whose argument is one optional integer ``param`` (spec ``name[:param]``)."""
+    """A family whose argument is one optional integer ``param`` (spec ``name[:param]``), at most ``maximum``."""
     return CoordFamily(
         name,
         target,
-        _one_int(name, param, default, minimum),
+        _one_int(name, param, default, minimum, maximum),
         syntax=f"{name}[:{param}]",
         default_arg="no cap" if default is None else str(default),
+        maximum="" if maximum is None else f"{param} <= {maximum}",
         **docs,
     )
 
@@ -174,8 +207,8 @@ def _tree_arg(arg: str | None) -> dict[str, Any]:
     dpart, _, wpart = arg.lower().partition("x")
     spec = f"tree:{arg}"
     hint = ", expected e.g. 'tree:32x64'"
-    depth = _int(spec, dpart, "depth", 1, hint) if dpart else DEFAULT_MAX_DEPTH
-    width = _int(spec, wpart, "width", 1, hint) if wpart else DEFAULT_MAX_WIDTH
+    depth = _int(spec, dpart, "depth", 1, hint, MAX_TREE_DEPTH) if dpart else DEFAULT_MAX_DEPTH
+    width = _int(spec, wpart, "width", 1, hint, MAX_TREE_WIDTH) if wpart else DEFAULT_MAX_WIDTH
     return {"D": depth, "W": width}
 
 
@@ -183,15 +216,17 @@ def _maglap_arg(arg: str | None) -> dict[str, Any]:
     parts = (arg or "").split(":")
     if len(parts) > 2:
         raise SpecError(f"maglap:{arg}: expected maglap[:k[:q]]")
-    k = _int(f"maglap:{arg}", parts[0], "k", 1) if parts[0] else 8
+    k = _int(f"maglap:{arg}", parts[0], "k", 1, maximum=MAX_K) if parts[0] else 8
     q = 0.25
     if len(parts) > 1 and parts[1]:
         try:
             q = float(parts[1])
         except ValueError:
             q = math.nan
-        if not (math.isfinite(q) and q >= 0):
-            raise SpecError(f"maglap:{arg}: q must be a finite number >= 0 (got {parts[1]!r})")
+        if not (math.isfinite(q) and 0 <= q <= MAX_MAGLAP_Q):
+            raise SpecError(
+                f"maglap:{arg}: q must be a number in [0, {MAX_MAGLAP_Q:g}] (got {parts[1]!r}; L^(q) has period 1 in q)"
+            )
     return {"k": k, "q": q}
 
 
@@ -208,6 +243,7 @@ COORDS.add(
         _tree_arg,
         syntax="tree[:DxW]",
         default_arg="32x64",
+        maximum=f"D <= {MAX_TREE_DEPTH}, W <= {MAX_TREE_WIDTH}",
         summary="Depth, sibling index, parent, children, subtree size and the capped root path of each tree node.",
         reference=r"$\mathrm{depth}(v)=\mathrm{depth}(\mathrm{parent}(v))+1$; root path = sibling indices "
         r"from the root, first $D$ levels, each clipped to $W-1$ (Shiv & Quirk 2019).",
@@ -275,6 +311,7 @@ COORDS.add(
         param="k",
         default=8,
         minimum=1,
+        maximum=MAX_K,
         summary="Laplacian eigenvector positional encoding (undirected).",
         reference=r"$L = I - D^{-1/2} A D^{-1/2}$; the $k$ eigenvectors after the zero mode of each component, "
         "sign fixed (Dwivedi et al. 2020).",
@@ -298,6 +335,7 @@ COORDS.add(
         param="K",
         default=16,
         minimum=1,
+        maximum=MAX_K,
         summary="Random-walk structural encoding: return probabilities after 1..K steps.",
         reference=r"$\mathrm{RWSE}_k(v) = (D^{-1}A)^k_{vv}$, $k = 1..K$ (Dwivedi et al. 2022).",
         columns=(Column("rw", "float32", ("K",), "return probability after 1..K steps"),),
@@ -310,6 +348,7 @@ COORDS.add(
         _maglap_arg,
         syntax="maglap[:k[:q]]",
         default_arg="8:0.25",
+        maximum=f"k <= {MAX_K}, 0 <= q <= {MAX_MAGLAP_Q:g}",
         summary="Magnetic Laplacian eigenvectors for directed graphs (real and imaginary parts).",
         reference=r"$L^{(q)} = I - (D_s^{-1/2} A_s D_s^{-1/2}) \odot \exp(i\,2\pi q (B - B^\top))$ "
         "(Geisler et al. 2023).",
@@ -512,12 +551,17 @@ def validate_spec(spec: str | list[str]) -> list[tuple[str, str | None, dict[str
     Raises
     ------
     SpecError
-        On an unknown family, a bad argument, or an empty spec.
+        On an unknown family, a bad argument (one past its documented maximum: ``MAX_TREE_DEPTH``,
+        ``MAX_TREE_WIDTH``, ``MAX_K``, ``MAX_MAGLAP_Q``), or an empty spec.
 
     Examples
     --------
     >>> validate_spec("tree:8, maglap:4:0.1")
     [('tree', '8', {'D': 8, 'W': 64}), ('maglap', '4:0.1', {'k': 4, 'q': 0.1})]
+    >>> validate_spec("rw:100000000")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: rw:100000000: K must be <= 4096 (got 100000000; the documented maximum)
     """
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     out = []
@@ -556,6 +600,47 @@ def parse_spec(spec: str | list[str]) -> list[tuple[str, str | None]]:
     [('tree', None), ('lap', '8')]
     """
     return [(name, arg) for name, arg, _ in validate_spec(spec)]
+
+
+def estimated_bytes(spec: str | list[str], num_nodes: int) -> int:
+    """The bytes of the arrays ``spec`` computes for ``num_nodes`` nodes, from the families' columns.
+
+    Exact for families whose per-node shapes are fixed by their arguments (``tree``, ``lap``,
+    ``rw``, ``maglap``, ``spd``, ``resistance``, ``table``); a data-dependent dimension counts as 1
+    and a family registered without columns as 0. The encode pipeline checks it against
+    ``max_memory_bytes`` before computing, so a spec too large for a record fails at once.
+
+    Parameters
+    ----------
+    spec : str or list of str
+        The coordinate spec.
+    num_nodes : int
+        The structure's node count.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    SpecError
+        On a bad spec.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("[1, [2, 3]]", "json")
+    >>> estimated_bytes("tree,spd", s.num_nodes) == sum(a.nbytes for a in compute(s, "tree,spd").values())
+    True
+    >>> estimated_bytes("tree:4096", 10**6) == 10**6 * (4096 * 2 + 5 * 8 + 1)  # int16 paths, 5 int64s, a flag
+    True
+    """
+    total = 0
+    for name, _arg, params in validate_spec(spec):
+        for col in COORDS[name].columns:
+            dims = [1 if d is None else int(d) for d in col.concrete_shape(params, num_nodes)]
+            total += int(num_nodes) * math.prod(dims) * np.dtype(col.dtype).itemsize
+    return total
 
 
 def compute(structure: Structure, spec: str | list[str]) -> dict[str, np.ndarray]:
@@ -617,7 +702,8 @@ def families_markdown() -> str:
             + (" *optional*" if c.optional else "")
             for c in fam.columns
         )
-        rows.append(f"| `{fam.syntax}` | {fam.default_arg or '—'} | {cols} | {fam.summary} | {fam.reference} |")
+        default = (fam.default_arg or "—") + (f" ({fam.maximum})" if fam.maximum else "")
+        rows.append(f"| `{fam.syntax}` | {default} | {cols} | {fam.summary} | {fam.reference} |")
     return "\n".join(rows)
 
 

@@ -13,7 +13,9 @@ ambiguous grammars. Compiled grammars are cached per (grammar, start, parser).
 Time limit: Earley is cubic in the input on ambiguous grammars (a 1 KB input of a grammar like
 ``s: s s | "a"`` runs for minutes), so with ``limits.record_timeout`` set (the default) an
 Earley parse runs in a helper process killed at the deadline
-(:func:`~structpos.parsers._guard.call_guarded`); LALR parses are linear and run here.
+(:func:`~structpos.parsers._guard.call_guarded`). LALR parses are linear and run here, token
+by token (lark's interactive parser), checking the clock every few hundred tokens, so a large
+input stops at ``record_timeout`` too (a single token whose regex runs long is not interrupted).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections import OrderedDict
 from functools import lru_cache
 
 from ..exceptions import ParseError, SpecError
-from ..limits import Limits, node_budget, resolve_limits
+from ..limits import Deadline, Limits, node_budget, resolve_limits
 from ..structure import Structure, StructureError
 from . import require
 from ._guard import StaleHelper, call_guarded, can_fork
@@ -65,7 +67,8 @@ def parse_grammar(
     name : str, optional
         The input's name in error messages (default: the path, else ``"<grammar input>"``).
     limits : Limits, optional
-        ``max_input_bytes`` and ``max_nodes`` apply; an Earley parse stops at ``record_timeout``.
+        ``max_input_bytes`` and ``max_nodes`` apply; a parse stops at ``record_timeout`` (Earley:
+        its helper process is killed; LALR: checked every ``CHECK_EVERY`` tokens).
 
     Returns
     -------
@@ -81,7 +84,7 @@ def parse_grammar(
     SpecError
         ``parser`` is neither ``"lalr"`` nor ``"earley"``.
     LimitError
-        ``max_input_bytes``, ``max_nodes`` or (Earley) ``record_timeout`` exceeded.
+        ``max_input_bytes``, ``max_nodes`` or ``record_timeout`` exceeded.
 
     Examples
     --------
@@ -106,7 +109,8 @@ def parse_grammar(
         args = (_lark_key(compiled), text, name, node_budget(limits))
         deadline = time.monotonic() + timeout
         return call_guarded(_helper_parse, args, deadline, what="lark Earley parse", timeout=timeout, name=name)
-    return _parse(compiled, text, name, node_budget(limits))
+    timed = Deadline(timeout, "lark LALR parse still running", name) if compiled.options.parser == "lalr" else None
+    return _parse(compiled, text, name, node_budget(limits), timed)
 
 
 def _compile_checked(grammar: str, start: str, parser: str, lark):
@@ -140,11 +144,34 @@ def _helper_parse(key: int, text: str, name: str, max_nodes: int) -> Structure:
     return _parse(_LARKS[key], text, name, max_nodes)
 
 
-def _parse(compiled, text: str, name: str, max_nodes: int) -> Structure:
-    """``compiled.parse(text)`` as a Structure; lark's errors as structpos's, naming ``line:col``."""
+CHECK_EVERY = 256
+"""Tokens between two looks at the clock in a timed LALR parse."""
+
+
+def _lalr_timed(compiled, text: str, deadline: Deadline):
+    """``compiled.parse(text)`` for an LALR grammar, token by token, raising ``deadline``'s
+    :class:`~structpos.exceptions.LimitError` (at the token reached) once it has passed."""
+    parser = compiled.parse_interactive(text)
+    last = None
+    for i, token in enumerate(parser.iter_parse()):
+        last = token
+        if i % CHECK_EVERY == 0 and deadline.passed():
+            raise deadline.error(position=f"line:col {token.line}:{token.column}")
+    return parser.feed_eof(last)
+
+
+def _parse(compiled, text: str, name: str, max_nodes: int, deadline: Deadline | None = None) -> Structure:
+    """``compiled.parse(text)`` as a Structure; lark's errors as structpos's, naming ``line:col``.
+
+    With a ``deadline`` (an LALR grammar under ``record_timeout``) the parse checks the clock as it goes.
+    """
     lark = require("lark", "text", "parse_grammar")
     try:
-        tree = compiled.parse(text)
+        tree = (
+            compiled.parse(text)
+            if deadline is None or deadline.timeout is None
+            else _lalr_timed(compiled, text, deadline)
+        )
     except RecursionError:
         raise ParseError("input nested too deeply for lark's parser", name=name) from None
     except lark.exceptions.UnexpectedInput as e:

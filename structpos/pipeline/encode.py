@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..exceptions import InputError, LimitError, SpecError
+from ..exceptions import InputError, LimitError, ParseError, SpecError
 from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from .arrow import BASE_COLUMNS, rows_to_table
 from .records import Record
@@ -32,8 +32,11 @@ __all__ = [
     "encode_records",
     "encode_each",
     "error_entry",
+    "cannot_store",
+    "store_error",
     "record_timer",
     "validate_spec",
+    "validate_languages",
     "EncodeBatch",
     "output_schema",
     "conform",
@@ -121,7 +124,36 @@ class EncodeOptions:
         for _kind, target in self.extra_parsers:
             load_parser(target)
         validate_spec(self.coords)
+        if self.language is not None:
+            validate_languages(self.language)
+        self._validate_parser_options(dict(self.extra_parsers))
         return self
+
+    def _validate_parser_options(self, extra: dict[str, str]) -> None:
+        """``--parser-opt`` keys the parser of ``kind`` takes, and a ``grammar`` that compiles."""
+        from ..parsers import get_parser
+        from .tokens import TOKENIZER_OPTION
+
+        options = {k: v for k, v in self.parser_options if k != TOKENIZER_OPTION}
+        if self.kind is None:
+            return
+        fn = load_parser(extra[self.kind]) if self.kind in extra else get_parser(self.kind)
+        params = list(inspect.signature(fn).parameters.values())
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            known = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            known -= {"name", "limits"}
+            for key in options:
+                if key not in known:
+                    raise SpecError(
+                        f"{self.kind} parser has no option {key!r} (options: {', '.join(sorted(known))})",
+                        name="--parser-opt",
+                    )
+            missing = [p.name for p in params[1:] if p.default is p.empty and p.kind is not p.VAR_POSITIONAL]
+            missing = [m for m in missing if m not in options and m not in ("name", "limits")]
+            if missing:
+                raise SpecError(f"--kind {self.kind} needs {missing[0]}=...", name="--parser-opt")
+        if self.kind == "grammar" and self.kind not in extra:
+            _validate_grammar(options)
 
     def as_dict(self) -> dict:
         """What determines the output (kept in the manifest; a resume with other values is refused).
@@ -146,6 +178,74 @@ class EncodeOptions:
             "limits": _limits_dict(self.limits),
             **({"extra_parsers": [list(kv) for kv in self.extra_parsers]} if self.extra_parsers else {}),
         }
+
+
+def validate_languages(language: str) -> list[str]:
+    """Check ``--language`` (comma separated) before any record: each a known language or an installed grammar wheel.
+
+    Parameters
+    ----------
+    language : str
+        ``"python"``, ``"python,go"``, an alias (``"py"``) or ``<name>`` of a ``tree_sitter_<name>`` wheel.
+
+    Returns
+    -------
+    list of str
+        The names as given.
+
+    Raises
+    ------
+    SpecError
+        A name that is no language (naming ``--language`` and the known ones).
+
+    Examples
+    --------
+    >>> validate_languages("python,go")
+    ['python', 'go']
+    >>> validate_languages("cobol")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: --language: unknown language 'cobol'; known: python, javascript, java, go, rust, c, cpp (or <name> of an installed tree_sitter_<name> wheel)
+    """
+    import importlib.util
+
+    from ..parsers.code import ALIASES, LANGUAGES
+
+    names = [x.strip() for x in language.split(",") if x.strip()]
+    if not names:
+        raise SpecError(f"no language in {language!r}", name="--language")
+    for name in names:
+        canon = name.lower().replace("-", "_")
+        canon = ALIASES.get(canon, canon)
+        if canon in LANGUAGES:
+            continue
+        if canon.isidentifier() and importlib.util.find_spec(f"tree_sitter_{canon}") is not None:
+            continue
+        raise SpecError(
+            f"unknown language {name!r}; known: {', '.join(LANGUAGES)} "
+            "(or <name> of an installed tree_sitter_<name> wheel)",
+            name="--language",
+        )
+    return names
+
+
+def _validate_grammar(options: Mapping[str, Any]) -> None:
+    """``--parser-opt grammar=...`` (with ``start``, ``parser``) compiles: checked once, up front."""
+    from ..exceptions import StructposError
+    from ..parsers.grammar import parse_grammar
+
+    grammar = options.get("grammar")
+    if not isinstance(grammar, str):
+        raise SpecError(f"grammar must be lark grammar text, got {type(grammar).__name__}", name="--parser-opt grammar")
+    try:
+        # compiles (and caches) the grammar; the empty input itself may well be rejected
+        start, parser = options.get("start", "start"), options.get("parser", "lalr")
+        parse_grammar("", grammar, start=start, parser=parser, limits=Limits(record_timeout=None))
+    except StructposError as e:
+        if "bad grammar" in str(e) or isinstance(e, SpecError):
+            raise SpecError(e.message, name="--parser-opt grammar") from None
+    except Exception as e:  # e.g. a lark %import of a missing file, a bad type for start
+        raise SpecError(f"bad grammar: {type(e).__name__}: {e}", name="--parser-opt grammar") from None
 
 
 def load_parser(target: str):
@@ -264,17 +364,37 @@ def _parse(
     if kind == "json" and not isinstance(payload, (str, bytes)):
         payload = json.dumps(payload)
     if kind == "graph" and isinstance(payload, Mapping):
-        payload = dict(payload)
-        if "edge_index" not in payload:
-            raise InputError(
-                "a graph payload object needs an 'edge_index' entry "
-                '(graph JSONL records: {"text": {"edge_index": [[src, ...], [dst, ...]], '
-                '"num_nodes": n}})'
-            )
-        edge_index = np.asarray(payload.pop("edge_index"), dtype=np.int64).reshape(2, -1)
-        kw = {**payload, **kw}
-        payload = edge_index
+        return _parse_graph_object(fn, payload, kw, name)
     return fn(payload, **kw)
+
+
+def _parse_graph_object(fn, payload: Mapping, kw: dict, name: str):
+    """A ``graph`` payload object ``{"edge_index": [[src...], [dst...]], **options}``: its keys are
+    parser options, and everything wrong with it is a :class:`ParseError` naming the record (as
+    ``parse(edge_index, "graph")`` raises)."""
+    payload = dict(payload)
+    if "edge_index" not in payload:
+        raise ParseError(
+            "a graph payload object needs an 'edge_index' entry "
+            '(graph JSONL records: {"text": {"edge_index": [[src, ...], [dst, ...]], '
+            '"num_nodes": n}})',
+            name=name,
+        )
+    edge_index = payload.pop("edge_index")
+    if isinstance(edge_index, (list, tuple)) and len(edge_index) == 0:
+        edge_index = np.zeros((2, 0), dtype=np.int64)  # no edges: isolated nodes (num_nodes says how many)
+    params = list(inspect.signature(fn).parameters.values())
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        options = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        options -= {"name", "limits"}  # the record's own
+        unknown = sorted(set(payload) - options)
+        if unknown:
+            known = ", ".join(["edge_index", *sorted(options)])
+            raise ParseError(f"graph payload object: unknown key {unknown[0]!r} (known: {known})", name=name)
+    try:
+        return fn(edge_index, **{**payload, **kw})
+    except (TypeError, OverflowError) as e:  # a key of the wrong type
+        raise ParseError(f"graph payload object: {e}", name=name) from None
 
 
 def encode_payload(
@@ -328,7 +448,8 @@ def encode_payload(
     ParseError
         The payload does not parse as ``kind``.
     LimitError
-        The payload or a structure exceeds a limit.
+        The payload or a structure exceeds a limit (``max_memory_bytes``: the coordinates'
+        arrays, estimated by :func:`~structpos.coords.estimated_bytes` before computing them).
     SpecError
         A bad coordinate spec.
 
@@ -343,7 +464,7 @@ def encode_payload(
     >>> [r["id"] for r in encode_payload("doc", conllu.replace("= x", "= y", 1), "conllu", "tree")]
     ['doc#y', 'doc#x']
     """
-    from ..coords import compute
+    from ..coords import compute, estimated_bytes
     from .tokens import TOKENIZER_OPTION, add_token_columns
 
     if limits.max_input_bytes is not None and isinstance(payload, (str, bytes)):
@@ -359,6 +480,9 @@ def encode_payload(
             sent_id = s.sentence.sent_id if getattr(s, "sentence", None) is not None else None
             rid = f"{record_id}#{sent_id if sent_id is not None else k}"
         check_limit(int(s.num_nodes), limits.max_nodes, "max_nodes", "nodes", name=rid)
+        if coords and limits.max_memory_bytes is not None:  # a spec too large for this record fails before allocating
+            need = estimated_bytes(coords, int(s.num_nodes))
+            check_limit(need, limits.max_memory_bytes, "max_memory_bytes", "bytes of coordinates", name=rid)
         try:
             c = compute(s, coords) if coords else {}
         except Exception as e:
@@ -436,8 +560,61 @@ def error_entry(record: Record, exc_type: str, message: str, stage: str, offset:
     }
 
 
+def cannot_store(exc: BaseException) -> bool:
+    """Whether ``exc`` says that rows cannot be stored (out of memory, too many values, text Arrow
+    refuses), as opposed to an I/O error or a bug.
+
+    Parameters
+    ----------
+    exc : BaseException
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> cannot_store(pa.ArrowMemoryError("malloc failed")), cannot_store(OSError(28, "No space left"))
+    (True, False)
+    """
+    return isinstance(exc, (MemoryError, ValueError, TypeError, pa.ArrowException)) and not isinstance(exc, OSError)
+
+
+def store_error(record: Record, exc: BaseException) -> dict:
+    """The error entry of a record whose rows cannot be stored: stage ``memory`` (``MemoryError``) or ``write``.
+
+    Parameters
+    ----------
+    record : Record
+        The record.
+    exc : BaseException
+        What Arrow or Parquet raised.
+
+    Returns
+    -------
+    dict
+        Its :func:`error_entry`.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> e = store_error(Record("r", "[1]", "r"), pa.ArrowMemoryError("malloc of size 8 failed"))
+    >>> e["stage"], e["error_type"]
+    ('memory', 'ArrowMemoryError')
+    """
+    text = " ".join((str(exc) or type(exc).__name__).split())
+    stage = "memory" if isinstance(exc, MemoryError) else "write"
+    return error_entry(
+        record,
+        type(exc).__name__,
+        f"cannot store its rows ({text[:300]}); ask for smaller coordinates (--coords) or fewer nodes",
+        stage,
+    )
+
+
 def _stage_of(exc: BaseException, stage: str) -> str:
-    if isinstance(exc, MemoryError):
+    if isinstance(exc, MemoryError) or (isinstance(exc, LimitError) and exc.limit == "max_memory_bytes"):
         return "memory"
     if isinstance(exc, LimitError) and exc.limit == "record_timeout":
         return "timeout"
@@ -803,7 +980,8 @@ class EncodeBatch:
     coordinates and its ``error_type``/``error`` set, so rows out >= records in; successful
     rows have null error columns. With ``keep_errors=False`` failed records are dropped.
     ``limits`` (:class:`~structpos.limits.Limits`) bounds each record as in ``structpos encode``
-    (no per-record timeout or memory limit here: those need the encode workers).
+    (no per-record timeout or address-space limit here: those need the encode workers; a record
+    whose coordinates alone would exceed ``limits.max_memory_bytes`` still fails before computing them).
 
     Parameters
     ----------
@@ -830,6 +1008,9 @@ class EncodeBatch:
     ------
     SpecError
         An unknown kind or a bad coordinate spec (at construction, before any batch).
+    InputError
+        A batch whose rows do not fit one Arrow table although each record's do (a record whose
+        own rows cannot be stored is an error row of stage ``memory`` / ``write`` instead).
 
     Examples
     --------
@@ -908,16 +1089,41 @@ class EncodeBatch:
         return out
 
     def __call__(self, batch: Any, indices: Sequence[int] | None = None) -> pa.Table:
+        records = self.records(batch, indices)
+        per_record = [encode_one(rec, self.options) for rec in records]
+        try:
+            return self._table(records, per_record)
+        except Exception as e:
+            if not cannot_store(e):
+                raise
+            first = e
+        for k, (ok, _err) in enumerate(per_record):  # rows that Arrow refuses: find the records at fault
+            if ok:
+                try:
+                    rows_to_table(ok)
+                except Exception as e:
+                    if not cannot_store(e):
+                        raise
+                    per_record[k] = ([], store_error(records[k], e))
+        try:
+            return self._table(records, per_record)
+        except Exception as e:
+            if not cannot_store(e):
+                raise
+            raise InputError(
+                f"the rows of a batch of {len(records)} records do not fit one Arrow table "
+                f"({type(first).__name__}: {' '.join(str(first).split())[:200]}); pass a smaller batch size"
+            ) from e
+
+    def _table(self, records: list[Record], per_record: list[tuple[list[dict], dict | None]]) -> pa.Table:
         rows: list[dict] = []
         error_type: list[str | None] = []
         error: list[str | None] = []
-        for rec in self.records(batch, indices):
-            ok, errs, _ = encode_records([rec], self.options)
+        for rec, (ok, e) in zip(records, per_record):
             rows.extend(ok)
             error_type.extend([None] * len(ok))
             error.extend([None] * len(ok))
-            if errs and self.keep_errors:
-                e = errs[0]
+            if e is not None and self.keep_errors:
                 rows.append(
                     {
                         "id": e["id"],

@@ -26,10 +26,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from .encode import EncodeOptions, conform, encode_one, error_entry, output_schema
+from .encode import EncodeOptions, cannot_store, encode_one, error_entry
 from .isolation import WorkerPool, memory_limited
 from .records import Record
-from .shards import ShardResult, ShardTask, _rows_table, encode_shard, encode_shard_table, shard_digest, write_shard
+from .shards import (
+    ShardResult,
+    ShardTask,
+    encode_shard,
+    encode_shard_table,
+    shard_digest,
+    write_shard,
+    write_shard_records,
+)
 
 __all__ = ["run_serial", "run_processes", "run_ray", "ENGINES"]
 
@@ -131,22 +139,7 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
                 [],
                 error_entry(task.records[k], type(e).__name__, f"{why}; alone: {_first_line(e)}", stage),
             )
-    table = conform(_rows_table(per_record, task.records), output_schema(options))
-    errors = [err for _, err in per_record if err is not None]
-    n = len(task.records)
-    ids = [r.id for r in task.records]
-    write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
-    return ShardResult(
-        task.index,
-        n,
-        n - len(errors),
-        len(errors),
-        table.num_rows,
-        ids[0] if ids else None,
-        ids[-1] if ids else None,
-        time.perf_counter() - t0,
-        shard_digest(ids, task.digests),
-    )
+    return write_shard_records(Path(task.out_dir), task.index, task.records, per_record, options, task.digests, t0=t0)
 
 
 def _ray_one(record: Record, options: EncodeOptions):
@@ -225,7 +218,13 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
                     yield _ray_per_record(ray, task, f"the shard's task failed ({_first_line(e)})")
                     continue
                 ids = [r.id for r in task.records]
-                write_shard(Path(task.out_dir), res.index, table, errors, ids, task.digests)
+                try:
+                    res.sha256 = write_shard(Path(task.out_dir), res.index, table, errors, ids, task.digests)
+                except Exception as e:  # rows the driver cannot store: record by record, the culprit an error
+                    if not cannot_store(e):
+                        raise
+                    yield _ray_per_record(ray, task, f"the shard could not be stored ({_first_line(e)})")
+                    continue
                 res.digest = shard_digest(ids, task.digests)
                 yield res
     finally:

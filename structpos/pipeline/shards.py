@@ -10,7 +10,15 @@ neither lose nor duplicate a record, whatever moment a ``kill -9`` struck.
 
 Per shard the manifest keeps ``records = encoded + errors`` (and ``rows``, which exceeds
 ``encoded`` when a record yields several structures), plus the first and last record id, so
-a resume against changed input is refused instead of silently mixing two inputs.
+a resume against changed input is refused instead of silently mixing two inputs, and the
+SHA-256 of each of the shard's three files (``sha256``), so that a resume re-encodes a shard
+whose bytes changed in any way (a flipped byte, another shard's file copied over it), not
+only one that no longer reads.
+
+A shard whose rows Arrow or Parquet refuse as one table (out of memory, more than ``2**31``
+values in a column) is written record by record, one row group each; a record whose own rows
+cannot be stored becomes an error entry of stage ``memory`` (or ``write``), so one record
+with a huge output (``--coords tree:4096`` on a large file) never fails the run.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import pyarrow.parquet as pq
 
 from ..exceptions import ResumeError
 from .arrow import rows_to_table
-from .encode import EncodeOptions, conform, encode_each, error_entry, output_schema
+from .encode import EncodeOptions, cannot_store, conform, encode_each, output_schema, store_error
 from .records import Record
 
 __all__ = [
@@ -41,14 +49,17 @@ __all__ = [
     "encode_shard",
     "encode_shard_table",
     "write_shard",
+    "write_shard_records",
     "shard_digest",
     "options_hash",
     "atomic_write_bytes",
+    "file_sha256",
 ]
 
 MANIFEST = "manifest.json"
 ERRORS = "errors.jsonl"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
+"""3: each shard entry has ``sha256`` (its files' checksums); 2 had none (checked by counts only)."""
 MAX_SKIPPED_LISTED = 1000
 """Skipped directory entries listed by path in the manifest (all are counted by reason)."""
 
@@ -135,10 +146,55 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _atomic_write_table(path: Path, table: pa.Table) -> None:
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes (hex), read in 1 MiB blocks.
+
+    Parameters
+    ----------
+    path : Path
+        The file.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+
+    Examples
+    --------
+    >>> import hashlib, tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "f"
+    >>> _ = p.write_bytes(b"abc")
+    >>> file_sha256(p) == hashlib.sha256(b"abc").hexdigest()
+    True
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _atomic_write_bytes_sha256(path: Path, data: bytes) -> str:
+    atomic_write_bytes(path, data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _atomic_write_table(path: Path, table: pa.Table) -> str:
+    """Write ``table`` as Parquet atomically; the SHA-256 of the bytes written."""
     tmp = _tmp(path)
-    pq.write_table(table, tmp, compression="zstd")
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        digest = file_sha256(tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
+    return digest
 
 
 @dataclass
@@ -159,6 +215,8 @@ class ShardResult:
         Time spent encoding it.
     digest : str, optional
         :func:`shard_digest` of its records, set once the shard is written.
+    sha256 : dict of str to str, optional
+        The SHA-256 of each of its files by path relative to the output directory, set once written.
 
     Examples
     --------
@@ -178,6 +236,7 @@ class ShardResult:
     last_id: str | None
     seconds: float
     digest: str | None = None
+    sha256: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -256,11 +315,11 @@ def shard_digest(ids: Sequence[str], digests: Sequence[str]) -> str:
 def write_shard(
     out_dir: Path,
     index: int,
-    table: pa.Table,
+    table: pa.Table | None,
     errors: Sequence[dict],
     ids: Sequence[str] = (),
     digests: Sequence[str] = (),
-) -> None:
+) -> dict[str, str]:
     """Atomically write shard ``index``: its index file, its errors file, then its Parquet file.
 
     Parameters
@@ -269,12 +328,17 @@ def write_shard(
         The output directory.
     index : int
         The shard's index.
-    table : pyarrow.Table
-        The shard's rows.
+    table : pyarrow.Table or None
+        The shard's rows (``None``: the caller writes the Parquet file itself).
     errors : sequence of dict
         Its error entries (:func:`~structpos.pipeline.encode.error_entry`).
     ids, digests : sequence of str, optional
         Its record ids and content hashes (the index file; an error line gets its record's hash).
+
+    Returns
+    -------
+    dict of str to str
+        The SHA-256 of each file written, by path relative to ``out_dir`` (kept in the manifest).
 
     Raises
     ------
@@ -286,7 +350,11 @@ def write_shard(
     >>> import json, tempfile
     >>> import pyarrow as pa
     >>> out = Path(tempfile.mkdtemp())
-    >>> write_shard(out, 0, pa.table({"id": ["a"]}), [{"id": "b", "stage": "parse"}], ["a", "b"], ["d1", "d2"])
+    >>> sums = write_shard(out, 0, pa.table({"id": ["a"]}), [{"id": "b", "stage": "parse"}], ["a", "b"], ["d1", "d2"])
+    >>> sorted(sums) == ["errors/part-00000.jsonl", "index/part-00000.json", "part-00000.parquet"]
+    True
+    >>> all(file_sha256(out / rel) == h for rel, h in sums.items())
+    True
     >>> json.loads(shard_files(out, 0).errors.read_text())
     {'id': 'b', 'shard': 0, 'stage': 'parse', 'digest': 'd2'}
     >>> json.loads(shard_files(out, 0).index_file.read_text())["ids"]
@@ -306,27 +374,70 @@ def write_shard(
         + "\n"
         for e in errors
     )
-    atomic_write_bytes(files.index_file, json.dumps({"ids": list(ids), "digests": list(digests)}).encode())
-    atomic_write_bytes(files.errors, lines.encode("utf-8"))
-    _atomic_write_table(files.parquet, table)
+    index_data = json.dumps({"ids": list(ids), "digests": list(digests)}).encode()
+    sums = {
+        _relative(out_dir, files.index_file): _atomic_write_bytes_sha256(files.index_file, index_data),
+        _relative(out_dir, files.errors): _atomic_write_bytes_sha256(files.errors, lines.encode("utf-8")),
+    }
+    if table is not None:
+        sums[_relative(out_dir, files.parquet)] = _atomic_write_table(files.parquet, table)
+    return sums
 
 
-def _rows_table(per_record: list[tuple[list[dict], dict | None]], records: Sequence[Record]) -> pa.Table:
-    """The shard's table; a record whose rows cannot be stored (text Arrow refuses) becomes an error instead."""
+def _relative(out_dir: Path, path: Path) -> str:
+    return path.relative_to(out_dir).as_posix()
+
+
+PerRecord = list[tuple[list[dict], "dict | None"]]
+"""``(rows, error entry or None)`` per record of a shard, as :func:`~structpos.pipeline.encode.encode_each` yields them."""
+
+
+def _rows_table(per_record: PerRecord, records: Sequence[Record]) -> pa.Table:
+    """The shard's table; a record whose rows cannot be stored (text Arrow refuses) becomes an error instead.
+
+    Raises what Arrow raised when each record's rows can be stored alone but not all together
+    (:func:`write_shard_records` then writes the shard record by record).
+    """
     rows = [r for ok, _ in per_record for r in ok]
     try:
         return rows_to_table(rows)
-    except Exception:  # find the record(s) at fault, one by one
+    except Exception as e:  # find the record(s) at fault, one by one
+        if not cannot_store(e):
+            raise
         for k, (ok, _err) in enumerate(per_record):
             if ok:
                 try:
                     rows_to_table(ok)
                 except Exception as e:
-                    per_record[k] = (
-                        [],
-                        error_entry(records[k], type(e).__name__, f"cannot store the rows: {e}", "write"),
-                    )
+                    if not cannot_store(e):
+                        raise
+                    per_record[k] = ([], store_error(records[k], e))
         return rows_to_table([r for ok, _ in per_record for r in ok])
+
+
+def _conformed(table: pa.Table, schema: pa.Schema | None) -> pa.Table:
+    try:
+        return conform(table, schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return table  # a coordinate of another type than the sample's: keep it as it is (readers unify schemas)
+
+
+def _shard_table(per_record: PerRecord, records: Sequence[Record], options: EncodeOptions) -> pa.Table:
+    return _conformed(_rows_table(per_record, records), output_schema(options))
+
+
+def _result(index: int, records: Sequence[Record], per_record: PerRecord, rows: int, t0: float) -> ShardResult:
+    n, n_errors = len(records), sum(err is not None for _, err in per_record)
+    return ShardResult(
+        index,
+        n,
+        n - n_errors,
+        n_errors,
+        rows,
+        records[0].id if records else None,
+        records[-1].id if records else None,
+        time.perf_counter() - t0,
+    )
 
 
 def encode_shard_table(
@@ -361,6 +472,12 @@ def encode_shard_table(
     result : ShardResult
         The counts (no ``digest`` yet).
 
+    Raises
+    ------
+    MemoryError, ValueError, pyarrow.ArrowException
+        The records' rows can each be stored but not in one table (too large a shard); the
+        record-by-record writer of :func:`write_shard_records` can still write them.
+
     Examples
     --------
     >>> from structpos.pipeline.encode import EncodeOptions
@@ -371,35 +488,237 @@ def encode_shard_table(
     """
     t0 = time.perf_counter()
     per_record = list(encode_each(records, options, preset=preset, on_record=on_record))
-    table = _rows_table(per_record, records)
-    try:
-        table = conform(table, output_schema(options))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        pass  # a coordinate of another type than the sample's: keep it as it is (readers unify schemas)
+    table = _shard_table(per_record, records, options)
     errors = [err for _, err in per_record if err is not None]
-    n = len(records)
-    res = ShardResult(
-        index,
-        n,
-        n - len(errors),
-        len(errors),
-        table.num_rows,
-        records[0].id if records else None,
-        records[-1].id if records else None,
-        time.perf_counter() - t0,
-    )
-    return table, errors, res
+    return table, errors, _result(index, records, per_record, table.num_rows, t0)
+
+
+def write_shard_records(
+    out_dir: Path,
+    index: int,
+    records: Sequence[Record],
+    per_record: PerRecord,
+    options: EncodeOptions,
+    digests: Sequence[str] = (),
+    *,
+    by_record: bool = False,
+    on_record: Callable[[int], None] | None = None,
+    t0: float | None = None,
+) -> ShardResult:
+    """Write shard ``index`` from its records' outcomes; rows that cannot be stored become errors.
+
+    First as one table (:func:`write_shard`). When Arrow or Parquet refuse it (out of memory,
+    more than ``2**31`` values in a column), or when the rows alone hold more than a quarter of
+    ``max_memory_bytes`` (``ONE_TABLE_SHARE``), the Parquet file is written record by record, one
+    row group each, so memory holds one record's table at a time; a record whose own rows
+    cannot be stored becomes an error entry (stage ``memory`` for ``MemoryError``, else
+    ``write``) and the others are still written: ``records = encoded + errors`` holds. I/O
+    errors (disk full) are raised.
+
+    Parameters
+    ----------
+    out_dir : Path
+        The output directory.
+    index : int
+        The shard's index.
+    records : sequence of Record
+        Its records.
+    per_record : list of (rows, error or None)
+        Their outcomes (:func:`~structpos.pipeline.encode.encode_each`); updated in place.
+    options : EncodeOptions
+        The options (for the output schema).
+    digests : sequence of str, optional
+        The records' content hashes.
+    by_record : bool, optional
+        Go record by record at once (a worker started again after dying while writing).
+    on_record : callable, optional
+        Called with a record's position before its rows are written record by record, ``-1`` after.
+    t0 : float, optional
+        ``time.perf_counter()`` when the shard's encoding started.
+
+    Returns
+    -------
+    ShardResult
+        With its ``digest`` and ``sha256`` set.
+
+    Raises
+    ------
+    OSError
+        A file cannot be written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from structpos.pipeline.encode import EncodeOptions, encode_each
+    >>> recs, opts = [Record("a", "[1, 2]", "a"), Record("b", "[", "b")], EncodeOptions("json", "tree")
+    >>> res = write_shard_records(Path(tempfile.mkdtemp()), 0, recs, list(encode_each(recs, opts)), opts, ["d1", "d2"])
+    >>> res.records, res.encoded, res.errors, res.rows
+    (2, 1, 1, 1)
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    ids = [r.id for r in records]
+    sums, rows = None, 0
+    budget = options.limits.max_memory_bytes
+    if budget is not None and _rows_bytes(per_record) > budget // ONE_TABLE_SHARE:
+        by_record = True  # one table (and Parquet's buffers) would take several times the rows' memory
+    if not by_record:
+        try:
+            table = _shard_table(per_record, records, options)
+            errors = [err for _, err in per_record if err is not None]
+            sums, rows = write_shard(out_dir, index, table, errors, ids, digests), table.num_rows
+        except Exception as e:
+            if not cannot_store(e):
+                raise
+    if sums is None:
+        sums, rows = _write_by_record(out_dir, index, records, per_record, options, ids, digests, on_record)
+    res = _result(index, records, per_record, rows, t0)
+    res.sha256, res.digest = sums, shard_digest(ids, digests)
+    return res
+
+
+ONE_TABLE_SHARE = 4
+"""A shard whose rows hold more than ``max_memory_bytes / ONE_TABLE_SHARE`` bytes is written record by
+record from the start: one Arrow table of it plus Parquet's buffers take a few times the rows'
+memory, and an allocation failing inside Arrow's C++ can abort the worker rather than raise."""
+
+
+def _rows_bytes(per_record: PerRecord) -> int:
+    """The bytes of the rows' arrays (coordinates, spans, parents; labels counted as 8 bytes each)."""
+    total = 0
+    for ok, _ in per_record:
+        for row in ok:
+            total += sum(getattr(a, "nbytes", 0) for a in row["coords"].values())
+            total += sum(getattr(row.get(k), "nbytes", 0) for k in ("start", "end", "parent"))
+            labels = row.get("labels")
+            total += 8 * len(labels) if labels is not None else 0
+    return total
+
+
+def _record_table(rows: list[dict], schema: pa.Schema | None) -> pa.Table:
+    return _conformed(rows_to_table(rows), schema)
+
+
+def _write_by_record(
+    out_dir: Path,
+    index: int,
+    records: Sequence[Record],
+    per_record: PerRecord,
+    options: EncodeOptions,
+    ids: Sequence[str],
+    digests: Sequence[str],
+    on_record: Callable[[int], None] | None,
+) -> tuple[dict[str, str], int]:
+    """The record-by-record writer of :func:`write_shard_records`: ``(sha256 of the files, rows)``."""
+    files = shard_files(out_dir, index)
+    tmp = _tmp(files.parquet)
+    _release_arrow_memory()  # what the failed one-table attempt left in Arrow's pool
+    schema = _union_schema(records, per_record, output_schema(options))
+    while True:
+        rows = _write_row_groups(tmp, records, per_record, schema, on_record)
+        if rows is not None:
+            break
+    try:
+        parquet_sum = file_sha256(tmp)
+        errors = [err for _, err in per_record if err is not None]
+        sums = write_shard(out_dir, index, None, errors, ids, digests)
+        os.replace(tmp, files.parquet)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    sums[_relative(out_dir, files.parquet)] = parquet_sum
+    return sums, rows
+
+
+def _release_arrow_memory() -> None:
+    try:
+        pa.default_memory_pool().release_unused()
+    except Exception:  # pragma: no cover - an old pyarrow or a pool without it
+        pass
+
+
+def _union_schema(records: Sequence[Record], per_record: PerRecord, schema: pa.Schema | None) -> pa.Schema:
+    """The file's schema: the sample's (when known) and every record's columns; a record whose rows
+    cannot be made into a table becomes an error here."""
+    schemas = [] if schema is None else [schema]
+    for k, (ok, _) in enumerate(per_record):
+        if ok:
+            try:
+                schemas.append(_record_table(ok, schema).schema)
+            except Exception as e:
+                if not cannot_store(e):
+                    raise
+                per_record[k] = ([], store_error(records[k], e))
+    if not schemas:
+        return rows_to_table([]).schema
+    try:
+        return pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # records disagree on a column's type: the first wins
+        return schemas[0]
+
+
+def _write_row_groups(
+    tmp: Path,
+    records: Sequence[Record],
+    per_record: PerRecord,
+    schema: pa.Schema,
+    on_record: Callable[[int], None] | None,
+) -> int | None:
+    """One row group per record into ``tmp``: the rows written, or ``None`` when a record failed
+    inside the writer (it is then an error entry and the file must be written again)."""
+    writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+    rows, done = 0, False
+    try:
+        for k, (ok, _) in enumerate(per_record):
+            if not ok:
+                continue
+            if on_record is not None:
+                on_record(k)
+            try:
+                table = conform(rows_to_table(ok), schema)
+                if table.schema != schema:
+                    raise ValueError(f"its columns {table.schema.names} differ from the shard's {schema.names}")
+            except Exception as e:  # before the writer saw it: the file is still good
+                if not cannot_store(e):
+                    raise
+                per_record[k] = ([], store_error(records[k], e))
+                continue
+            try:
+                writer.write_table(table)
+            except Exception as e:  # inside the writer: start the file again without this record
+                if not cannot_store(e):
+                    raise
+                per_record[k] = ([], store_error(records[k], e))
+                _release_arrow_memory()
+                return None
+            rows += table.num_rows
+        if on_record is not None:
+            on_record(-1)
+        writer.close()
+        done = True
+        return rows
+    finally:
+        if not done:
+            try:
+                writer.close()
+            except Exception:
+                pass
+            tmp.unlink(missing_ok=True)
 
 
 def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = None) -> ShardResult:
     """Encode a shard and write it atomically (the worker-side unit of the local engines).
+
+    Rows that cannot be stored (a record whose output is too large) become error entries,
+    see :func:`write_shard_records`. A shard started again after its worker died outside
+    any record (``task.retries > 0``) is written record by record, with ``on_record``
+    naming the record being written.
 
     Parameters
     ----------
     task : ShardTask
         The shard.
     on_record : callable, optional
-        Called with each record's position before it is encoded.
+        Called with each record's position before it is encoded (and written, record by record).
 
     Returns
     -------
@@ -420,13 +739,19 @@ def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = N
     >>> res.records, res.encoded, res.errors
     (2, 1, 1)
     """
-    table, errors, res = encode_shard_table(
-        task.index, task.records, task.options, preset=task.preset, on_record=on_record
+    t0 = time.perf_counter()
+    per_record = list(encode_each(task.records, task.options, preset=task.preset, on_record=on_record))
+    return write_shard_records(
+        Path(task.out_dir),
+        task.index,
+        task.records,
+        per_record,
+        task.options,
+        task.digests,
+        by_record=task.retries > 0,
+        on_record=on_record,
+        t0=t0,
     )
-    ids = [r.id for r in task.records]
-    write_shard(Path(task.out_dir), task.index, table, errors, ids, task.digests)
-    res.digest = shard_digest(ids, task.digests)
-    return res
 
 
 def _skipped_summary(skipped: Sequence[dict]) -> dict:
@@ -435,6 +760,41 @@ def _skipped_summary(skipped: Sequence[dict]) -> dict:
         key = e["reason"].split(" (")[0].split(":")[0]
         by_reason[key] = by_reason.get(key, 0) + 1
     return {"count": len(skipped), "by_reason": by_reason, "entries": list(skipped[:MAX_SKIPPED_LISTED])}
+
+
+def _bad_manifest(what: str) -> str:
+    return f"not a structpos manifest: {what}; refusing to resume (pass --overwrite to start again)"
+
+
+_COUNTS = ("records", "encoded", "errors", "rows")
+
+
+def _shard_entries(shards: Any, path: Path) -> dict[int, dict]:
+    """The ``shards`` of a manifest read for ``--resume``, checked: ``{index: entry}`` with integer counts.
+
+    Raises
+    ------
+    ResumeError
+        ``shards`` is not an object of shard entries (an edited or foreign manifest), naming the manifest.
+    """
+    if not isinstance(shards, dict):
+        raise ResumeError(_bad_manifest(f"'shards' is a JSON {type(shards).__name__}, not an object"), name=str(path))
+    entries = {}
+    for key, entry in shards.items():
+        try:
+            index = int(key)
+        except ValueError:
+            index = -1
+        if index < 0:
+            raise ResumeError(_bad_manifest(f"shard key {key!r} is not a shard index"), name=str(path))
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool) for k in _COUNTS
+        ):
+            raise ResumeError(
+                _bad_manifest(f"shard {key!r} is not an object with integer {', '.join(_COUNTS)}"), name=str(path)
+            )
+        entries[index] = entry
+    return entries
 
 
 def options_hash(options: dict[str, Any]) -> str:
@@ -527,7 +887,8 @@ class Manifest:
         ------
         ResumeError
             The manifest was written with other options or shard size (the message lists the
-            changes), or it cannot be read.
+            changes), it cannot be read, or it is not a structpos manifest (``shards`` not an
+            object of shard entries with integer counts).
 
         Examples
         --------
@@ -538,8 +899,10 @@ class Manifest:
             return m
         try:
             data = json.loads(m.path.read_text())
-        except json.JSONDecodeError as e:  # cannot happen with atomic writes, but say so if it does
-            raise ResumeError(f"{m.path}: unreadable manifest ({e})") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:  # not with atomic writes, but say so if it happens
+            raise ResumeError(f"unreadable manifest ({e}); pass --overwrite to start again", name=str(m.path)) from None
+        if not isinstance(data, dict):
+            raise ResumeError(_bad_manifest(f"a JSON {type(data).__name__}, not an object"), name=str(m.path))
         if data.get("options_hash") != m.hash:
             before = {**(data.get("options") or {}), "shard_size": data.get("shard_size")}
             now = {**options, "shard_size": shard_size}
@@ -548,12 +911,18 @@ class Manifest:
                 for k in sorted(set(before) | set(now))
                 if before.get(k) != now.get(k)
             )
+            hint = "run with the same options, or pass --overwrite"
+            if before.get("shard_size") != shard_size and before.get("shard_size") is not None:
+                hint = (
+                    f"another --shard-size cuts the input into other shards: resume with --shard-size "
+                    f"{before['shard_size']} (a record too large to store becomes an error, it does not stop "
+                    "the run), or pass --overwrite"
+                )
             raise ResumeError(
-                f"written with different options ({changed or 'unknown'}); refusing to resume "
-                "(run with the same options, or pass --overwrite)",
+                f"written with different options ({changed or 'unknown'}); refusing to resume ({hint})",
                 name=str(out_dir),
             )
-        m.shards = {int(k): v for k, v in data.get("shards", {}).items()}
+        m.shards = _shard_entries(data.get("shards", {}), m.path)
         return m
 
     def is_done(
@@ -586,12 +955,21 @@ class Manifest:
             return False
         if e.get("digest") != shard_digest([r.id for r in records], digests) or not self._intact(index, e):
             return False
+        if "sha256" not in e:  # a shard of a version-2 manifest, intact by its counts: checksummed from now on
+            e["sha256"] = {_relative(self.out_dir, p): file_sha256(p) for p in shard_files(self.out_dir, index)}
         return not (retry_errors and e["errors"])
 
     def _intact(self, index: int, entry: dict) -> bool:
-        """The shard's files exist and agree with its entry (a corrupted or truncated shard is redone)."""
+        """The shard's files exist and agree with its entry: their SHA-256 (any changed byte, or
+        another shard's file copied over one, redoes the shard), rows and error lines."""
         files = shard_files(self.out_dir, index)
+        sums = entry.get("sha256")
         try:
+            if sums is not None:  # written by MANIFEST_VERSION >= 3
+                if not isinstance(sums, dict) or set(sums) != {_relative(self.out_dir, p) for p in files}:
+                    return False
+                if any(file_sha256(self.out_dir / rel) != h for rel, h in sums.items()):
+                    return False
             rows = pq.read_metadata(files.parquet).num_rows
             n_errors = sum(1 for line in files.errors.read_bytes().splitlines() if line.strip())
             files.index_file.stat()
@@ -615,7 +993,7 @@ class Manifest:
         Returns
         -------
         dict of int to dict
-            Empty when the shard is unknown or its errors file cannot be read.
+            Empty when the shard is unknown or its files are damaged (:meth:`is_done`'s checks).
 
         Examples
         --------
@@ -629,8 +1007,8 @@ class Manifest:
         >>> m.known_errors(0, recs, ["d1", "changed"])
         {}
         """
-        if index not in self.shards:
-            return {}
+        if index not in self.shards or not self._intact(index, self.shards[index]):
+            return {}  # a damaged errors file is no evidence: its records are encoded again
         try:
             lines = shard_files(self.out_dir, index).errors.read_text().splitlines()
             errors = {e["id"]: e for e in (json.loads(x) for x in lines if x.strip())}

@@ -63,7 +63,8 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
     Raises
     ------
     SpecError
-        The path does not exist or holds no tokenizer.
+        The path does not exist or holds no tokenizer (a file that is not a ``tokenizer.json``
+        included, named in the message).
 
     Examples
     --------
@@ -81,9 +82,9 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
     if p.is_dir() and (p / "tokenizer.json").is_file():
         p = p / "tokenizer.json"
     if p.is_file():
-        from tokenizers import Tokenizer
-
-        tok = Tokenizer.from_file(str(p))
+        tok = _tokenizer_file(p, str(path))
+    elif not p.is_dir():
+        raise SpecError("not a tokenizer.json file or a tokenizer directory", name=str(path))
     else:
         try:
             from transformers import AutoTokenizer
@@ -95,6 +96,21 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
             raise SpecError("a fast tokenizer (with offsets) is needed", name=str(path))
     _LOADED[key] = tok
     return tok
+
+
+def _tokenizer_file(p: Path, name: str) -> Any:
+    """``tokenizers.Tokenizer.from_file``, its failures one :class:`SpecError` naming the file."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise SpecError(
+            "reading a tokenizer.json needs the 'tokenizers' package (pip install tokenizers)", name=name
+        ) from None
+    try:
+        return Tokenizer.from_file(str(p))
+    except Exception as e:  # tokenizers raises a bare Exception for any unreadable file
+        reason = " ".join(str(e).split())[:200] or type(e).__name__
+        raise SpecError(f"not a tokenizer.json of the tokenizers library ({reason})", name=name) from None
 
 
 def tokenize(tokenizer: Any, text: str) -> tuple[np.ndarray, np.ndarray]:
