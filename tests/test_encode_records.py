@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from structpos.exceptions import ParseError
+from structpos.parsers import parse
 from structpos.pipeline.arrow import list_column
 from structpos.pipeline.records import conllu_sentences, count_records, read_records
 
@@ -100,7 +102,9 @@ def test_directory_records_sorted_with_kind_from_suffix(tmp_path):
     assert [r.id for r in recs] == ["a.json", "b/t.tsv", "bad.json"]
     assert [r.kind for r in recs] == ["json", "table", "json"]
     assert recs[1].format == "tsv"
-    assert recs[2].read_error[0] == "UnicodeDecodeError" and "bad.json byte" in recs[2].read_error[1]
+    with pytest.raises(ParseError) as api:  # the reader decodes as the parser does, and fails the same way
+        parse(tmp_path / "bad.json", "json", name="bad.json")
+    assert recs[2].read_error == ("ParseError", str(api.value)) and recs[2].position == "byte 7"
     assert [r.id for r in read_records(tmp_path, kind="table")] == ["b/t.tsv"]
     assert [r.id for r in read_records(tmp_path, kind="json", glob="*.unknown")] == ["notes.unknown"]
 
