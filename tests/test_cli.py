@@ -75,6 +75,24 @@ def test_error_line_names_input_and_position(files, capsys):
     assert err.startswith(f"structpos: error: {files['bad']} at ") and "2:3" in err  # line 2, column 3: the '}'
 
 
+@pytest.mark.parametrize("sep", ["\n", "\r", "\r\n", "\u2028", "\x0b"])
+def test_a_line_break_in_a_path_is_escaped_not_cut(tmp_path, capsys, sep):
+    bad = tmp_path / f"first{sep}second.json"
+    bad.write_text('{"a": [1,\n  }')
+    err = _one_line_error(capsys, ["show", str(bad), "-o", str(tmp_path / "x.png")])  # one line: the escape
+    escaped = str(bad).replace(sep, repr(sep)[1:-1])
+    assert err == f"structpos: error: {escaped} at line:col 2:3: expected a JSON value, found '}}'\n"
+
+
+def test_error_line_keeps_every_line_of_a_message():
+    from structpos.cli import error_line
+    from structpos.exceptions import InputError
+
+    line = error_line(InputError("first\nsecond\tthird", name="a\nb"))
+    assert line == "structpos: error: a\\nb: first\\nsecond\\tthird" and "\n" not in line
+    assert error_line(ValueError("x\n\n")) == "structpos: error: x"  # trailing breaks are trimmed, not escaped
+
+
 def test_debug_shows_the_traceback(files, capsys):
     assert main(["encode", str(files["good"]), "--out", str(files["dir"] / "o"), "--coords", "lap:abc", "--debug"]) == 2
     err = capsys.readouterr().err
