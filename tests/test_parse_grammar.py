@@ -120,7 +120,9 @@ def test_import_of_a_missing_grammar_file_is_a_parse_error_naming_the_grammar():
     assert e.value.input_name == "<grammar>"
 
 
-OPTIONAL = 'start: item*\nitem: NUMBER opt\nopt: BANG?\nBANG: "!"\n%import common.NUMBER\n%ignore " "'  # tokens all kept
+OPTIONAL = (
+    'start: item*\nitem: NUMBER opt\nopt: BANG?\nBANG: "!"\n%import common.NUMBER\n%ignore " "'  # tokens all kept
+)
 
 
 @pytest.mark.parametrize("text", ["", "   ", "1", "1 2!", "1  2 3!", " 1!  2"])
