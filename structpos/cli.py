@@ -6,7 +6,9 @@ Each command module exposes ``add_parser(subparsers)`` (registering its argument
 Error contract: a failure the user can cause (bad arguments, bad input, a limit, an output
 directory that cannot be written or resumed) prints one line,
 ``structpos: error: <input> at <position>: <message>``, and exits non-zero (2; 130 when
-interrupted). ``--debug`` prints the traceback instead.
+interrupted); a line break or other control character in a name or message is printed as its
+escape (``\\n``), so the line keeps all of it (:func:`one_line`). ``--debug`` prints the
+traceback instead.
 """
 
 from __future__ import annotations

@@ -475,3 +475,40 @@ def test_json_none_is_refused_unless_read_as_an_object():
         parse(None, "json")
     s = parse(None, "json", from_object=True)
     assert s.labels.tolist() == ["null"] and s.source == "null"
+
+
+@pytest.mark.parametrize("fmt", [None, "csv", "tsv", "html", "rows", "dataframe"])
+@pytest.mark.parametrize("obj", [None, 7, 2.5, {"a": 1}, object()])
+def test_a_table_of_no_table_type_is_an_input_error(fmt, obj):
+    from structpos.exceptions import InputError
+
+    with pytest.raises(InputError, match=r"^t: the input must be .*, not ") as e:  # was TypeError / AttributeError
+        parse(obj, "table", format=fmt, name="t")
+    assert e.value.input_name == "t"
+
+
+def test_a_row_that_is_not_a_list_of_cells_is_named():
+    with pytest.raises(ParseError, match=r"t at row 1: a row must be a list of cells, not int"):
+        parse([["a", "b"], 5], "table", format="rows", name="t")
+    s = parse([("a", "b"), np.array([1, 2])], "table", format="rows")  # tuples and arrays are rows
+    assert s.table.grid == [["a", "b"], ["1", "2"]]
+
+
+@pytest.mark.parametrize("family, n", [("decoding", 200), ("input-types", 600)])
+def test_fuzz_families_of_the_input_space_find_nothing(family, n):
+    # benchmarks/fuzz.py's input-space families, briefly: encodings and declared codecs (the CLI reader
+    # and the API must agree), odd objects and options; every outcome a Structure or a StructposError
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("structpos_fuzz", REPO / "benchmarks" / "fuzz.py")
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    import signal
+
+    handler = signal.getsignal(signal.SIGALRM)
+    try:
+        result = fuzz.run_parser(family, n, seed=1, timeout=60)
+    finally:
+        signal.signal(signal.SIGALRM, handler)  # run_parser installs its own
+    assert result["other"] == 0, result["findings"][:3]
+    assert result["ok"] > n // 10 and result["structpos_errors"] > n // 10  # both outcomes are exercised
