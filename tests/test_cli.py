@@ -184,3 +184,20 @@ def test_limit_overrides_reach_the_records(tmp_path, capsys):
     out2 = tmp_path / "o2"
     assert main(["encode", str(src), "--kind", "json", "--out", str(out2), "--limit", "1", "--no-progress"]) == 0
     assert "1 records: 1 encoded" in capsys.readouterr().out  # --limit N: the old spelling of --max-records N
+
+
+def test_show_reads_a_file_as_parse_and_encode_do(tmp_path):
+    from structpos.commands.show import load_structure
+    from structpos.exceptions import ParseError
+    from structpos.parsers import parse
+
+    legacy = tmp_path / "legacy.py"
+    legacy.write_bytes("# -*- coding: latin-1 -*-\ns = 'café'\n".encode("latin-1"))  # "not UTF-8" before
+    shown = load_structure(legacy, None, None, {}, 0)
+    assert (
+        shown.source == parse(legacy, "code").source and shown.labels.tolist() == parse(legacy, "code").labels.tolist()
+    )
+    rot = tmp_path / "rot.py"
+    rot.write_bytes(b"# coding: rot13\nk = 1\n")
+    with pytest.raises(ParseError, match=r"rot\.py at line 1: the declared encoding 'rot13' is not a text encoding"):
+        load_structure(rot, None, None, {}, 0)
