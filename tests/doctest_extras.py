@@ -1,4 +1,9 @@
-"""Doctests of optional extras skip, rather than fail, where the extra is not installed.
+"""A pytest plugin: doctests of optional extras skip, rather than fail, where the extra is not installed.
+
+``tests/conftest.py`` registers it as a plugin (not a conftest), so its hooks reach the doctests of
+``structpos/`` and ``docs/`` too: the suite's ``testpaths`` always load ``tests/conftest.py``
+(a run of ``pytest structpos/...`` alone does not, unless it names ``tests/conftest.py`` or passes
+``-p doctest_extras`` with ``tests/`` on the path).
 
 The package's docstring Examples and the docs' ``>>>`` snippets run as doctests
 (``--doctest-modules --doctest-glob=*.md``, see ``pyproject.toml``). An example that needs an
