@@ -10,6 +10,15 @@ Two engines feed the same harness:
   bytes. A quarter of the inputs go in as bytes (some not valid UTF-8).
 * ``hypothesis``: the strategies of ``tests/test_parsers_property.py`` (slower per input).
 
+Two more families fuzz the parsers' input space rather than a format (:data:`FAMILIES`):
+``decoding`` writes a seed of some kind as a file in some encoding (UTF-8/16/32 with or
+without a BOM, Latin-1, ...), under a PEP 263 line or an XML declaration naming some codec
+(text codecs, ``rot13``/``hex``/``zlib_codec``, unknown names), and checks that ``parse(path)``
+and the command line's reader (``read_records``) read the same text or fail with the same
+ParseError; ``input-types`` passes objects no parser reads as text (``None``, numbers, lists,
+paths that are no regular file) and odd options (``directed="maybe"``), which must give a
+Structure or a StructposError, never a TypeError.
+
 For every input the parser either returns Structures that pass ``validate()`` with spans
 inside the source and ``parent[i] < i`` (``ok``), or raises a
 :class:`~structpos.exceptions.StructposError` (``structpos``: counted per class). Anything
@@ -38,7 +47,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from structpos.exceptions import StructposError
+from structpos.exceptions import ParseError, StructposError
 from structpos.limits import Limits
 
 # small limits keep hostile inputs cheap; the limits' own paths get exercised too
@@ -233,6 +242,7 @@ TOKENS = {
 }
 # slowest first, so parallel jobs finish together
 PARSERS = ["code", "html", "yaml", "document", "markdown", "csv", "conllu", "grammar", "xml", "json", "graph", "spacy"]
+PARSERS += ["decoding", "input-types"]  # the input space: encodings, declared codecs, odd objects (FAMILIES)
 
 
 # ------------------------------------------------------------------ text inputs
@@ -345,10 +355,131 @@ def _spacy_input(rng: random.Random):
     return doc
 
 
+# ------------------------------------------------------------------ decoding and input types (the parsers' input space)
+# Codecs a coding line or an XML declaration may name: text codecs, codecs that are not text
+# encodings (rot13, hex, zlib_codec: a ParseError naming the line), unknown names, and codecs
+# that fail their own way ("undefined" raises UnicodeError on any use).
+DECLARED_CODECS = [
+    "utf-8", "latin-1", "cp1252", "shift_jis", "koi8-r", "utf-16", "utf-32", "utf-7", "ascii",
+    "rot13", "hex", "zlib_codec", "base64", "uu", "bz2_codec", "quopri", "undefined",
+    "unicode_escape", "raw_unicode_escape", "idna", "punycode", "nosuch", "uft-8", "",
+]  # fmt: skip
+# How the bytes are written: codec, and whether a byte-order mark goes first.
+BYTE_FORMS = [
+    ("utf-8", False), ("utf-8", True), ("utf-16-le", False), ("utf-16-be", False), ("utf-16-le", True),
+    ("utf-16-be", True), ("utf-32-le", False), ("utf-32-be", True), ("latin-1", False), ("cp1252", False),
+]  # fmt: skip
+DECODING_KINDS = {
+    "code": ".py",
+    "xml": ".xml",
+    "json": ".json",
+    "yaml": ".yaml",
+    "markdown": ".md",
+    "conllu": ".conllu",
+}
+
+
+def _decoding_input(rng: random.Random):
+    """Bytes of a seed of some kind, in some encoding, maybe under a declaration naming some codec: ``(bytes, kw)``."""
+    kind = rng.choice(sorted(DECODING_KINDS))
+    text = _mutate(rng, SEEDS[kind], TOKENS[kind]) if rng.random() < 0.3 else rng.choice(SEEDS[kind])
+    declared = rng.choice(DECLARED_CODECS)
+    if kind == "code" and rng.random() < 0.7:
+        line = rng.choice(
+            [f"# -*- coding: {declared} -*-\n", f"# coding={declared}\n", f"#!/bin/py\n# coding: {declared}\n"]
+        )
+        text = line + text.split("\n", 1)[-1] if text.startswith("# -*- coding") else line + text
+    elif kind == "xml" and rng.random() < 0.7:
+        body = text.split("?>", 1)[-1] if text.startswith("<?xml") else text
+        text = f'<?xml version="1.0" encoding="{declared}"?>' + body
+    codec, bom = rng.choice(BYTE_FORMS)
+    data = (("\ufeff" if bom else "") + text).encode(codec, "replace")
+    if rng.random() < 0.1:
+        data = data[: rng.randint(0, len(data))]  # cut mid-character
+    return data, {"kind": kind}
+
+
+def _call_decoding(data: bytes, kw: dict):
+    """Parse ``data`` as a file, through the API and through the command line's reader; they must agree.
+
+    Either both read the same text (and the API's Structure is returned for the usual checks) or
+    both fail with the same ParseError; anything else is an AssertionError (a finding).
+    """
+    import tempfile
+
+    from structpos.parsers import parse
+    from structpos.pipeline.records import read_records
+
+    kind = kw["kind"]
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"in{DECODING_KINDS[kind]}"
+        path.write_bytes(data)
+        records = list(read_records(d, kind=kind))
+        try:
+            out = parse(path, kind, name=path.name, limits=LIMITS)
+        except StructposError as e:
+            if isinstance(e, ParseError) and e.input_name == path.name and e.position is not None:
+                if str(e.position).startswith(("byte", "line ")):  # a decoding error: the reader must fail alike
+                    assert records and records[0].read_error == ("ParseError", str(e)), (records[:1], str(e))
+            raise
+    texts = [s.source for s in (out if isinstance(out, list) else [out])]
+    if kind == "conllu":
+        assert all(r.read_error is None for r in records), records[:1]
+        by_record = [t.source for r in records for t in parse(r.payload, "conllu", limits=LIMITS)]
+        assert by_record == texts, "the CLI reader's sentences and the API's differ"
+    else:
+        assert len(records) == 1 and records[0].read_error is None, records[:1]
+        assert records[0].payload == texts[0], "the CLI reader and the API decoded the file differently"
+    return out
+
+
+ODD_KINDS = ["code", "json", "xml", "yaml", "conllu", "document", "markdown", "grammar", "table", "graph"]
+
+
+def _odd_value(rng: random.Random):
+    """A Python object no parser reads as text, or a path that is no regular file."""
+    return rng.choice(
+        [
+            None, 0, -1, 1.5, float("nan"), True, [], [[0, 1]], {}, {"a": 1}, (), object(), b"", bytearray(b"[1]"),
+            memoryview(b"[1]"), Path("/nonexistent/x.json"), Path("/"), Path("/dev/null"), Path(""), "", "\x00",
+        ]
+    )  # fmt: skip
+
+
+def _input_type_input(rng: random.Random):
+    """An odd object for some kind, sometimes with an odd option (``directed="maybe"``): ``(obj, kw)``."""
+    kind = rng.choice(ODD_KINDS)
+    kw: dict = {"kind": kind}
+    if kind == "graph" and rng.random() < 0.5:
+        kw["directed"] = rng.choice(["maybe", "false", 1, 0, None, True, [True], float("nan")])
+        return rng.choice([[[0, 1], [1, 2]], _odd_value(rng)]), kw
+    if kind == "json" and rng.random() < 0.2:
+        kw["from_object"] = rng.choice([True, False])
+    if kind == "table" and rng.random() < 0.5:
+        kw["format"] = rng.choice(["csv", "tsv", "html", "rows", "dataframe"])
+    return _odd_value(rng), kw
+
+
+def _call_input_type(obj, kw: dict):
+    """``parse(obj, kind)`` for an odd object: a Structure, or a StructposError (never TypeError / AttributeError)."""
+    from structpos.parsers import parse
+
+    kw = dict(kw)
+    kind = kw.pop("kind")
+    opts = {"code": {"language": "python"}, "grammar": {"grammar": ARITH}}.get(kind, {})
+    return parse(obj, kind, limits=LIMITS, **opts, **kw)
+
+
+# family -> (input maker, caller): fuzzed like the parsers, with the same harness and checks
+FAMILIES = {"decoding": (_decoding_input, _call_decoding), "input-types": (_input_type_input, _call_input_type)}
+
+
 # ------------------------------------------------------------------ harness
 def _call(kind: str, obj, kw: dict):
     from structpos.parsers import parse
 
+    if kind in FAMILIES:
+        return FAMILIES[kind][1](obj, kw)
     if kind == "csv":
         return parse(obj, "table", format=rng_choice_format(kw), limits=LIMITS)
     if kind == "html":
@@ -368,6 +499,8 @@ def rng_choice_format(kw: dict) -> str:
 
 def make_input(kind: str, rng: random.Random):
     """One fuzz input for ``kind``: ``(object, keyword options)``."""
+    if kind in FAMILIES:
+        return FAMILIES[kind][0](rng)
     if kind == "graph":
         return _graph_input(rng)
     if kind == "spacy":

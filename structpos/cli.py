@@ -6,7 +6,9 @@ Each command module exposes ``add_parser(subparsers)`` (registering its argument
 Error contract: a failure the user can cause (bad arguments, bad input, a limit, an output
 directory that cannot be written or resumed) prints one line,
 ``structpos: error: <input> at <position>: <message>``, and exits non-zero (2; 130 when
-interrupted). ``--debug`` prints the traceback instead.
+interrupted); a line break or other control character in a name or message is printed as its
+escape (``\\n``), so the line keeps all of it (:func:`one_line`). ``--debug`` prints the
+traceback instead.
 """
 
 from __future__ import annotations
@@ -105,7 +107,37 @@ def error_line(exc: BaseException) -> str:
         text = str(exc) or type(exc).__name__
     else:
         text = f"internal error: {type(exc).__name__}: {exc} (please report it; rerun with --debug for the traceback)"
-    return "structpos: error: " + " ".join(text.split("\n")[0].split()) if text else "structpos: error"
+    return "structpos: error: " + one_line(text) if text.strip() else "structpos: error"
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line, nothing dropped: line breaks and other control characters as escapes.
+
+    A path or a message with a newline in it would otherwise print as two lines (and the
+    one-line contract kept only the first): each line break becomes its escape, as ``repr``
+    writes it, and so does every other control character (a tab too, so that a name with one
+    stays recognisable). Surrounding whitespace is stripped.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+        No character ``str.splitlines`` breaks at.
+
+    Examples
+    --------
+    >>> one_line("in\\nput.json: bad\\tname")
+    'in\\\\nput.json: bad\\\\tname'
+    >>> print(one_line("first line\\nsecond line\\n"))
+    first line\\nsecond line
+    """
+    text = text.strip()
+    if text.isprintable():
+        return text
+    return "".join(repr(c)[1:-1] if not c.isprintable() and c != " " else c for c in text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,3 +60,11 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def stdlib() -> Path:
     return stdlib_dir()
+
+
+def pytest_configure(config):
+    """Register :mod:`doctest_extras`: doctests of a missing optional extra skip instead of failing."""
+    import doctest_extras
+
+    if not config.pluginmanager.is_registered(doctest_extras):  # (also given as -p doctest_extras)
+        config.pluginmanager.register(doctest_extras, "structpos-doctest-extras")

@@ -75,6 +75,24 @@ def test_error_line_names_input_and_position(files, capsys):
     assert err.startswith(f"structpos: error: {files['bad']} at ") and "2:3" in err  # line 2, column 3: the '}'
 
 
+@pytest.mark.parametrize("sep", ["\n", "\r", "\r\n", "\u2028", "\x0b"])
+def test_a_line_break_in_a_path_is_escaped_not_cut(tmp_path, capsys, sep):
+    bad = tmp_path / f"first{sep}second.json"
+    bad.write_text('{"a": [1,\n  }')
+    err = _one_line_error(capsys, ["show", str(bad), "-o", str(tmp_path / "x.png")])  # one line: the escape
+    escaped = str(bad).replace(sep, repr(sep)[1:-1])
+    assert err == f"structpos: error: {escaped} at line:col 2:3: expected a JSON value, found '}}'\n"
+
+
+def test_error_line_keeps_every_line_of_a_message():
+    from structpos.cli import error_line
+    from structpos.exceptions import InputError
+
+    line = error_line(InputError("first\nsecond\tthird", name="a\nb"))
+    assert line == "structpos: error: a\\nb: first\\nsecond\\tthird" and "\n" not in line
+    assert error_line(ValueError("x\n\n")) == "structpos: error: x"  # trailing breaks are trimmed, not escaped
+
+
 def test_debug_shows_the_traceback(files, capsys):
     assert main(["encode", str(files["good"]), "--out", str(files["dir"] / "o"), "--coords", "lap:abc", "--debug"]) == 2
     err = capsys.readouterr().err
@@ -166,3 +184,20 @@ def test_limit_overrides_reach_the_records(tmp_path, capsys):
     out2 = tmp_path / "o2"
     assert main(["encode", str(src), "--kind", "json", "--out", str(out2), "--limit", "1", "--no-progress"]) == 0
     assert "1 records: 1 encoded" in capsys.readouterr().out  # --limit N: the old spelling of --max-records N
+
+
+def test_show_reads_a_file_as_parse_and_encode_do(tmp_path):
+    from structpos.commands.show import load_structure
+    from structpos.exceptions import ParseError
+    from structpos.parsers import parse
+
+    legacy = tmp_path / "legacy.py"
+    legacy.write_bytes("# -*- coding: latin-1 -*-\ns = 'café'\n".encode("latin-1"))  # "not UTF-8" before
+    shown = load_structure(legacy, None, None, {}, 0)
+    assert (
+        shown.source == parse(legacy, "code").source and shown.labels.tolist() == parse(legacy, "code").labels.tolist()
+    )
+    rot = tmp_path / "rot.py"
+    rot.write_bytes(b"# coding: rot13\nk = 1\n")
+    with pytest.raises(ParseError, match=r"rot\.py at line 1: the declared encoding 'rot13' is not a text encoding"):
+        load_structure(rot, None, None, {}, 0)

@@ -270,5 +270,7 @@ def test_missing_grammar_names_the_wheel():
 
 
 def test_bad_source_type():
-    with pytest.raises(TypeError, match="source must be"):
+    from structpos.exceptions import InputError
+
+    with pytest.raises(InputError, match=r"<code>: the input must be str, bytes or a path \(os.PathLike\), not int"):
         parse_code(12, "python")

@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from structpos.exceptions import ParseError
+from structpos.parsers import parse
 from structpos.pipeline.arrow import list_column
 from structpos.pipeline.records import conllu_sentences, count_records, read_records
 
@@ -90,6 +92,37 @@ def test_parquet_records(tmp_path):
         list(read_records(p, kind="json", field="missing"))
 
 
+def test_null_ids_are_error_records_not_the_id_none(tmp_path):
+    p = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": ["[1]", "[2]", "[3]", "[4]"], "id": ["a", None, "None", None]}), p)
+    recs = list(read_records(p, kind="json", id_field="id"))
+    good = [r.id for r in recs if r.read_error is None]
+    assert good == ["a", "None"]  # a real "None" keeps its id; str(None) no longer collides with it
+    bad = [r for r in recs if r.read_error is not None]
+    assert [(r.id, r.position) for r in bad] == [("1", "row 1"), ("3", "row 3")]  # their row numbers
+    assert all(r.read_error[0] == "ParseError" and "id 'id' is null" in r.read_error[1] for r in bad)
+    j = tmp_path / "in.jsonl"
+    j.write_text("\n".join(json.dumps({"text": "[1]", "id": i}) for i in ["a", None, "None"]) + "\n")
+    recs = list(read_records(j, kind="json", id_field="id"))
+    assert [(r.id, r.read_error is None) for r in recs] == [("a", True), ("2", False), ("None", True)]
+
+
+@pytest.mark.parametrize("keep", [0, 0.5, 0.9])
+def test_an_unreadable_parquet_input_is_named(tmp_path, keep):
+    from structpos.exceptions import InputError
+
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"text": [f"[{i}]" for i in range(100)]}), good)
+    data = good.read_bytes()
+    p = tmp_path / "cut.parquet"
+    p.write_bytes(data[: int(len(data) * keep)])  # truncated (empty: no footer at all)
+    with pytest.raises(InputError, match=r"cut\.parquet: cannot read it as Parquet") as e:
+        list(read_records(p, kind="json"))  # was a bare pyarrow error that named no file
+    assert e.value.input_name == str(p)
+    with pytest.raises(InputError, match=r"cut\.parquet"):
+        count_records(p)
+
+
 def test_directory_records_sorted_with_kind_from_suffix(tmp_path):
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "t.tsv").write_text("a\tb\n1\t2\n")
@@ -100,7 +133,9 @@ def test_directory_records_sorted_with_kind_from_suffix(tmp_path):
     assert [r.id for r in recs] == ["a.json", "b/t.tsv", "bad.json"]
     assert [r.kind for r in recs] == ["json", "table", "json"]
     assert recs[1].format == "tsv"
-    assert recs[2].read_error[0] == "UnicodeDecodeError" and "bad.json byte" in recs[2].read_error[1]
+    with pytest.raises(ParseError) as api:  # the reader decodes as the parser does, and fails the same way
+        parse(tmp_path / "bad.json", "json", name="bad.json")
+    assert recs[2].read_error == ("ParseError", str(api.value)) and recs[2].position == "byte 7"
     assert [r.id for r in read_records(tmp_path, kind="table")] == ["b/t.tsv"]
     assert [r.id for r in read_records(tmp_path, kind="json", glob="*.unknown")] == ["notes.unknown"]
 

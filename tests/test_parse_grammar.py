@@ -112,3 +112,46 @@ def test_bad_grammar():
         parse_grammar("x", "start: undefined_rule")
     with pytest.raises(ValueError):
         parse_grammar("1", ARITH, parser="cyk")
+
+
+def test_import_of_a_missing_grammar_file_is_a_parse_error_naming_the_grammar():
+    with pytest.raises(StructureError, match=r"<grammar>: bad grammar: an %import cannot be read .*nosuch") as e:
+        parse_grammar("x", "start: WORD\n%import nosuch.WORD\n")  # was a FileNotFoundError
+    assert e.value.input_name == "<grammar>"
+
+
+OPTIONAL = (
+    'start: item*\nitem: NUMBER opt\nopt: BANG?\nBANG: "!"\n%import common.NUMBER\n%ignore " "'  # tokens all kept
+)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "1", "1 2!", "1  2 3!", " 1!  2"])
+@pytest.mark.parametrize("positions", [True, False])
+def test_rules_that_match_nothing_span_the_empty_string_where_they_matched(text, positions):
+    grammar = OPTIONAL if positions else lark.Lark(OPTIONAL, parser="lalr")  # without propagate_positions
+    s = parse_grammar(text, grammar)
+    start, end = s.start.tolist(), s.end.tolist()
+    assert all(0 <= a <= b <= len(text) for a, b in zip(start, end))  # no (-1, -1): the empty input's root is (0, 0)
+    for i in range(1, len(s)):  # spans nest
+        p = int(s.parent[i])
+        assert start[p] <= start[i] and end[i] <= end[p], (i, p)
+    tokens = [i for i in range(len(s)) if s.attrs["is_token"][i]]
+    for i in (i for i in range(len(s)) if i not in tokens):
+        inside = [t for t in tokens if i in _ancestors(s, t)]
+        if not inside:  # matched nothing: empty, right after the last token before it (0 when none)
+            before = [end[t] for t in tokens if t < i]
+            want = max(before) if before else 0
+            p = int(s.parent[i])
+            if p >= 0:
+                want = min(max(want, start[p]), end[p])
+            assert start[i] == end[i] == want, (text, i)
+    if not text.strip():
+        assert (start[0], end[0]) == (0, 0)
+
+
+def _ancestors(s, i):
+    out = []
+    while s.parent[i] >= 0:
+        i = int(s.parent[i])
+        out.append(i)
+    return out

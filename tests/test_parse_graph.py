@@ -133,3 +133,18 @@ def test_bad_networkx_and_pyg_inputs():
         parse_graph(Data(edge_index=torch.tensor([[0, 1], [1, 3]]), num_nodes=3))
     with pytest.raises(StructureError, match="edge 0"):
         parse_graph(Data(edge_index=torch.tensor([[0], [1]]), edge_weight=torch.tensor([float("inf")]), num_nodes=2))
+
+
+@pytest.mark.parametrize("directed", ["maybe", "false", "true", 1, 0, 1.0, [True]])
+def test_directed_must_be_a_bool(directed):
+    with pytest.raises(
+        StructureError, match=r"g: directed must be true, false or absent"
+    ):  # "false" read as True before
+        parse_graph([[0, 1], [1, 2]], directed=directed, name="g")
+
+
+def test_directed_bools_are_kept():
+    for flag in (True, False, np.bool_(True), np.bool_(False)):
+        s = parse_graph([[0, 1], [1, 2]], directed=flag)
+        assert s.directed is bool(flag)
+    assert parse_graph([[0, 1], [1, 2]]).directed is True  # inferred: (1, 0) is missing

@@ -162,6 +162,19 @@ def test_bad_json_examples():
         parse_json(a)
 
 
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\t", "\n", "\x1f"])
+@pytest.mark.parametrize("where", ["value", "key"])
+def test_control_character_in_a_string_is_named_without_a_dangling_at(char, where):
+    text = f'{{"k": "a{char}b"}}' if where == "value" else f'{{"a{char}b": 1}}'
+    with pytest.raises(json.JSONDecodeError) as ref:
+        json.loads(text)
+    with pytest.raises(StructureError) as e:
+        parse_json(text, name="r.json")
+    message = str(e.value)
+    assert message.startswith(f"r.json at line:col {ref.value.lineno}:{ref.value.colno}: ")  # json's own position
+    assert not message.endswith(" at") and repr(char) in message and f"\\u{ord(char):04x}" in message
+
+
 # --------------------------------------------------------------------------- XML
 XML = """<?xml version="1.0"?>
 <catalog lang="en">

@@ -93,3 +93,48 @@ def test_public_api_has_examples(module):
     public = _own_public(module)  # a package that only re-exports: test_every_reexport_is_documented_at_home
     lacking = [o.__name__ for o in public if "Examples\n" not in (o.__doc__ or "") or ">>>" not in o.__doc__]
     assert not lacking, f"{module}: no Examples section in {lacking}"
+
+
+def _pytest_with_modules_missing(
+    missing: list[str], *args: str, tests_on_path: bool = False
+) -> subprocess.CompletedProcess:
+    """pytest in a subprocess where the ``missing`` modules cannot be imported (as if their extra were absent)."""
+    path = f"sys.path.insert(0, {str(REPO / 'tests')!r})\n" if tests_on_path else ""
+    code = (
+        f"import sys\n{path}"
+        f"for m in {missing!r}: sys.modules[m] = None\n"
+        "import pytest\n"
+        f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-rs', *{list(args)!r}]))\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_doctests_of_a_missing_extra_skip_and_other_import_errors_still_fail(tmp_path):
+    # the package's own doctests, with lark, PyYAML and pyarrow "not installed": lazy (require) and
+    # top-level imports both become skips naming the module, instead of failures and collection errors
+    # (naming tests/conftest.py loads the plugin, as the suite's testpaths do)
+    r = _pytest_with_modules_missing(
+        ["lark", "yaml", "pyarrow"],
+        "tests/conftest.py",
+        "structpos/parsers/grammar.py",
+        "structpos/parsers/yaml_tree.py",
+        "structpos/pipeline",
+    )
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and " failed" not in out and "error" not in out.lower(), out
+    for module in ("lark", "yaml", "pyarrow"):
+        assert f"optional dependency {module!r} is not installed" in out, (module, out)
+    # with the extras installed, the same doctests run (and pass): skipping is only for what is missing
+    r = _pytest_with_modules_missing([], "tests/conftest.py", "structpos/parsers/grammar.py")
+    assert r.returncode == 0 and "passed" in r.stdout and "skipped" not in r.stdout, r.stdout
+    # in docs pages: an optional module skips; an ImportError of structpos itself (a bug) still fails
+    (tmp_path / "optional.md").write_text(">>> import no_such_optional_module_xyz\n")
+    (tmp_path / "required.md").write_text(
+        ">>> from structpos.parsers import require\n>>> require('no_such_module_q', 'text', 'x')\n"
+    )
+    (tmp_path / "bug.md").write_text(">>> from structpos import no_such_name_xyz\n")
+    (tmp_path / "fine.md").write_text(">>> 1 + 1\n2\n")
+    args = ["-p", "doctest_extras", "--doctest-glob=*.md", f"--rootdir={tmp_path}", str(tmp_path)]
+    r = _pytest_with_modules_missing([], *args, tests_on_path=True)
+    assert r.returncode == 1 and "1 failed, 1 passed, 2 skipped" in r.stdout, r.stdout
+    assert "bug.md" in r.stdout.split("short test summary")[0]  # the failure is the structpos ImportError

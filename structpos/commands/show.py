@@ -133,11 +133,12 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
     Raises
     ------
     InputError
-        The kind or language cannot be guessed, the file is not UTF-8, or it holds no structure.
+        The kind or language cannot be guessed, the file cannot be read, or it holds no structure.
     SpecError
         ``index`` is out of range.
     ParseError
-        The file does not parse as ``kind``.
+        The file does not parse as ``kind``, or does not decode (read as ``structpos encode``
+        and ``parse(path, kind)`` read it: byte-order mark, PEP 263 line or XML declaration, UTF-8).
 
     Examples
     --------
@@ -152,6 +153,7 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
     structpos.exceptions.InputError: ...a.xyz: cannot guess the kind from the suffix '.xyz'; pass --kind
     """
     from ..parsers import parse
+    from ..parsers._input import decode_input, read_bytes
     from ..pipeline.records import kind_for_path
 
     guess = kind_for_path(path)
@@ -168,10 +170,8 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
         if language is None:
             raise InputError("cannot guess the code language; pass --language", name=str(path))
         options = {"language": language, **options}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8: {e.reason}", name=str(path), position=f"byte {e.start}") from None
+    data = read_bytes(path, str(path), options.get("limits"))
+    text = decode_input(data, str(path), kind, options.get("language"))  # as parse(path) and encode read it
     result = parse(text, kind, name=str(path), **options)
     if isinstance(result, list):
         if not result:

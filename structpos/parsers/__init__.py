@@ -8,14 +8,19 @@ The contract every parser keeps:
 
 * **Inputs**: every text kind takes ``str``, ``bytes`` or a path (``os.PathLike``; a path
   names the input). Bytes and files are decoded by their byte-order mark, else by what the
-  format declares (a PEP 263 line for Python code, an XML declaration), else as UTF-8.
+  format declares (a PEP 263 line for Python code, an XML declaration), else as UTF-8, by
+  :func:`~structpos.parsers._input.decode_input`, which ``structpos encode`` reads files with
+  too; UTF-16/32 without a byte-order mark and a declared codec that is not a text encoding
+  are ParseErrors saying so.
 * **Errors**: everything a user's input or options can cause raises a
   :class:`~structpos.exceptions.StructposError` — :class:`~structpos.exceptions.ParseError`
   naming the input and the position (``line:col``, ``byte N`` for undecodable bytes,
   ``char N`` for a lone surrogate in ``str`` input, ``node``/``word``/``edge`` numbers),
   :class:`~structpos.exceptions.LimitError` naming the limit,
-  :class:`~structpos.exceptions.SpecError` for bad options. (Passing a Python object of the
-  wrong type, e.g. an int as source, is a ``TypeError``.)
+  :class:`~structpos.exceptions.SpecError` for bad options, and
+  :class:`~structpos.exceptions.InputError` naming the accepted types for an input of a type
+  the kind does not read (``None``, a number; ``parse(None, "json")`` too, unless
+  ``from_object=True`` asks for the JSON value ``null``).
 * **Limits**: ``limits=`` (a :class:`~structpos.limits.Limits`, default
   :data:`~structpos.limits.DEFAULT_LIMITS`) bounds the input bytes, the nodes, the table cells
   after span expansion and the graph nodes implied by node ids, checked before the work they

@@ -7,12 +7,20 @@ three forms and fail the same way:
   hold and which nothing downstream can encode) raises :class:`~structpos.exceptions.ParseError`
   naming its character offset;
 * ``bytes`` — decoded: a byte-order mark picks UTF-8/16/32, else the ``encoding`` the caller
-  found (a PEP 263 line, an XML declaration), else UTF-8; bytes that do not decode raise
-  :class:`~structpos.exceptions.ParseError` naming the byte offset;
+  found (a PEP 263 line, an XML declaration: :func:`declared_encoding`), else UTF-8; bytes
+  that do not decode raise :class:`~structpos.exceptions.ParseError` naming the byte offset,
+  and so do bytes whose NULs fall every other (or every fourth) byte, which is UTF-16 (or
+  UTF-32) text without its byte-order mark; a declared codec that is not a text encoding
+  (``rot13``, ``hex``, ``zlib_codec``) raises a ParseError naming the line that declares it;
 * ``os.PathLike`` — a regular file, read (at most ``max_input_bytes + 1`` bytes, so a device
   or a growing file cannot be read without bound) and decoded as bytes; the path becomes the
   input's name. Anything else (a directory, a FIFO, a missing file) raises
   :class:`~structpos.exceptions.InputError`.
+
+Any other object (``None``, a number) raises :class:`~structpos.exceptions.InputError` naming
+the accepted types. :func:`decode_input` is the one decoding of a file's bytes for a given
+kind: the parsers use it, and so does the command line (``structpos encode`` reads files
+through it), so both read the same bytes as the same text.
 
 Inputs larger than :attr:`~structpos.limits.Limits.max_input_bytes` (UTF-8 bytes) raise
 :class:`~structpos.exceptions.LimitError` before any parsing.
@@ -31,17 +39,32 @@ structpos.exceptions.ParseError: f.txt at byte 1: not valid utf-8 text (invalid 
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import re
 import stat
+import tokenize
 from typing import Any
 
 from ..exceptions import InputError, ParseError
 from ..limits import Limits, check_limit, resolve_limits
 
-__all__ = ["read_text", "read_bytes", "decode_bytes", "check_text", "clean_label", "is_pathlike"]
+__all__ = [
+    "read_text",
+    "read_bytes",
+    "decode_bytes",
+    "decode_input",
+    "declared_encoding",
+    "check_text",
+    "clean_label",
+    "is_pathlike",
+    "wrong_type",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_XML_DECL_ENCODING = re.compile(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z][A-Za-z0-9._-]*)[\"']")
+_PEP263 = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263's own pattern
+_NUL_SAMPLE = 64  # bytes looked at for the NUL pattern of BOM-less UTF-16/32
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16 LE: it starts with the same two bytes
     (codecs.BOM_UTF32_BE, "utf-32"),
@@ -77,23 +100,194 @@ def bom_encoding(data: bytes) -> str | None:
     return None
 
 
-def decode_bytes(data: bytes, name: str, encoding: str | None = None) -> str:
+def decode_bytes(data: bytes, name: str, encoding: str | None = None, declared_at: str | None = None) -> str:
     """Decode ``data``: a BOM wins, then ``encoding``, then UTF-8 (ParseError naming the byte).
+
+    ``declared_at`` says where ``encoding`` was declared (``"line 1"``): an unknown codec, or
+    one that is not a text encoding (``rot13``, ``hex``), is a ParseError naming that place.
+    Without a BOM or an ``encoding``, bytes that look like UTF-16/32 without their BOM (NULs
+    every other or every fourth byte) are a ParseError saying so, not UTF-8 text with NULs.
 
     Examples
     --------
     >>> decode_bytes("é".encode("latin-1"), "f", "latin-1")
     'é'
+    >>> decode_bytes(b"# coding: rot13\\n", "a.py", "rot13", "line 1")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: a.py at line 1: the declared encoding 'rot13' is not a text encoding
+    >>> decode_bytes('{"a": 1}'.encode("utf-16-le"), "a.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: a.json at byte 1: NUL bytes every other byte: looks like UTF-16-LE ...
     """
-    enc = bom_encoding(data) or encoding or "utf-8"
+    data = bytes(data)
+    enc = bom_encoding(data)
+    if enc is None and encoding is None:
+        _check_not_wide(data, name)
+    enc = enc or encoding or "utf-8"
+    where = declared_at if enc == encoding else None
     try:
-        codecs.lookup(enc)
+        info = codecs.lookup(enc)
     except LookupError:
-        raise ParseError(f"unknown text encoding {enc!r}", name=name) from None
+        raise ParseError(f"unknown text encoding {enc!r}", name=name, position=where) from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise ParseError(f"the declared encoding {enc!r} is not a text encoding", name=name, position=where)
     try:
-        return bytes(data).decode(enc)
+        return data.decode(enc)
     except UnicodeDecodeError as e:
         raise ParseError(f"not valid {enc} text ({e.reason})", name=name, position=f"byte {e.start}") from None
+    except Exception as e:  # a text codec can still fail its own way (a LookupError inside, ...)
+        raise ParseError(f"cannot decode as {enc}: {e}", name=name, position=where) from None
+
+
+def _check_not_wide(data: bytes, name: str) -> None:
+    """ParseError when ``data`` looks like UTF-32 or UTF-16 without a BOM (its NUL pattern).
+
+    ASCII text in UTF-16-LE is ``x\\0x\\0...``, in UTF-16-BE ``\\0x\\0x...``, in UTF-32 three
+    NULs per character: valid UTF-8 all the same, so the pattern, over the first
+    :data:`_NUL_SAMPLE` bytes (at least 4), is what tells them apart.
+    """
+    sample = data[: min(len(data), _NUL_SAMPLE) // 4 * 4]
+    if len(sample) < 4 or 0 not in sample:
+        return
+    zero = [sample[k::4].count(0) == len(sample) // 4 for k in range(4)]
+    none = [0 not in sample[k::4] for k in range(4)]
+    if none[0] and zero[1] and zero[2] and zero[3]:
+        guess, first = "UTF-32-LE", 1
+    elif zero[0] and zero[1] and zero[2] and none[3]:
+        guess, first = "UTF-32-BE", 0
+    elif none[0] and none[2] and zero[1] and zero[3]:
+        guess, first = "UTF-16-LE", 1
+    elif zero[0] and zero[2] and none[1] and none[3]:
+        guess, first = "UTF-16-BE", 0
+    else:
+        return
+    raise ParseError(
+        f"NUL bytes every {'fourth' if guess.startswith('UTF-32') else 'other'} byte: looks like {guess} "
+        "without a byte-order mark; decode it to text first, or save it as UTF-8 (or with a BOM)",
+        name=name,
+        position=f"byte {first}",
+    )
+
+
+def pep263_encoding(data: bytes) -> tuple[str, str] | None:
+    """``(codec, "line N")`` of a PEP 263 coding line in the first two lines of ``data``, else ``None``.
+
+    Read as :func:`tokenize.detect_encoding` reads it; ``utf-8`` (also the default) and a
+    declaration naming no codec Python knows (``# coding: uft-8``, which tree-sitter parses all
+    the same) are ``None``: the source is read as UTF-8.
+
+    Examples
+    --------
+    >>> pep263_encoding(b"#!/usr/bin/env python\\n# -*- coding: latin-1 -*-\\n")
+    ('iso-8859-1', 'line 2')
+    >>> pep263_encoding(b"x = 1\\n") is None
+    True
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:  # an unknown or conflicting declaration, or first lines that are not UTF-8
+        return None
+    if encoding in ("utf-8", "utf-8-sig"):
+        return None
+    lines = data.split(b"\n", 2)[:2]
+    declares = [_PEP263.match(line) is not None for line in lines]
+    return encoding, f"line {declares.index(True) + 1 if True in declares else 1}"
+
+
+def xml_encoding(data: bytes) -> str | None:
+    """The ``encoding`` of an XML declaration at the start of ``data`` (ASCII-compatible input), else ``None``.
+
+    Examples
+    --------
+    >>> xml_encoding(b"<?xml version='1.0' encoding='latin-1'?><a/>")
+    'latin-1'
+    """
+    m = _XML_DECL_ENCODING.match(data, 0, 512)
+    return None if m is None else m.group(1).decode("ascii")
+
+
+def declared_encoding(data: bytes, kind: str, language: Any = None) -> tuple[str | None, str | None]:
+    """``(encoding, where declared)`` that the format of ``kind`` declares in ``data``; ``(None, None)``: none.
+
+    Python code (``language`` ``"python"`` or an alias) declares it in a PEP 263 line
+    (:func:`pep263_encoding`), XML in its declaration (:func:`xml_encoding`); a byte-order
+    mark overrides both (:func:`decode_bytes`).
+
+    Examples
+    --------
+    >>> declared_encoding(b"# coding: latin-1\\n", "code", "py")
+    ('iso-8859-1', 'line 1')
+    >>> declared_encoding(b"# coding: latin-1\\n", "code", "c"), declared_encoding(b"{}", "json")
+    ((None, None), (None, None))
+    """
+    if bom_encoding(data):
+        return None, None
+    if kind == "code" and _is_python(language):
+        return pep263_encoding(data) or (None, None)
+    if kind == "xml":
+        enc = xml_encoding(data)
+        return enc, (None if enc is None else "line 1")
+    return None, None
+
+
+def _is_python(language: Any) -> bool:
+    """Whether ``language`` (a name or alias, any case) names Python."""
+    if not isinstance(language, str):
+        return getattr(language, "name", None) == "python"
+    from .code import _canonical
+
+    return _canonical(language) == "python"
+
+
+def decode_input(data: bytes, name: str, kind: str, language: Any = None) -> str:
+    """The text of a file's bytes read as ``kind``: the one decoding the parsers and the command line share.
+
+    A byte-order mark, else the encoding the format declares (:func:`declared_encoding`), else
+    UTF-8 (see :func:`decode_bytes` for the errors).
+
+    Parameters
+    ----------
+    data : bytes
+        The file's bytes.
+    name : str
+        The input's name in error messages.
+    kind : str
+        The input kind (``"code"``, ``"xml"``, ``"json"``, ...).
+    language : str, optional
+        The code language (its PEP 263 line counts only for Python).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ParseError
+        Bytes that do not decode (naming the byte), a declared codec that is unknown or not a
+        text encoding (naming the line), UTF-16/32 without its byte-order mark.
+
+    Examples
+    --------
+    >>> decode_input("# coding: latin-1\\ns = 'é'\\n".encode("latin-1"), "a.py", "code", "python")[-4:]
+    "'é'\\n"
+    """
+    encoding, where = declared_encoding(data, kind, language)
+    return decode_bytes(data, name, encoding, where)
+
+
+def wrong_type(obj: Any, name: str, accepted: str = "str, bytes or a path (os.PathLike)") -> InputError:
+    """The error for an input of a type no parser reads: an InputError naming the accepted types.
+
+    Examples
+    --------
+    >>> raise wrong_type(123, "<code>")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.InputError: <code>: the input must be str, bytes or a path (os.PathLike), not int
+    """
+    return InputError(f"the input must be {accepted}, not {type(obj).__name__}", name=name)
 
 
 def check_text(text: str, name: str, limits: Limits | None = None) -> str:
@@ -147,17 +341,28 @@ def read_bytes(path: Any, name: str, limits: Limits | None = None) -> bytes:
 
 
 def read_text(
-    obj: Any, *, name: str | None, default: str, limits: Limits | None = None, encoding: str | None = None
+    obj: Any,
+    *,
+    name: str | None,
+    default: str,
+    limits: Limits | None = None,
+    encoding: str | None = None,
+    kind: str | None = None,
 ) -> tuple[str, str]:
     """``(text, name)`` of a ``str``/``bytes``/path input (see the module docstring).
 
-    ``encoding`` applies to bytes and files without a byte-order mark. A path's name is the
-    path itself unless ``name`` is given; otherwise ``default`` names nameless input.
+    ``encoding`` applies to bytes and files without a byte-order mark; with ``kind`` instead,
+    they are decoded by :func:`decode_input` (the encoding the format declares). A path's name
+    is the path itself unless ``name`` is given; otherwise ``default`` names nameless input.
 
     Examples
     --------
     >>> read_text("abc", name=None, default="<json>")
     ('abc', '<json>')
+    >>> read_text(None, name=None, default="<json>")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.InputError: <json>: the input must be str, bytes or a path (os.PathLike), not NoneType
     """
     if is_pathlike(obj):
         name = name or os.fspath(obj)
@@ -167,10 +372,12 @@ def read_text(
         data = bytes(obj)
         maximum = resolve_limits(limits).max_input_bytes
         check_limit(len(data), maximum, "max_input_bytes", "bytes of input", name=name)
+        if kind is not None and encoding is None:
+            return decode_input(data, name, kind), name
         return decode_bytes(data, name, encoding), name
     if isinstance(obj, str):
         return check_text(obj, name, limits), name
-    raise TypeError(f"{name}: input must be str, bytes or a path, not {type(obj).__name__}")
+    raise wrong_type(obj, name)
 
 
 def clean_label(s: str) -> str:

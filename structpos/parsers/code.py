@@ -15,8 +15,10 @@ dropped anonymous ``MISSING`` token takes its flag with it (``has_error`` still 
 
 There is no default language: ``language=`` names it, or the suffix of a path (or of
 ``name``) does (:data:`SUFFIXES`). Bytes and files are decoded by their byte-order mark, else
-for Python by a PEP 263 coding line (one naming an unknown codec is ignored), else as UTF-8
-(spans index the decoded text).
+for Python by a PEP 263 coding line (one naming an unknown codec is ignored; one naming a codec
+that is not a text encoding, ``rot13`` or ``hex``, is a ParseError naming its line), else as
+UTF-8 (spans index the decoded text), by :func:`~structpos.parsers._input.decode_input`, which
+``structpos encode`` uses too.
 
 Grammars come from per-language wheels (``tree-sitter-python``, ...): languages
 ``python, javascript, java, go, rust, c, cpp`` are known by name (plus any installed
@@ -42,10 +44,8 @@ or without ``fork``, everything runs in this process.
 
 from __future__ import annotations
 
-import io
 import threading
 import time
-import tokenize
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -56,7 +56,7 @@ from ..exceptions import ParseError, SpecError
 from ..limits import Deadline, Limits, check_limit, resolve_limits
 from ..structure import CodeInfo, Structure, StructureError
 from ._guard import StaleHelper, call_guarded, can_fork
-from ._input import bom_encoding, check_text, decode_bytes, is_pathlike, read_bytes
+from ._input import bom_encoding, check_text, declared_encoding, decode_input, is_pathlike, read_bytes, wrong_type
 from ._offsets import ByteToChar
 
 __all__ = ["parse_code", "get_language", "language_for_path", "LANGUAGES", "SUFFIXES"]
@@ -283,24 +283,6 @@ def _walk(tree, keep: list[bool] | None, fields: bool, missing: bool):
 
 
 # ------------------------------------------------------------------ entry
-def _source_encoding(data: bytes, lang_name: str) -> str | None:
-    """The codec a BOM or (Python) a PEP 263 coding line selects; ``None``: plain UTF-8.
-
-    A coding line naming no codec Python knows (``# coding: uft-8``) is ignored: tree-sitter
-    parses such a file all the same, so it is read as UTF-8 (and fails, naming the byte, only
-    if it is not).
-    """
-    if bom_encoding(data):
-        return bom_encoding(data)
-    if lang_name != "python":
-        return None
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError:  # an unknown or conflicting declaration, or first lines that are not UTF-8
-        return None
-    return None if encoding == "utf-8" else encoding
-
-
 def _language_of(language, source, name: str | None):
     """The language argument, else the one the path's (or the name's) suffix names; never a silent default."""
     if language is not None:
@@ -326,15 +308,14 @@ def _read_source(source, name: str | None, lang_name: str, limits: Limits | None
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         check_limit(len(data), resolve_limits(limits).max_input_bytes, "max_input_bytes", "bytes of input", name=name)
-        encoding = _source_encoding(data, lang_name)
-        text = decode_bytes(data, name, encoding)
-        if encoding is not None:  # tree-sitter reads UTF-8: re-encode what was decoded otherwise
-            data = text.encode("utf-8")
+        text = decode_input(data, name, "code", lang_name)
+        if declared_encoding(data, "code", lang_name)[0] is not None or bom_encoding(data):
+            data = text.encode("utf-8")  # tree-sitter reads UTF-8: re-encode what was decoded otherwise
         return text, data, name
     if isinstance(source, str):
         text = check_text(source, name, limits)
         return text, text.encode("utf-8"), name
-    raise TypeError(f"{name}: source must be str, bytes or pathlib.Path, not {type(source).__name__}")
+    raise wrong_type(source, name)
 
 
 def _ints(values: list[int]) -> np.ndarray:
@@ -526,8 +507,11 @@ def parse_code(
     Raises
     ------
     ParseError
-        Bytes that do not decode (naming the byte offset), a lone
-        surrogate in ``str`` input, a helper process that died while parsing.
+        Bytes that do not decode (naming the byte offset), a PEP 263 line naming a codec that
+        is not a text encoding (naming the line), a lone surrogate in ``str`` input, a helper
+        process that died while parsing.
+    InputError
+        ``source`` is not text, bytes or a path (``None``, a number).
     SpecError
         No language given and none to guess.
     LimitError

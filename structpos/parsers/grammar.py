@@ -5,9 +5,11 @@ or a ready ``lark.Lark``). Rule nodes are labelled with the rule name (``Tree.da
 tokens kept in the tree become leaf nodes labelled with their terminal type (``NUMBER``,
 ``NAME``, anonymous ones like ``PLUS``), attribute ``is_token`` marks them. Spans are
 lark's character offsets: ``meta.start_pos/end_pos`` for rules (the grammar is compiled
-with ``propagate_positions=True``), ``start_pos/end_pos`` for tokens; a rule that matched
-nothing has no span (``-1``); with a ``Lark`` compiled without positions, rule spans
-are the hull of their tokens. LALR is the default (fast); use ``parser="earley"`` for
+with ``propagate_positions=True``), ``start_pos/end_pos`` for tokens; with a ``Lark``
+compiled without positions, rule spans are the hull of their tokens. A rule that matched
+nothing (an empty input, an empty optional rule) spans the empty string where it matched:
+``(p, p)``, ``p`` the end of the last token before it (0 when none, so the root of an empty
+input spans ``(0, 0)``), within its parent's span. LALR is the default (fast); use ``parser="earley"`` for
 ambiguous grammars. Compiled grammars are cached per (grammar, start, parser).
 
 Time limit: Earley is cubic in the input on ambiguous grammars (a 1 KB input of a grammar like
@@ -80,7 +82,8 @@ def parse_grammar(
     ------
     ParseError
         Input the grammar rejects (naming ``line:col`` and the expected terminals), a
-        grammar that does not compile, bytes that do not decode.
+        grammar that does not compile or ``%import`` s a grammar that cannot be read (named
+        ``<grammar>``), bytes that do not decode.
     SpecError
         ``parser`` is neither ``"lalr"`` nor ``"earley"``.
     LimitError
@@ -119,6 +122,9 @@ def _compile_checked(grammar: str, start: str, parser: str, lark):
         return _compile(grammar, start, parser)
     except lark.exceptions.LarkError as e:  # GrammarError, or grammar text that does not parse
         raise StructureError(f"bad grammar: {e}", name="<grammar>") from None
+    except OSError as e:  # an %import of a grammar file lark cannot find or read
+        what = f"{e.strerror}: {e.filename}" if e.strerror and e.filename else str(e)
+        raise StructureError(f"bad grammar: an %import cannot be read ({what})", name="<grammar>") from None
 
 
 _LARKS: OrderedDict[int, object] = OrderedDict()
@@ -205,10 +211,13 @@ def _describe(e, exc) -> str:
 def _to_structure(tree, text: str, name: str, Token, max_nodes: int) -> Structure:
     b = TreeBuilder({"is_token": (False, bool)}, max_nodes=max_nodes, name=name)
     stack = [(tree, -1)]
+    before: dict[int, int] = {}  # rule without a span -> end of the last token before it
+    last_end = 0
     while stack:
         node, parent = stack.pop()
         if isinstance(node, Token):
             b.add(str(node.type), parent, node.start_pos, node.end_pos, is_token=True)
+            last_end = node.end_pos
             continue
         if not hasattr(node, "data"):  # None placeholders (maybe_placeholders) and plain values
             continue
@@ -218,9 +227,29 @@ def _to_structure(tree, text: str, name: str, Token, max_nodes: int) -> Structur
         else:
             s, e = meta.start_pos, meta.end_pos
         i = b.add(str(node.data), parent, s, e)
+        if s < 0:
+            before[i] = last_end
         stack.extend((c, i) for c in reversed(node.children))
     _fill_rule_spans(b)
+    _place_empty_rules(b, before)
     return b.build("tree", text, name, format="grammar")
+
+
+def _place_empty_rules(b: TreeBuilder, before: dict[int, int]) -> None:
+    """A rule that matched nothing spans the empty string where it matched.
+
+    That is ``(p, p)`` with ``p`` the end of the last token before it in the input (0 when none:
+    the root of an empty input spans ``(0, 0)``), moved into its parent's span so that spans
+    stay nested. Preorder: a parent is placed before its children.
+    """
+    for i in sorted(before):
+        if b.start[i] >= 0:  # spanned by its tokens (a Lark without positions)
+            continue
+        p = before[i]
+        parent = b.parent[i]
+        if parent >= 0:
+            p = min(max(p, b.start[parent]), b.end[parent])
+        b.start[i] = b.end[i] = p
 
 
 def _fill_rule_spans(b: TreeBuilder) -> None:

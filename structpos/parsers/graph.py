@@ -166,6 +166,17 @@ def _from_networkx(G, label, weight, node_text, name):
     return nodes, labels, ei, w, node_text, bool(G.is_directed())
 
 
+def _check_directed(directed: Any, name: str) -> bool | None:
+    """``directed`` as a bool (``None`` kept): a string or a number is a ParseError, not truthiness.
+
+    ``"directed": "false"`` in graph JSON is a non-empty string, so ``bool()`` would read it
+    as directed: only ``True``/``False`` (NumPy's too) are accepted.
+    """
+    if directed is None or isinstance(directed, (bool, np.bool_)):
+        return None if directed is None else bool(directed)
+    raise ParseError(f"directed must be true, false or absent, not {directed!r}", name=name)
+
+
 def parse_graph(
     obj: Any,
     num_nodes: int | None = None,
@@ -228,7 +239,8 @@ def parse_graph(
     ParseError
         An ``edge_index`` not of shape ``(2, E)`` or not integral, an edge naming a node out
         of range, a negative, NaN or infinite weight (naming the edge position), a
-        ``num_nodes`` that disagrees with the graph.
+        ``num_nodes`` that disagrees with the graph, a ``directed`` that is not a bool
+        (``"maybe"``, ``"false"``, ``1``).
     LimitError
         ``max_nodes`` or ``max_graph_nodes_per_edge`` exceeded.
 
@@ -292,6 +304,7 @@ def parse_graph(
         w = _check_weights(raw_w, ei.shape[1], name)
         labels = [str(i) for i in range(num_nodes)]
         inferred_directed = not _is_symmetric(ei, w, num_nodes)
+    directed = _check_directed(directed, name)
     source, start, end = _attach_text(node_text, num_nodes, name)
     return Structure(
         kind="graph",
@@ -300,7 +313,7 @@ def parse_graph(
         end=end,
         edge_index=ei,
         edge_weight=w,
-        directed=inferred_directed if directed is None else bool(directed),
+        directed=inferred_directed if directed is None else directed,
         source=source,
         name=name,
         node_ids=node_ids,

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import ParseError
+from ..exceptions import InputError, ParseError
 from ..limits import Limits, check_limit, node_budget
 from ..structure import Structure, StructureError
 from ._input import clean_label, is_pathlike, read_text
@@ -64,7 +64,9 @@ def parse_json(
         ``max_input_bytes`` and ``max_nodes`` apply (default :data:`~structpos.limits.DEFAULT_LIMITS`).
     from_object : bool, optional
         Force reading ``text_or_obj`` as a Python value (``True``) or as text (``False``);
-        by default ``str``/``bytes``/paths are text and everything else is a value.
+        by default ``str``/``bytes``/paths are text and everything else is a value, except
+        ``None``, which is refused (an InputError) unless ``from_object=True``: a missing input
+        is a likelier cause than the JSON value ``null``.
 
     Returns
     -------
@@ -78,6 +80,8 @@ def parse_json(
         the byte offset), a lone surrogate *character* in ``str`` input.
     LimitError
         The input or the tree exceeds ``max_input_bytes`` / ``max_nodes``.
+    InputError
+        ``text_or_obj`` is ``None`` and ``from_object`` is not ``True``.
 
     Notes
     -----
@@ -100,6 +104,11 @@ def parse_json(
     """
     is_text = isinstance(text_or_obj, (str, bytes, bytearray, memoryview)) or is_pathlike(text_or_obj)
     if from_object is None:
+        if text_or_obj is None:  # a missing input far more often than the JSON value null
+            raise InputError(
+                "the input is None; pass JSON text, bytes, a path or a value (from_object=True parses None as null)",
+                name=name or "<json>",
+            )
         from_object = not is_text
     if from_object:
         name = name or "<json object>"
@@ -109,6 +118,27 @@ def parse_json(
         text, name = read_text(text_or_obj, name=name, default="<json>", limits=limits)
         fmt = "json"
     return _Scanner(text, name, node_budget(limits)).scan(fmt)
+
+
+def _string_error(text: str, e: json.JSONDecodeError) -> str:
+    """The message of a string :func:`~json.decoder.scanstring` rejected, without its dangling ``" at"``.
+
+    ``json`` words its messages to be followed by a position (``"Invalid control character
+    at"``); the position goes in front here, so the message says what is at it instead.
+
+    Examples
+    --------
+    >>> try:
+    ...     scanstring('a\\x01b"', 0, True)
+    ... except json.JSONDecodeError as e:
+    ...     print(_string_error('a\\x01b"', e))
+    invalid control character '\\x01' in a string (write it as the escape \\u0001)
+    """
+    msg = e.msg.strip()
+    if msg.startswith("Invalid control character") and e.pos < len(text):
+        ch = text[e.pos]
+        return f"invalid control character {ch!r} in a string (write it as the escape \\u{ord(ch):04x})"
+    return msg.removesuffix(" at").rstrip()
 
 
 class _Scanner:
@@ -176,7 +206,7 @@ class _Scanner:
             try:
                 end, label = scanstring(self.text, pos + 1, True)[1], "string"
             except json.JSONDecodeError as e:
-                self.fail(e.pos, e.msg)
+                self.fail(e.pos, _string_error(self.text, e))
         else:
             m = NUMBER_RE.match(self.text, pos)
             end, label = (m.end(), "number") if m is not None else self.literal(pos)
@@ -226,7 +256,7 @@ class _Scanner:
         try:
             key, end = scanstring(text, pos + 1, True)
         except json.JSONDecodeError as e:
-            self.fail(e.pos, e.msg)
+            self.fail(e.pos, _string_error(self.text, e))
         colon = _WS.match(text, end).end()
         if colon >= self.n or text[colon] != ":":
             self.fail(colon, "expected ':' after a property name")

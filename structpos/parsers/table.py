@@ -18,7 +18,7 @@ from typing import Any
 from ..exceptions import SpecError
 from ..limits import Limits
 from ..structure import Structure
-from ._input import decode_bytes, read_bytes
+from ._input import decode_bytes, read_bytes, wrong_type
 from .table_csv import parse_csv_table
 from .table_frame import parse_dataframe, parse_rows
 from .table_html import parse_html_table, parse_html_tables
@@ -68,8 +68,8 @@ def detect_format(obj: Any, name: str | None = None) -> str:
 
     Raises
     ------
-    TypeError
-        ``obj`` is of no table type.
+    InputError
+        ``obj`` is of no table type (naming the types accepted).
 
     Examples
     --------
@@ -89,7 +89,7 @@ def detect_format(obj: Any, name: str | None = None) -> str:
         return "dataframe"
     if isinstance(obj, (list, tuple)):
         return "rows"
-    raise TypeError(f"cannot parse a table from {type(obj).__name__}")
+    raise wrong_type(obj, name or "<table>", "str, bytes, a path, a DataFrame or a list of rows")
 
 
 def _looks_like_path(obj: Any) -> bool:
@@ -168,8 +168,8 @@ def parse_table(
         An unknown ``format`` or a bad option.
     LimitError
         ``max_input_bytes``, ``max_nodes`` or ``max_table_cells`` exceeded.
-    TypeError
-        ``obj`` is of no table type.
+    InputError
+        ``obj`` is of no table type (naming the types accepted).
 
     Examples
     --------
@@ -201,7 +201,7 @@ def parse_table(
     if format == "rows":
         return parse_rows(obj, name=name or "<rows>", header=True if header is None else header, limits=limits)
     if not isinstance(obj, str):
-        raise TypeError(f"{format} input must be text or a path, not {type(obj).__name__}")
+        raise wrong_type(obj, name or f"<{format}>", "text, bytes or a path")
     if format == "html":
         return parse_html_table(
             obj,

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from typing import Any, Sequence
 
+from ..exceptions import ParseError
 from ..limits import Limits
 from ..structure import Structure
+from ._input import wrong_type
 from .table_csv import parse_csv_table
 
 __all__ = ["parse_dataframe", "parse_rows"]
@@ -46,6 +49,8 @@ def parse_dataframe(
 
     Raises
     ------
+    InputError
+        ``df`` is not a DataFrame.
     LimitError
         ``max_input_bytes``, ``max_nodes`` or ``max_table_cells`` exceeded.
 
@@ -62,6 +67,8 @@ def parse_dataframe(
     >>> parse_dataframe(pd.DataFrame([[1, 2]], columns=columns)).table.header_rows  # one per level
     2
     """
+    if not (hasattr(df, "to_csv") and hasattr(df, "columns")):
+        raise wrong_type(df, name, "a pandas DataFrame")
     text = df.to_csv(index=index, header=bool(header), lineterminator="\r\n")  # \r\n: fields with \r or \n get quoted
     levels = getattr(df.columns, "nlevels", 1) if header else 0
     # to_csv writes one header line per column level (plus an index-name line when index=True
@@ -97,6 +104,9 @@ def parse_rows(
 
     Raises
     ------
+    InputError
+        ``rows`` is not a sequence of rows; :class:`~structpos.exceptions.ParseError` (naming
+        the row) for a row that is not a sequence of cells (a string, a number).
     SpecError
         A bad ``header``.
     LimitError
@@ -110,6 +120,17 @@ def parse_rows(
     >>> s.table.grid[1], s.node_text(6)  # the span of a quoted field is inside its quotes
     (['ann', 'a, b'], 'a, b')
     """
+    if not _iterable(rows):
+        raise wrong_type(rows, name, "a list of rows (each a list of cells)")
+    rows = list(rows)
+    for k, r in enumerate(rows):
+        if not _iterable(r):
+            raise ParseError(f"a row must be a list of cells, not {type(r).__name__}", name=name, position=f"row {k}")
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\r\n").writerows([[("" if v is None else v) for v in r] for r in rows])
     return parse_csv_table(buf.getvalue(), name=name, header=header, fmt="rows", limits=limits)
+
+
+def _iterable(obj: Any) -> bool:
+    """A sequence of values (a list, a tuple, an array), not text, bytes, a mapping or a scalar."""
+    return hasattr(obj, "__iter__") and not isinstance(obj, (str, bytes, bytearray, memoryview, dict, os.PathLike))

@@ -28,7 +28,7 @@ import numpy as np
 from ..exceptions import ParseError
 from ..limits import Limits, node_budget
 from ..structure import Structure
-from ._input import bom_encoding, is_pathlike, read_bytes, read_text
+from ._input import read_text
 from ._offsets import ByteToChar
 from ._tree_builder import TreeBuilder
 
@@ -36,19 +36,12 @@ __all__ = ["parse_xml"]
 
 # a start or end tag: "<" then anything but ">" and quotes, or quoted attribute values
 _TAG = re.compile(r"<[^>\"']*(?:(?:\"[^\"]*\"|'[^']*')[^>\"']*)*>")
-_DECL_ENCODING = re.compile(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z][A-Za-z0-9._-]*)[\"']")
 
 
 def _tag_end(text: str, start: int) -> int:
     """End (exclusive) of the tag that opens at ``text[start] == '<'``: first ``>`` outside quotes."""
     m = _TAG.match(text, start)
     return len(text) if m is None else m.end()
-
-
-def _declared_encoding(data: bytes) -> str | None:
-    """The ``encoding`` of an XML declaration at the start of ``data`` (ASCII-compatible input)."""
-    m = _DECL_ENCODING.match(data, 0, 512)
-    return None if m is None else m.group(1).decode("ascii")
 
 
 def _events(data: bytes, name: str) -> list[tuple[str, int, Any]]:
@@ -161,15 +154,7 @@ def parse_xml(text: str | bytes, name: str | None = None, *, limits: Limits | No
     >>> [(str(l), s.node_text(i)) for i, l in enumerate(s.labels)]
     [('a', '<a><b/>hi &amp; bye<![CDATA[<x>]]></a>'), ('b', '<b/>'), ('#text', 'hi &amp; bye<![CDATA[<x>]]>')]
     """
-    if is_pathlike(text):
-        name = name or str(text)
-        text = read_bytes(text, name, limits)
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        data = bytes(text)
-        encoding = None if bom_encoding(data) else _declared_encoding(data)
-        text, name = read_text(data, name=name, default="<xml>", limits=limits, encoding=encoding)
-    else:
-        text, name = read_text(text, name=name, default="<xml>", limits=limits)
+    text, name = read_text(text, name=name, default="<xml>", limits=limits, kind="xml")
     data = text.encode("utf-8")
     events = _events(data, name)
     offsets = ByteToChar(text, data)(np.array([ev[1] for ev in events], dtype=np.int64)).tolist() if events else []

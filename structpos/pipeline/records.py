@@ -5,9 +5,12 @@ is record ``k`` of the next, which is what sharding and ``--resume`` rely on):
 
 * **JSONL** (``*.jsonl``, ``*.ndjson``): one record per non-blank line; the payload is the
   ``field`` of the line's object (default ``"text"``), the id its ``id_field`` or, by default,
-  the 1-based line number.
+  the 1-based line number. A line whose id is missing or null is an error record (id: its line
+  number).
 * **Parquet** (``*.parquet``): one record per row; payload column ``field``, id column
-  ``id_field`` or the 0-based row number.
+  ``id_field`` or the 0-based row number. A row whose id is null is an error record (id: its
+  row number), never the id ``"None"``; a file pyarrow cannot read (truncated, corrupt) is an
+  :class:`~structpos.exceptions.InputError` naming it.
 * **A directory** (or any other single file): one record per file, id = the path relative to
   the directory, files sorted by that path; the kind (and code language) comes from
   ``--kind``/``--language`` or else the suffix (:data:`SUFFIX_KINDS`). A CoNLL-U file yields
@@ -18,7 +21,10 @@ is record ``k`` of the next, which is what sharding and ``--resume`` rely on):
 
 A line or file that cannot be read (bad JSON, missing field, bad UTF-8, a lone surrogate, a
 file over ``max_input_bytes``) still yields a record, carrying ``read_error``, so that
-*records in = records encoded + records in errors* holds.
+*records in = records encoded + records in errors* holds. A file's bytes become text exactly as
+the parsers read them (:func:`~structpos.parsers._input.decode_input`: a byte-order mark, else a
+Python PEP 263 line or an XML declaration, else UTF-8), so ``structpos encode`` and
+``parse(path, kind)`` read the same file the same way and fail it with the same ParseError.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ..exceptions import InputError
+from ..exceptions import InputError, ParseError
+from ..parsers._input import decode_input
 from .walk import Skipped, open_regular, read_bounded, special_kind, walk_files
 
 __all__ = [
@@ -324,9 +331,7 @@ def count_records(
                 n += bool(line.strip())
         return n
     if name.endswith(PARQUET_SUFFIXES):
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(path).metadata.num_rows
+        return _open_parquet(path).metadata.num_rows
     return None if (kind or (kind_for_path(path) or ("",))[0]) == "conllu" else 1
 
 
@@ -371,6 +376,8 @@ def _jsonl_line(
     if id_field is not None:
         if id_field not in obj:
             return rid, None, ("KeyError", f"{where}: no id field {id_field!r}")
+        if obj[id_field] is None:  # str(None) would be the id "None", shared by every null and by a real "None"
+            return rid, None, ("ParseError", f"{where}: id {id_field!r} is null")
         rid = str(obj[id_field])
     if field not in obj:
         return rid, None, ("KeyError", f"{where}: no payload field {field!r}")
@@ -399,23 +406,50 @@ def _jsonl_records(path: Path, kind, language, field, id_field, max_input_bytes=
             yield Record(rid, payload, where, kind, language, err, input=path.name, position=f"line {lineno}")
 
 
-def _parquet_records(path: Path, kind, language, field, id_field) -> Iterator[Record]:
+def _open_parquet(path: Path):
+    """``pyarrow.parquet.ParquetFile(path)``; a file pyarrow cannot read is an InputError naming it."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(path)
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as e:  # truncated, corrupt, or not Parquet at all
+        raise InputError(f"cannot read it as Parquet: {e}", name=str(path)) from None
+
+
+def _parquet_batches(path: Path, pf, cols: list[str]) -> Iterator[dict]:
+    """The row batches of ``cols`` as dicts of lists; a batch that cannot be read is an InputError naming the file."""
+    import pyarrow as pa
+
+    batches = pf.iter_batches(columns=cols, batch_size=4096)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as e:  # a damaged page or column chunk
+            raise InputError(f"cannot read it as Parquet: {e}", name=str(path)) from None
+        yield batch.to_pydict()
+
+
+def _parquet_records(path: Path, kind, language, field, id_field) -> Iterator[Record]:
+    pf = _open_parquet(path)
     names = pf.schema_arrow.names
     for col in [field] + ([id_field] if id_field else []):
         if col not in names:
             raise InputError(f"no column {col!r} (columns: {', '.join(names)})", name=str(path))
     cols = [field] + ([id_field] if id_field and id_field != field else [])
     row = 0
-    for batch in pf.iter_batches(columns=cols, batch_size=4096):
-        d = batch.to_pydict()
+    for d in _parquet_batches(path, pf, cols):
         payloads = d[field]
         ids = d[id_field] if id_field else range(row, row + len(payloads))
         for rid, payload in zip(ids, payloads):
             where = f"{path.name} row {row}"
-            err = None if payload is not None else ("ValueError", f"{where}: payload {field!r} is null")
+            if rid is None:  # str(None) would be the id "None", shared by every null and by a real "None"
+                err: tuple[str, str] | None = ("ParseError", f"{where}: id {id_field!r} is null")
+                rid = row
+            else:
+                err = None if payload is not None else ("ValueError", f"{where}: payload {field!r} is null")
             yield Record(str(rid), payload, where, kind, language, err, input=path.name, position=f"row {row}")
             row += 1
 
@@ -513,17 +547,18 @@ def _file_records(
         language = guess[1]
     try:
         data = read_bounded(open_regular(path, follow_symlinks=follow_symlinks), max_input_bytes, name=rel)
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
+        text = decode_input(data, rel, kind, language)
+    except ParseError as e:  # the parsers' own decoding and message: the API reads these bytes the same way
+        where = rel if e.position is None else f"{rel} {e.position}"
         yield Record(
             rel,
             None,
-            f"{rel} byte {e.start}",
+            where,
             kind,
             language,
-            ("UnicodeDecodeError", f"{rel} byte {e.start}: not UTF-8: {e.reason}"),
+            ("ParseError", str(e)),
             input=rel,
-            position=f"byte {e.start}",
+            position=None if e.position is None else str(e.position),
         )
         return
     except (OSError, InputError) as e:
