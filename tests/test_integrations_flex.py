@@ -347,3 +347,33 @@ def test_chunked_block_mask_equals_create_block_mask(Q, KV):
     q, k, v = (torch.randn(2, H, n, D, generator=g) for n in (Q, KV, KV))
     dense = create_mask(mm, 2, 1, Q, KV, device="cpu")
     torch.testing.assert_close(flex(q, k, v, block_mask=ours), sdpa(q, k, v, mask=dense), rtol=0, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- compiled flex
+@pytest.mark.slow  # two CPU Inductor builds, ~10-25 s each; the tables are kept tiny
+def test_compiled_flex_switching_score_mod_kinds_in_one_process():
+    """``flex(compile=True)`` keeps one cached compiled function. Switching from a tree score_mod to an
+    SPD one recompiles with closure tensors of other shapes; a dynamic recompile then failed in
+    Inductor (``CppCompileError … cur_qSplitSize2``). Each kind must compile and equal eager flex and
+    the dense bias + SDPA reference."""
+    import torch._dynamo
+
+    torch._dynamo.reset()  # start from an empty compile cache whatever ran before
+    L = 8
+    q, k, v = (t[:, :1] for t in qkv(1, L, seed=7))
+    parent = [-1, 0, 1, 1, 0, 4, 5, 4]
+    nodes = torch.arange(L)[None]
+    slopes = alibi_slopes(1)
+    dist_tree = torch.as_tensor(tree_distance(parent))[None]
+    path = np.abs(np.arange(L)[:, None] - np.arange(L)[None, :])  # SPD of the path graph 0-1-…-7
+    spd_mod = spd_score_mod(torch.zeros(1, L, dtype=torch.long), nodes, spd_tables([path]), slopes=slopes)
+    mods = [
+        (tree_distance_score_mod(parent, nodes, slopes=slopes), dist_tree),
+        (spd_mod, torch.as_tensor(path)[None]),
+        (None, None),
+    ]
+    for mod, dist in mods:
+        out = flex(q, k, v, mod, compile=True)
+        torch.testing.assert_close(out, flex(q, k, v, mod), rtol=0, atol=1e-5)
+        ref = sdpa(q, k, v) if dist is None else sdpa(q, k, v, alibi_distance_bias(dist, 1))
+        torch.testing.assert_close(out, ref, rtol=0, atol=1e-5)

@@ -813,7 +813,10 @@ def flex(
     enable_gqa : bool
         Grouped-query attention (fewer key/value heads).
     compile : bool
-        Run the compiled kernel (compiled once per process).
+        Run the compiled kernel. One ``torch.compile(flex_attention, dynamic=False)`` is cached per
+        process; each new score_mod kind, table shape or sequence length compiles its own static
+        kernel (a dynamic recompile after switching kinds fails in CPU Inductor), and
+        ``torch._dynamo.config.recompile_limit`` bounds how many are kept.
 
     Returns
     -------
@@ -834,7 +837,7 @@ def flex(
     if block_mask is None:
         block_mask = full_block_mask(q.shape[-2], k.shape[-2], device=q.device)
     if compile:
-        fn = _COMPILED.get("fn") or _COMPILED.setdefault("fn", torch.compile(fn, fullgraph=True))
+        fn = _COMPILED.get("fn") or _COMPILED.setdefault("fn", torch.compile(fn, fullgraph=True, dynamic=False))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*flex_attention.*")
         return fn(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=enable_gqa)
