@@ -595,7 +595,7 @@ def document_mask_mod(cu_seqlens, total: int | None = None) -> MaskMod:
     cu = torch.as_tensor(cu_seqlens).to(torch.int64)
     total = int(cu[-1]) if total is None else total
     cu = check_cu_seqlens(cu, total)
-    doc = torch.searchsorted(cu[1:], torch.arange(total), right=True)
+    doc = torch.searchsorted(cu[1:], torch.arange(total, device=cu.device), right=True)
 
     def mask_mod(b, h, q_idx, kv_idx):
         return doc[q_idx] == doc[kv_idx]
@@ -850,8 +850,9 @@ def hf_flex_attention(module, query, key, value, attention_mask=None, scaling=No
     Registered as ``"structpos_flex"`` by
     :func:`structpos.integrations.transformers.register_structural_attention`. The structural
     inputs come from ``StructuralPatch.set_bias(score_mod=..., mask_mod=...)``: functions of
-    *absolute* token indices over the whole sequence (cache included). Causal order and the
-    2-D padding mask are added here; HF's dense mask is not built.
+    *absolute* token indices over the whole sequence (cache included). Causal order, the 2-D
+    padding mask and, for a packed batch called with ``cu_seqlens``, a document mask
+    (:func:`document_mask_mod`) are added here; HF's dense mask is not built.
 
     Parameters
     ----------
@@ -900,6 +901,10 @@ def hf_flex_attention(module, query, key, value, attention_mask=None, scaling=No
     masks = [causal_mask_mod(off)] if getattr(module, "is_causal", True) else []
     if user_mask is not None:
         masks.append(lambda b, h, q_idx, kv_idx: user_mask(b, h, q_idx + off, kv_idx))
+    cu = getattr(state, "cu_seqlens", None)
+    if cu is not None and cu[-1] == S:  # a packed batch: attention stays inside each document
+        doc = document_mask_mod(cu.to(query.device), S)
+        masks.append(lambda b, h, q_idx, kv_idx: doc(b, h, q_idx + off, kv_idx))
     pad = state.padding if state is not None else None
     if pad is not None and pad.shape[-1] == S:
         pad = pad.to(query.device)
