@@ -113,6 +113,12 @@ BAD_OPTIONS = [
     (lambda: StructuralRoPE(8, 2, base=float("nan")), SpecError, "base must be a finite number > 1.0"),
     (lambda: StructuralRoPE(8, 2, base=1.0), SpecError, "base"),
     (lambda: StructuralRoPE(8, 2, layout="zigzag"), SpecError, "layout"),
+    # found by benchmarks/fuzz_encoders.py: a frequency underflowing to 0 silently dropped pairs (and an axis)
+    (lambda: StructuralRoPE(8, 2, base=1e308), SpecError, "frequency 1 underflows to 0"),
+    (lambda: StructuralRoPE(8, 2, allocation="mixed", mixing="w"), ShapeError, "mixing must be a real tensor"),
+    (lambda: StructuralRoPE(8, 2, inv_freq=[1.0, math.inf, 0.1, 0.01]), SpecError, "inv_freq"),
+    (lambda: WIRE(8, k=2, omega="w"), ShapeError, "omega must be a real tensor"),
+    (lambda: WIRE(8, k=2, scale=1e308), SpecError, "overflows"),
     (lambda: StructuralRoPE(8, 2, max_table_extent=0), SpecError, "max_table_extent"),
     (lambda: HierarchicalRoPE(6, levels="novel"), SpecError, "preset"),
     (lambda: HierarchicalRoPE(6, levels=("a", "a")), SpecError, "distinct"),
@@ -168,3 +174,17 @@ def test_bad_tensor_inputs_raise_shape_error():
         SPDBias(2)(torch.zeros(2, 2))
     with pytest.raises(ShapeError, match="non-finite"):
         collate([torch.tensor([[0.0, math.inf]])])
+
+
+def test_encoder_fuzz_harness_finds_no_escape_on_a_small_run():
+    """benchmarks/fuzz_encoders.py (run it with --n 3000 for the full sweep) stays runnable and clean."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz_encoders.py"
+    spec = importlib.util.spec_from_file_location("fuzz_encoders", path)
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    report = fuzz.run(40, seed=0)
+    assert report["escapes"] == 0, report["findings"]
+    assert report["built"] > 0 and report["refused"] > 0  # both sides of the contract were exercised

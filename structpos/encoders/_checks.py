@@ -39,6 +39,7 @@ from ..exceptions import ShapeError, SpecError
 __all__ = [
     "QK_LAYOUTS",
     "QKLayout",
+    "as_real_tensor",
     "check_choice",
     "check_count",
     "check_every_axis_used",
@@ -313,6 +314,44 @@ def check_every_axis_used(counts: Sequence[int], num_axes: int, available: str) 
             f"{available}, too few for num_axes={num_axes}: axis {empty[0]} would get none and be ignored; "
             "use a larger head_dim or fewer axes, or give explicit sections"
         )
+
+
+def as_real_tensor(value: Any, name: str) -> torch.Tensor:
+    """``value`` as a new float32 tensor (a copy), or :class:`~structpos.exceptions.ShapeError`.
+
+    Parameters
+    ----------
+    value : array_like
+        A tensor, array or nested sequence of real numbers.
+    name : str
+        The option's name, for the message.
+
+    Returns
+    -------
+    torch.Tensor
+        float32 copy of ``value``.
+
+    Raises
+    ------
+    ShapeError
+        ``value`` is not a real array (a string, a ragged list, complex numbers).
+
+    Examples
+    --------
+    >>> as_real_tensor([[1, 2]], "mixing")
+    tensor([[1., 2.]])
+    >>> as_real_tensor("w", "mixing")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: mixing must be a real tensor, got str
+    """
+    try:
+        t = torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ShapeError(f"{name} must be a real tensor, got {type(value).__name__}") from None
+    if t.is_complex() or t.dtype == torch.bool:
+        raise ShapeError(f"{name} must be a real tensor, got {t.dtype}")
+    return t.detach().to(torch.float32).clone()
 
 
 def check_finite_values(t: torch.Tensor, name: str, hint: str = "") -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from ..exceptions import ShapeError
+from ..exceptions import ShapeError, SpecError
 from ._checks import check_choice, check_head_dim, check_real, is_compiling
 
 __all__ = ["apply_rotary", "layout_permutation", "check_layout", "rope_inv_freq", "LAYOUTS"]
@@ -58,7 +58,8 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, device=None) -> torch.Te
     Raises
     ------
     SpecError
-        ``head_dim`` not a positive even integer, or ``base`` not a finite number ``> 1``.
+        ``head_dim`` not a positive even integer, ``base`` not a finite number ``> 1``, or a
+        ``base`` so large that a frequency underflows to 0 in float32 (that pair would not rotate).
 
     Examples
     --------
@@ -68,7 +69,14 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, device=None) -> torch.Te
     head_dim = check_head_dim(head_dim)
     base = check_real(base, "base", low=1.0, low_open=True)
     exps = torch.arange(0, head_dim, 2, dtype=torch.int64, device=device).float() / head_dim
-    return 1.0 / (base**exps)
+    inv = 1.0 / (base**exps)
+    dead = torch.nonzero(~(inv > 0))
+    if dead.numel():
+        raise SpecError(
+            f"base={base} is too large for head_dim={head_dim}: frequency {int(dead[0])} underflows to 0 in float32, "
+            "so pairs from there on would not rotate"
+        )
+    return inv
 
 
 def layout_permutation(head_dim: int) -> torch.Tensor:

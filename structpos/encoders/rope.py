@@ -34,6 +34,7 @@ from ..exceptions import ShapeError, SpecError
 from ._checks import (
     QK_LAYOUTS,
     QKLayout,
+    as_real_tensor,
     check_choice,
     check_count,
     check_every_axis_used,
@@ -326,9 +327,11 @@ class StructuralRoPE(nn.Module):
         if inv_freq is None:
             inv_freq = rope_inv_freq(self.head_dim, self.base)
         else:
-            inv_freq = torch.as_tensor(inv_freq, dtype=torch.float32).detach().clone()
+            inv_freq = as_real_tensor(inv_freq, "inv_freq")
             if inv_freq.shape != (self.num_pairs,):
                 raise ShapeError(f"inv_freq must have shape ({self.num_pairs},), given {tuple(inv_freq.shape)}")
+            if not torch.isfinite(inv_freq).all():
+                raise SpecError("inv_freq contains non-finite values")
         if self.learnable and self.allocation != "mixed":
             self.inv_freq = nn.Parameter(inv_freq)
         else:
@@ -370,7 +373,7 @@ class StructuralRoPE(nn.Module):
             w = torch.zeros(P, A)
             w[torch.arange(P), pair_axes(P, A, "interleaved")] = 1.0
             return w
-        w = torch.as_tensor(mixing, dtype=torch.float32).clone()
+        w = as_real_tensor(mixing, "mixing")
         if w.shape[-2:] != (P, A) or w.dim() not in (2, 3):
             raise ShapeError(f"mixing must have shape (P, A) = ({P}, {A}) or (H, P, A), given {tuple(w.shape)}")
         if not torch.isfinite(w).all():

@@ -31,6 +31,7 @@ from ..exceptions import ShapeError, SpecError
 from ._checks import (
     QK_LAYOUTS,
     QKLayout,
+    as_real_tensor,
     check_choice,
     check_count,
     check_every_axis_used,
@@ -209,8 +210,10 @@ class WIRE(nn.Module):
             check_every_axis_used(pairs_per_coord, self.k, f"head_dim={self.head_dim} has {P} rotary pairs")
             omega = torch.zeros(P, k)
             omega[torch.arange(P), torch.arange(P) % k] = inv * scale
+            if not torch.isfinite(omega).all():
+                raise SpecError(f"scale={scale} overflows the frequencies of Ω to inf in float32")
         else:
-            omega = torch.as_tensor(omega, dtype=torch.float32).clone()
+            omega = as_real_tensor(omega, "omega")
             if omega.shape != (P, k):
                 raise ShapeError(f"omega must have shape (D/2, k) = ({P}, {k}), got {tuple(omega.shape)}")
             if not torch.isfinite(omega).all():
