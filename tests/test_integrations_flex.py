@@ -203,13 +203,10 @@ def test_spd_score_mod_packed_graphs_equal_networkx_dense_bias():
 
 
 # -------------------------------------------------------------------------------------- masks
-def table_tokens():
-    path = "../shared/data/wtq"
-    import pathlib
-
-    files = sorted(pathlib.Path(path).rglob("*.csv"))
-    if not files:
-        pytest.skip("shared WTQ tables not found")
+def table_tokens(shared_data):
+    """The first rows of a real WTQ table: the full shared data when present, else the committed sample."""
+    files = sorted((shared_data / "wtq").rglob("*.csv"))
+    assert files, f"no WTQ csv under {shared_data / 'wtq'}"  # the samples ship in tests/data/sample
     text = files[0].read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)[:6]
     text = "".join(lines)
@@ -219,11 +216,12 @@ def table_tokens():
 
 
 @pytest.mark.parametrize("mode", ["row", "column", "row_or_column", "row_column_header"])
-def test_table_masks_equal_dense_mask_sdpa(mode):
-    tok = table_tokens()
+def test_table_masks_equal_dense_mask_sdpa(mode, shared_data):
+    tok = table_tokens(shared_data)
     row, col = torch.as_tensor(tok["row"])[None], torch.as_tensor(tok["col"])[None]
     header = torch.as_tensor(tok["header"])[None] > 0
     r, c = row[0], col[0]
+    assert r.max() >= 2 and c.max() >= 1  # several rows and columns: the masks are not trivial
     same_r, same_c = r[:, None] == r[None, :], c[:, None] == c[None, :]
     ref_mask = {"row": same_r, "column": same_c}.get(mode, same_r | same_c)
     if mode == "row_column_header":
@@ -349,3 +347,33 @@ def test_chunked_block_mask_equals_create_block_mask(Q, KV):
     q, k, v = (torch.randn(2, H, n, D, generator=g) for n in (Q, KV, KV))
     dense = create_mask(mm, 2, 1, Q, KV, device="cpu")
     torch.testing.assert_close(flex(q, k, v, block_mask=ours), sdpa(q, k, v, mask=dense), rtol=0, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- compiled flex
+@pytest.mark.slow  # two CPU Inductor builds, ~10-25 s each; the tables are kept tiny
+def test_compiled_flex_switching_score_mod_kinds_in_one_process():
+    """``flex(compile=True)`` keeps one cached compiled function. Switching from a tree score_mod to an
+    SPD one recompiles with closure tensors of other shapes; a dynamic recompile then failed in
+    Inductor (``CppCompileError … cur_qSplitSize2``). Each kind must compile and equal eager flex and
+    the dense bias + SDPA reference."""
+    import torch._dynamo
+
+    torch._dynamo.reset()  # start from an empty compile cache whatever ran before
+    L = 8
+    q, k, v = (t[:, :1] for t in qkv(1, L, seed=7))
+    parent = [-1, 0, 1, 1, 0, 4, 5, 4]
+    nodes = torch.arange(L)[None]
+    slopes = alibi_slopes(1)
+    dist_tree = torch.as_tensor(tree_distance(parent))[None]
+    path = np.abs(np.arange(L)[:, None] - np.arange(L)[None, :])  # SPD of the path graph 0-1-…-7
+    spd_mod = spd_score_mod(torch.zeros(1, L, dtype=torch.long), nodes, spd_tables([path]), slopes=slopes)
+    mods = [
+        (tree_distance_score_mod(parent, nodes, slopes=slopes), dist_tree),
+        (spd_mod, torch.as_tensor(path)[None]),
+        (None, None),
+    ]
+    for mod, dist in mods:
+        out = flex(q, k, v, mod, compile=True)
+        torch.testing.assert_close(out, flex(q, k, v, mod), rtol=0, atol=1e-5)
+        ref = sdpa(q, k, v) if dist is None else sdpa(q, k, v, alibi_distance_bias(dist, 1))
+        torch.testing.assert_close(out, ref, rtol=0, atol=1e-5)

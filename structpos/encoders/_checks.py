@@ -1,7 +1,14 @@
-"""Input checks shared by the encoders: q/k tensors, coordinates, and ``torch.compile`` awareness.
+"""Input checks shared by the encoders: options, q/k tensors, coordinates, and ``torch.compile`` awareness.
 
-Every check here looks only at shapes and dtypes (static under ``torch.compile``), so it runs
-before any compute and never breaks a graph. Checks that read tensor *values* (non-finite
+Every encoder validates its constructor options here, so one bad option raises the same
+:class:`~structpos.exceptions.SpecError` whichever encoder it is given to (``head_dim`` odd or
+not positive, a count below its minimum, a non-finite or out-of-range real, an unknown choice,
+``sections`` of the wrong length, sum or sign), and an allocation that would leave a coordinate
+axis without a single rotary pair is refused (:func:`check_every_axis_used`) instead of
+silently ignoring that axis.
+
+The tensor checks look only at shapes and dtypes (static under ``torch.compile``), so they run
+before any compute and never break a graph. Checks that read tensor *values* (non-finite
 coordinates, decreasing ``cu_seqlens``) are skipped while compiling: :func:`is_compiling`.
 
 Examples
@@ -13,17 +20,38 @@ torch.Size([2, 5, 4, 8])
 Traceback (most recent call last):
 ...
 structpos.exceptions.ShapeError: q must be a floating tensor (B, L, H, 8) or (T, H, 8); given torch.int64 with shape (2, 5, 4, 8)
+>>> check_head_dim(7)
+Traceback (most recent call last):
+...
+structpos.exceptions.SpecError: head_dim must be a positive even integer, got 7
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+import numbers
+from typing import Any, Literal, Sequence
 
 import torch
 
-from ..exceptions import ShapeError
+from ..exceptions import ShapeError, SpecError
 
-__all__ = ["QK_LAYOUTS", "QKLayout", "check_qk", "from_blhd", "is_compiling", "to_blhd"]
+__all__ = [
+    "QK_LAYOUTS",
+    "QKLayout",
+    "as_real_tensor",
+    "check_choice",
+    "check_count",
+    "check_every_axis_used",
+    "check_finite_values",
+    "check_head_dim",
+    "check_qk",
+    "check_real",
+    "check_sections",
+    "from_blhd",
+    "is_compiling",
+    "to_blhd",
+]
 
 QKLayout = Literal["blhd", "bhld"]
 QK_LAYOUTS: tuple[str, ...] = ("blhd", "bhld")
@@ -41,6 +69,320 @@ def is_compiling() -> bool:
     if fn is None:  # torch < 2.3
         return bool(torch._dynamo.is_compiling())
     return bool(fn())
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_head_dim(head_dim: Any, name: str = "head_dim") -> int:
+    """``head_dim`` as an ``int`` after checking it is a positive even integer.
+
+    Parameters
+    ----------
+    head_dim : int
+        The rotated width ``D`` (``D/2`` rotary pairs).
+    name : str
+        The option's name, for the message.
+
+    Returns
+    -------
+    int
+        ``head_dim``.
+
+    Raises
+    ------
+    SpecError
+        Not an integer, not positive, or odd.
+
+    Examples
+    --------
+    >>> check_head_dim(8)
+    8
+    >>> check_head_dim(-2)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: head_dim must be a positive even integer, got -2
+    """
+    if not _is_int(head_dim) or head_dim <= 0 or head_dim % 2:
+        raise SpecError(f"{name} must be a positive even integer, got {head_dim!r}")
+    return int(head_dim)
+
+
+def check_count(value: Any, name: str, minimum: int = 1) -> int:
+    """``value`` as an ``int`` after checking it is an integer ``≥ minimum``.
+
+    Parameters
+    ----------
+    value : int
+        The option's value.
+    name : str
+        The option's name, for the message.
+    minimum : int
+        The smallest value allowed.
+
+    Returns
+    -------
+    int
+        ``value``.
+
+    Raises
+    ------
+    SpecError
+        Not an integer (``bool`` included) or below ``minimum``.
+
+    Examples
+    --------
+    >>> check_count(3, "k")
+    3
+    >>> check_count(0, "k")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: k must be an integer ≥ 1, got 0
+    """
+    if not _is_int(value) or value < minimum:
+        raise SpecError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_real(
+    value: Any,
+    name: str,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """``value`` as a ``float`` after checking it is a finite real in ``[low, high]`` (ends open on request).
+
+    Parameters
+    ----------
+    value : float
+        The option's value.
+    name : str
+        The option's name, for the message.
+    low, high : float
+        The range.
+    low_open, high_open : bool
+        Exclude ``low`` / ``high`` themselves.
+
+    Returns
+    -------
+    float
+        ``value``.
+
+    Raises
+    ------
+    SpecError
+        Not a real number, NaN or infinite, or outside the range (the message names the range).
+
+    Examples
+    --------
+    >>> check_real(0.5, "z", low=0.0, high=1.0, high_open=True)
+    0.5
+    >>> check_real(float("nan"), "z", low=0.0, high=1.0, high_open=True)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: z must be a finite number in [0.0, 1.0), got nan
+    """
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+    if ok:
+        v = float(value)
+        ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
+    if not ok:
+        if math.isinf(low) and math.isinf(high):
+            where = ""
+        elif math.isinf(high):
+            where = f" {'>' if low_open else '≥'} {low}"
+        elif math.isinf(low):
+            where = f" {'<' if high_open else '≤'} {high}"
+        else:
+            where = f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        raise SpecError(f"{name} must be a finite number{where}, got {value!r}")
+    return float(value)
+
+
+def check_choice(value: Any, name: str, choices: Sequence[Any]) -> Any:
+    """``value`` itself after checking it is one of ``choices``.
+
+    Parameters
+    ----------
+    value : object
+        The option's value.
+    name : str
+        The option's name, for the message.
+    choices : sequence
+        The values allowed.
+
+    Returns
+    -------
+    object
+        ``value``.
+
+    Raises
+    ------
+    SpecError
+        Another value.
+
+    Examples
+    --------
+    >>> check_choice("exact", "mode", ("sparse", "exact"))
+    'exact'
+    >>> check_choice("dense", "mode", ("sparse", "exact"))
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: mode must be one of ('sparse', 'exact'), got 'dense'
+    """
+    if not isinstance(value, str | int | float | type(None)) or value not in tuple(choices):
+        raise SpecError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def check_sections(sections: Sequence[Any], num_axes: int, total: int, what: str) -> list[int]:
+    """``sections`` as a list after checking it has ``num_axes`` non-negative integers summing to ``total``.
+
+    Parameters
+    ----------
+    sections : sequence of int
+        Pairs (or heads) per axis. A ``0`` is allowed: that axis is then deliberately unused.
+    num_axes : int
+        Entries required.
+    total : int
+        Required sum.
+    what : str
+        What the sum is, for the message (``"head_dim/2 = 4"``).
+
+    Returns
+    -------
+    list of int
+        The counts.
+
+    Raises
+    ------
+    SpecError
+        Not a sequence of integers, a negative entry, the wrong length or the wrong sum.
+
+    Examples
+    --------
+    >>> check_sections([3, 1], 2, 4, "head_dim/2 = 4")
+    [3, 1]
+    >>> check_sections([5, -1], 2, 4, "head_dim/2 = 4")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: sections [5, -1] must have 2 non-negative integer entries summing to head_dim/2 = 4
+    """
+    try:
+        counts = list(sections)
+    except TypeError:
+        raise SpecError(f"sections must be a sequence of {num_axes} integers, got {sections!r}") from None
+    if len(counts) != num_axes or not all(_is_int(c) and c >= 0 for c in counts) or sum(counts) != total:
+        raise SpecError(f"sections {counts} must have {num_axes} non-negative integer entries summing to {what}")
+    return [int(c) for c in counts]
+
+
+def check_every_axis_used(counts: Sequence[int], num_axes: int, available: str) -> None:
+    """Refuse a default allocation that leaves some coordinate axis without any rotary pair (or head).
+
+    An axis with no pair would be read and then silently ignored (``head_dim=8`` has 4 pairs:
+    a fifth axis could never change a score). Explicit ``sections`` may still set an axis to 0.
+
+    Parameters
+    ----------
+    counts : sequence of int
+        Pairs (or heads) the allocation gives each axis.
+    num_axes : int
+        ``A``.
+    available : str
+        What is being shared out, for the message (``"head_dim=8 has 4 rotary pairs"``).
+
+    Raises
+    ------
+    SpecError
+        Some axis gets nothing (the message names the first one).
+
+    Examples
+    --------
+    >>> check_every_axis_used([1, 1, 1, 1, 0], 5, "head_dim=8 has 4 rotary pairs")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: head_dim=8 has 4 rotary pairs, too few for num_axes=5: axis 4 would get none and be ignored; use a larger head_dim or fewer axes, or give explicit sections
+    """
+    empty = [a for a in range(num_axes) if a >= len(counts) or counts[a] <= 0]
+    if empty:
+        raise SpecError(
+            f"{available}, too few for num_axes={num_axes}: axis {empty[0]} would get none and be ignored; "
+            "use a larger head_dim or fewer axes, or give explicit sections"
+        )
+
+
+def as_real_tensor(value: Any, name: str) -> torch.Tensor:
+    """``value`` as a new float32 tensor (a copy), or :class:`~structpos.exceptions.ShapeError`.
+
+    Parameters
+    ----------
+    value : array_like
+        A tensor, array or nested sequence of real numbers.
+    name : str
+        The option's name, for the message.
+
+    Returns
+    -------
+    torch.Tensor
+        float32 copy of ``value``.
+
+    Raises
+    ------
+    ShapeError
+        ``value`` is not a real array (a string, a ragged list, complex numbers).
+
+    Examples
+    --------
+    >>> as_real_tensor([[1, 2]], "mixing")
+    tensor([[1., 2.]])
+    >>> as_real_tensor("w", "mixing")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: mixing must be a real tensor, got str
+    """
+    try:
+        t = torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ShapeError(f"{name} must be a real tensor, got {type(value).__name__}") from None
+    if t.is_complex() or t.dtype == torch.bool:
+        raise ShapeError(f"{name} must be a real tensor, got {t.dtype}")
+    return t.detach().to(torch.float32).clone()
+
+
+def check_finite_values(t: torch.Tensor, name: str, hint: str = "") -> None:
+    """Raise :class:`~structpos.exceptions.ShapeError` naming the first non-finite entry of ``t``.
+
+    Skipped under ``torch.compile`` (it reads values). Integer tensors always pass.
+
+    Parameters
+    ----------
+    t : torch.Tensor
+        Coordinates to check.
+    name : str
+        What ``t`` is, for the message.
+    hint : str
+        Appended to the message (a likely cause).
+
+    Raises
+    ------
+    ShapeError
+        ``t`` holds NaN or ±inf.
+
+    Examples
+    --------
+    >>> check_finite_values(torch.tensor([[0.0, float("nan")]]), "t")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: non-finite value in t at index [0, 1]
+    """
+    if t.is_floating_point() and not is_compiling() and not torch.isfinite(t).all():
+        bad = torch.nonzero(~torch.isfinite(t))[0].tolist()
+        raise ShapeError(f"non-finite value in {name} at index {bad}{hint}")
 
 
 def _expected(head_dim: int | None, qk_layout: str) -> str:

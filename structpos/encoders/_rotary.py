@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from ..exceptions import ShapeError
-from ._checks import is_compiling
+from ..exceptions import ShapeError, SpecError
+from ._checks import check_choice, check_head_dim, check_real, is_compiling
 
 __all__ = ["apply_rotary", "layout_permutation", "check_layout", "rope_inv_freq", "LAYOUTS"]
 
@@ -28,16 +28,14 @@ LAYOUTS = ("half", "interleaved")
 
 
 def check_layout(layout: str) -> str:
-    """``layout`` itself after checking it is ``"half"`` or ``"interleaved"`` (else ValueError).
+    """``layout`` itself after checking it is ``"half"`` or ``"interleaved"`` (else SpecError).
 
     Examples
     --------
     >>> check_layout("half")
     'half'
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
+    return check_choice(layout, "layout", LAYOUTS)
 
 
 def rope_inv_freq(head_dim: int, base: float = 10000.0, device=None) -> torch.Tensor:
@@ -59,20 +57,26 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, device=None) -> torch.Te
 
     Raises
     ------
-    ValueError
-        ``head_dim`` not positive and even, or ``base ≤ 1``.
+    SpecError
+        ``head_dim`` not a positive even integer, ``base`` not a finite number ``> 1``, or a
+        ``base`` so large that a frequency underflows to 0 in float32 (that pair would not rotate).
 
     Examples
     --------
     >>> rope_inv_freq(8, base=16.0).tolist()
     [1.0, 0.5, 0.25, 0.125]
     """
-    if head_dim <= 0 or head_dim % 2:
-        raise ValueError(f"head_dim must be a positive even number, got {head_dim}")
-    if not base > 1.0:
-        raise ValueError(f"base must be > 1, got {base}")
+    head_dim = check_head_dim(head_dim)
+    base = check_real(base, "base", low=1.0, low_open=True)
     exps = torch.arange(0, head_dim, 2, dtype=torch.int64, device=device).float() / head_dim
-    return 1.0 / (base**exps)
+    inv = 1.0 / (base**exps)
+    dead = torch.nonzero(~(inv > 0))
+    if dead.numel():
+        raise SpecError(
+            f"base={base} is too large for head_dim={head_dim}: frequency {int(dead[0])} underflows to 0 in float32, "
+            "so pairs from there on would not rotate"
+        )
+    return inv
 
 
 def layout_permutation(head_dim: int) -> torch.Tensor:
@@ -145,7 +149,7 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
     ------
     ShapeError
         ``x`` not floating or of odd width, or ``cos``/``sin`` without ``D/2`` entries.
-    ValueError
+    SpecError
         Unknown ``layout``.
 
     Examples

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from ..coords.tree import depth, root_path, sibling_index
+from ..exceptions import ShapeError, SpecError
 from ..structure import StructureError
 from ._tree import as_parent
 
@@ -87,7 +88,7 @@ def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip
 
     Raises
     ------
-    ValueError
+    SpecError
         ``max_depth`` or ``max_branch`` below 1.
     StructureError
         A node's sibling index reaches ``max_branch`` and ``clip`` is False (names the node).
@@ -108,7 +109,7 @@ def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip
     structpos.exceptions.ParseError: <parent array> at node 3: node 3 is child number 2 of node 0, beyond max_branch = 2 (pass clip=True)
     """
     if max_depth < 1 or max_branch < 1:
-        raise ValueError(f"max_depth and max_branch must be ≥ 1, got {max_depth}, {max_branch}")
+        raise SpecError(f"max_depth and max_branch must be ≥ 1, got {max_depth}, {max_branch}")
     parent, name = as_parent(tree)
     n = parent.size
     sib = sibling_index(parent)
@@ -175,11 +176,13 @@ class LapPEEmbedding(nn.Module):
 
         Raises
         ------
-        ValueError
-            ``eigvecs`` does not end in ``k``, or ``eigvals`` is missing while ``use_eigvals``.
+        ShapeError
+            ``eigvecs`` does not end in ``k``.
+        SpecError
+            ``eigvals`` is missing while ``use_eigvals``.
         """
         if eigvecs.shape[-1] != self.k:
-            raise ValueError(f"eigvecs must end in k = {self.k}, got shape {tuple(eigvecs.shape)}")
+            raise ShapeError(f"eigvecs must end in k = {self.k}, got shape {tuple(eigvecs.shape)}")
         missing = torch.isnan(eigvecs)
         vecs = eigvecs.nan_to_num(0.0)
         if self.training and self.sign_flip:
@@ -188,7 +191,7 @@ class LapPEEmbedding(nn.Module):
         feats = [vecs]
         if self.use_eigvals:
             if eigvals is None:
-                raise ValueError("LapPEEmbedding(use_eigvals=True) needs eigvals")
+                raise SpecError("LapPEEmbedding(use_eigvals=True) needs eigvals")
             vals = eigvals.to(vecs.dtype)
             if vals.dim() == vecs.dim() - 1:
                 vals = vals.unsqueeze(-2)

@@ -22,7 +22,9 @@ from torch import nn
 from ..coords import tree as _tree_coords
 from ..coords._graph_utils import as_graph
 from ..coords.distance import hop_distances as _coords_spd
+from ..exceptions import ShapeError
 from ..structure import Structure
+from ._checks import check_count
 from ._tree import as_parent
 
 __all__ = ["tree_distance", "shortest_path_distance", "SPDBias", "alibi_slopes", "alibi_distance_bias"]
@@ -90,8 +92,8 @@ def shortest_path_distance(
     ------
     StructureError
         An edge names a node outside ``0..num_nodes-1``.
-    ValueError
-        ``max_distance`` is negative.
+    SpecError
+        ``max_distance`` is negative or not an integer.
 
     Examples
     --------
@@ -112,6 +114,8 @@ def shortest_path_distance(
         if num_nodes is None:
             num_nodes = int(ei.max()) + 1 if ei.size else 0
         g = as_graph(ei, num_nodes, name="<edge_index>")
+    if max_distance is not None:
+        max_distance = check_count(max_distance, "max_distance", minimum=0)
     return _coords_spd(g, max_dist=max_distance, directed=directed)
 
 
@@ -146,15 +150,16 @@ class SPDBias(nn.Module):
 
     def __init__(self, num_heads: int, max_distance: int = 16):
         super().__init__()
-        self.num_heads, self.max_distance = int(num_heads), int(max_distance)
+        self.num_heads = check_count(num_heads, "num_heads")
+        self.max_distance = check_count(max_distance, "max_distance", minimum=0)
         self.table = nn.Embedding(self.max_distance + 2, self.num_heads)
         nn.init.zeros_(self.table.weight)
 
     def forward(self, dist) -> torch.Tensor:
-        """Bias ``(…, H, N, N)`` of integer distances ``(…, N, N)``; floating distances raise ValueError."""
+        """Bias ``(…, H, N, N)`` of integer distances ``(…, N, N)``; floating distances raise ShapeError."""
         d = torch.as_tensor(dist, device=self.table.weight.device)
         if d.is_floating_point():
-            raise ValueError("SPDBias expects integer distances")
+            raise ShapeError(f"SPDBias expects integer distances, given {d.dtype}")
         bucket = torch.where(d < 0, torch.full_like(d, self.max_distance + 1), d.clamp(max=self.max_distance))
         return self.table(bucket).movedim(-1, -3)
 
@@ -177,8 +182,8 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 
     Raises
     ------
-    ValueError
-        ``num_heads < 1``.
+    SpecError
+        ``num_heads`` not an integer ``≥ 1``.
 
     Examples
     --------
@@ -192,8 +197,7 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
         start = 2.0 ** (-8.0 / n)
         return [start ** (i + 1) for i in range(n)]
 
-    if num_heads <= 0:
-        raise ValueError(f"num_heads must be ≥ 1, got {num_heads}")
+    num_heads = check_count(num_heads, "num_heads")
     if math.log2(num_heads).is_integer():
         return torch.tensor(pow2(num_heads))
     closest = 2 ** math.floor(math.log2(num_heads))
@@ -221,8 +225,8 @@ def alibi_distance_bias(dist, num_heads: int, unreachable: float = float("-inf")
 
     Raises
     ------
-    ValueError
-        ``num_heads < 1``.
+    SpecError
+        ``num_heads`` not an integer ``≥ 1``.
 
     Examples
     --------

@@ -27,7 +27,8 @@ import math
 import torch
 from torch import nn
 
-from ..exceptions import ShapeError
+from ..exceptions import ShapeError, SpecError
+from ._checks import check_choice, check_count, check_head_dim, check_real
 from ._rotary import check_layout, rope_inv_freq
 
 __all__ = [
@@ -43,13 +44,13 @@ __all__ = [
 def _check_edges(edge_index, num_nodes: int) -> torch.Tensor:
     ei = torch.as_tensor(edge_index)
     if ei.dim() != 2 or ei.shape[0] != 2 or ei.is_floating_point():
-        raise ValueError(f"edge_index must be an integer (2, E) tensor, got {tuple(ei.shape)} {ei.dtype}")
+        raise ShapeError(f"edge_index must be an integer (2, E) tensor, got {tuple(ei.shape)} {ei.dtype}")
     ei = ei.to(torch.int64)
     if ei.numel():
         bad = (ei < 0) | (ei >= num_nodes)
         if bad.any():
             pos = torch.nonzero(bad)[0].tolist()
-            raise ValueError(
+            raise ShapeError(
                 f"edge_index[{pos[0]}, {pos[1]}] = {int(ei[pos[0], pos[1]])} is outside 0..{num_nodes - 1}"
             )
     return ei
@@ -74,7 +75,7 @@ def edge_phases_from_coords(pos: torch.Tensor, edge_index: torch.Tensor, w: torc
 
     Raises
     ------
-    ValueError
+    ShapeError
         ``edge_index`` not an integer ``(2, E)`` tensor or naming a node outside ``0..N−1``.
 
     Examples
@@ -114,7 +115,7 @@ def check_antisymmetric(edge_index: torch.Tensor, a: torch.Tensor, num_nodes: in
 
     Raises
     ------
-    ValueError
+    ShapeError
         Bad edges, ``a`` of the wrong shape or non-finite, a repeated edge, or a pair of
         reverse edges whose phases do not cancel (names the edge).
 
@@ -125,20 +126,20 @@ def check_antisymmetric(edge_index: torch.Tensor, a: torch.Tensor, num_nodes: in
     >>> check_antisymmetric(edges, torch.tensor([1.0, 1.0, 2.0, -2.0]), 3)
     Traceback (most recent call last):
     ...
-    ValueError: edge phases must be antisymmetric: a[0->1] = 1 but the reverse edge has 1
+    structpos.exceptions.ShapeError: edge phases must be antisymmetric: a[0->1] = 1 but the reverse edge has 1
     """
     ei = _check_edges(edge_index, num_nodes)
     if a.shape != (ei.shape[1],):
-        raise ValueError(f"edge phases must have shape (E,) = ({ei.shape[1]},), got {tuple(a.shape)}")
+        raise ShapeError(f"edge phases must have shape (E,) = ({ei.shape[1]},), got {tuple(a.shape)}")
     if not torch.isfinite(a).all():
-        raise ValueError(f"edge phase of edge {int(torch.nonzero(~torch.isfinite(a))[0])} is not finite")
+        raise ShapeError(f"edge phase of edge {int(torch.nonzero(~torch.isfinite(a))[0])} is not finite")
     key = ei[0] * num_nodes + ei[1]
     order = key.argsort()
     sk = key[order]
     dup = torch.nonzero(sk[1:] == sk[:-1])
     if dup.numel():
         e = int(order[int(dup[0])])
-        raise ValueError(f"edge {int(ei[0, e])}->{int(ei[1, e])} appears more than once in edge_index")
+        raise ShapeError(f"edge {int(ei[0, e])}->{int(ei[1, e])} appears more than once in edge_index")
     rkey = ei[1] * num_nodes + ei[0]
     at = torch.searchsorted(sk, rkey).clamp_max(max(len(sk) - 1, 0))
     has_rev = sk[at] == rkey if len(sk) else torch.zeros(0, dtype=torch.bool)
@@ -146,7 +147,7 @@ def check_antisymmetric(edge_index: torch.Tensor, a: torch.Tensor, num_nodes: in
     bad = has_rev & ((a + rev_a).abs() > atol)
     if bad.any():
         e = int(torch.nonzero(bad)[0])
-        raise ValueError(
+        raise ShapeError(
             f"edge phases must be antisymmetric: a[{int(ei[0, e])}->{int(ei[1, e])}] = {float(a[e]):.6g} "
             f"but the reverse edge has {float(rev_a[e]):.6g}"
         )
@@ -185,7 +186,7 @@ class LearnedEdgePhase(nn.Module):
 
         Raises
         ------
-        ValueError
+        ShapeError
             ``edge_index`` not an integer ``(2, E)`` tensor or naming a node outside ``0..N−1``.
         """
         ei = _check_edges(edge_index, h.shape[0]).to(h.device)
@@ -198,7 +199,7 @@ def _transport(edge_index, a, omega, num_nodes, edge_weight, dtype):
     """Row-normalised weights ``P_uv`` (E,) and phases ``cos, sin(ω_c a_uv)`` (E, C)."""
     w = torch.ones(edge_index.shape[1], dtype=dtype, device=a.device) if edge_weight is None else edge_weight.to(dtype)
     if edge_weight is not None and (edge_weight.shape != (edge_index.shape[1],) or bool((edge_weight < 0).any())):
-        raise ValueError("edge_weight must be a non-negative (E,) tensor")
+        raise ShapeError("edge_weight must be a non-negative (E,) tensor")
     deg = torch.zeros(num_nodes, dtype=dtype, device=a.device).index_add(0, edge_index[0], w)
     p = w / deg.clamp_min(torch.finfo(dtype).tiny)[edge_index[0]]
     phase = a.to(dtype)[:, None] * omega.to(dtype)[None, :]
@@ -248,7 +249,7 @@ def aw_propagate_sparse(x, edge_index, a, omega, z: float = 0.8, K: int = 8, edg
 
     Raises
     ------
-    ValueError
+    ShapeError
         Bad edges or edge weights.
 
     Examples
@@ -301,7 +302,7 @@ def aw_propagate_exact(x, edge_index, a, omega, z: float = 0.8, edge_weight=None
 
     Raises
     ------
-    ValueError
+    ShapeError
         Bad edges or edge weights.
 
     Examples
@@ -377,9 +378,10 @@ class AWRoPE(nn.Module):
 
     Raises
     ------
-    ValueError
-        ``z`` outside ``[0, 1)``, ``K < 0``, unknown ``mode``/``phase``/``layout``, or
-        ``phase="learned"`` without ``feature_dim``.
+    SpecError
+        ``head_dim`` odd or not positive, ``z`` outside ``[0, 1)``, ``K < 0``, ``num_axes < 1``,
+        ``base ≤ 1``, unknown ``mode``/``phase``/``layout``, or ``phase="learned"`` without a
+        ``feature_dim ≥ 1``.
 
     Notes
     -----
@@ -419,15 +421,12 @@ class AWRoPE(nn.Module):
         check: bool = True,
     ):
         super().__init__()
-        if not 0.0 <= z < 1.0:
-            raise ValueError(f"z must be in [0, 1), got {z}")
-        if mode not in ("sparse", "exact"):
-            raise ValueError(f"mode must be 'sparse' or 'exact', got {mode!r}")
-        if phase not in ("given", "coords", "learned"):
-            raise ValueError(f"phase must be 'given', 'coords' or 'learned', got {phase!r}")
-        if K < 0:
-            raise ValueError(f"K must be ≥ 0, got {K}")
-        self.head_dim, self.z, self.K, self.mode, self.phase = int(head_dim), float(z), int(K), mode, phase
+        head_dim = check_head_dim(head_dim)
+        z = check_real(z, "z", low=0.0, high=1.0, high_open=True)
+        check_choice(mode, "mode", ("sparse", "exact"))
+        check_choice(phase, "phase", ("given", "coords", "learned"))
+        K, num_axes = check_count(K, "K", minimum=0), check_count(num_axes, "num_axes")
+        self.head_dim, self.z, self.K, self.mode, self.phase = head_dim, z, K, mode, phase
         self.layout, self.check = check_layout(layout), check
         self.register_buffer("omega", rope_inv_freq(self.head_dim, base), persistent=False)
         if phase == "coords":
@@ -438,7 +437,8 @@ class AWRoPE(nn.Module):
                 self.register_buffer("w", w)
         elif phase == "learned":
             if feature_dim is None:
-                raise ValueError("phase='learned' needs feature_dim")
+                raise SpecError("phase='learned' needs feature_dim")
+            feature_dim, hidden = check_count(feature_dim, "feature_dim"), check_count(hidden, "hidden")
             self.edge_phase = LearnedEdgePhase(feature_dim, hidden)
 
     def extra_repr(self) -> str:
@@ -449,9 +449,10 @@ class AWRoPE(nn.Module):
 
         Raises
         ------
-        ValueError
-            The input that ``phase`` needs is missing or has the wrong shape, or given phases
-            are not antisymmetric.
+        SpecError
+            The input that ``phase`` needs is missing.
+        ShapeError
+            That input has the wrong shape, or given phases are not antisymmetric.
 
         Examples
         --------
@@ -460,20 +461,20 @@ class AWRoPE(nn.Module):
         """
         if self.phase == "given":
             if a is None:
-                raise ValueError("AWRoPE(phase='given') needs the edge phases a")
+                raise SpecError("AWRoPE(phase='given') needs the edge phases a")
             a = torch.as_tensor(a)
             if self.check:
                 check_antisymmetric(edge_index, a, num_nodes)
             return a
         if self.phase == "coords":
             if pos is None:
-                raise ValueError("AWRoPE(phase='coords') needs node coordinates pos")
+                raise SpecError("AWRoPE(phase='coords') needs node coordinates pos")
             pos = torch.as_tensor(pos)
             if (pos.shape[-1] if pos.dim() > 1 else 1) != self.w.numel() or pos.shape[0] != num_nodes:
-                raise ValueError(f"pos must have shape ({num_nodes}, {self.w.numel()}), got {tuple(pos.shape)}")
+                raise ShapeError(f"pos must have shape ({num_nodes}, {self.w.numel()}), got {tuple(pos.shape)}")
             return edge_phases_from_coords(pos, edge_index, self.w)
         if h is None:
-            raise ValueError("AWRoPE(phase='learned') needs node features h")
+            raise SpecError("AWRoPE(phase='learned') needs node features h")
         return self.edge_phase(h, edge_index)
 
     def propagate(self, x, edge_index, a, edge_weight=None):
@@ -503,13 +504,13 @@ class AWRoPE(nn.Module):
 
         Raises
         ------
-        ValueError
+        ShapeError
             ``q`` and ``k`` with different node counts, or as :meth:`edge_phases`.
         ShapeError
             As :meth:`propagate`.
         """
         if q.shape[0] != k.shape[0]:
-            raise ValueError(f"q and k must share the node axis: {tuple(q.shape)} vs {tuple(k.shape)}")
+            raise ShapeError(f"q and k must share the node axis: {tuple(q.shape)} vs {tuple(k.shape)}")
         a = self.edge_phases(edge_index, q.shape[0], a, pos, h).to(q.device)
         ei = torch.as_tensor(edge_index).to(q.device)
         return self.propagate(q, ei, a, edge_weight), self.propagate(k, ei, a, edge_weight)

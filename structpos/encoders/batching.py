@@ -14,6 +14,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..exceptions import ShapeError
+
 __all__ = ["CoordBatch", "collate", "pack_padded", "unpack_packed", "cu_seqlens_from_lengths"]
 
 
@@ -58,7 +60,7 @@ def pack_padded(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
     Raises
     ------
-    ValueError
+    ShapeError
         ``mask`` does not match ``x``'s first two dimensions.
 
     Examples
@@ -69,7 +71,7 @@ def pack_padded(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """
     mask = torch.as_tensor(mask, device=x.device).to(torch.bool)
     if x.shape[:2] != mask.shape:
-        raise ValueError(f"pack_padded: mask {tuple(mask.shape)} does not match x {tuple(x.shape)}")
+        raise ShapeError(f"pack_padded: mask {tuple(mask.shape)} does not match x {tuple(x.shape)}")
     return x[mask]
 
 
@@ -94,7 +96,7 @@ def unpack_packed(x: torch.Tensor, cu_seqlens: torch.Tensor, max_len: int | None
 
     Raises
     ------
-    ValueError
+    ShapeError
         ``cu_seqlens`` not rising from 0 to ``T``, or ``max_len`` shorter than a sequence.
 
     Examples
@@ -104,12 +106,12 @@ def unpack_packed(x: torch.Tensor, cu_seqlens: torch.Tensor, max_len: int | None
     """
     cu = torch.as_tensor(cu_seqlens, device=x.device).to(torch.int64)
     if cu.dim() != 1 or int(cu[0]) != 0 or int(cu[-1]) != x.shape[0] or bool((cu[1:] < cu[:-1]).any()):
-        raise ValueError(f"unpack_packed: cu_seqlens must rise from 0 to {x.shape[0]}, got {cu.tolist()}")
+        raise ShapeError(f"unpack_packed: cu_seqlens must rise from 0 to {x.shape[0]}, got {cu.tolist()}")
     lengths = cu[1:] - cu[:-1]
     L = int(lengths.max()) if lengths.numel() else 0
     if max_len is not None:
         if max_len < L:
-            raise ValueError(f"unpack_packed: max_len {max_len} is shorter than the longest sequence {L}")
+            raise ShapeError(f"unpack_packed: max_len {max_len} is shorter than the longest sequence {L}")
         L = max_len
     out = x.new_full((lengths.numel(), L, *x.shape[1:]), fill)
     mask = torch.arange(L, device=x.device)[None, :] < lengths[:, None]
@@ -179,7 +181,7 @@ def collate(
 
     Raises
     ------
-    ValueError
+    ShapeError
         An empty list, an example of rank above 2, non-finite coordinates, or examples with
         different numbers of axes.
 
@@ -201,24 +203,24 @@ def collate(
     >>> collate([[[0, 0]], [[1]]])
     Traceback (most recent call last):
     ...
-    ValueError: collate: examples disagree on the number of axes: [(1, 2), (1, 1)]
+    structpos.exceptions.ShapeError: collate: examples disagree on the number of axes: [(1, 2), (1, 1)]
     """
     if len(coords) == 0:
-        raise ValueError("collate: empty list of examples")
+        raise ShapeError("collate: empty list of examples")
     items = []
     for i, c in enumerate(coords):
         t = torch.as_tensor(np.asarray(c) if not isinstance(c, torch.Tensor) else c)
         if t.dim() == 1:
             t = t[:, None]
         if t.dim() != 2:
-            raise ValueError(f"collate: example {i} has shape {tuple(t.shape)}, expected (L, A) or (L,)")
+            raise ShapeError(f"collate: example {i} has shape {tuple(t.shape)}, expected (L, A) or (L,)")
         if t.is_floating_point() and not torch.isfinite(t).all():
-            raise ValueError(f"collate: example {i} has non-finite coordinates")
+            raise ShapeError(f"collate: example {i} has non-finite coordinates")
         items.append(t)
     axes = {t.shape[1] for t in items if t.shape[0]} or {items[0].shape[1]}
     if len(axes) != 1:
         shapes = [tuple(t.shape) for t in items]
-        raise ValueError(f"collate: examples disagree on the number of axes: {shapes}")
+        raise ShapeError(f"collate: examples disagree on the number of axes: {shapes}")
     A = axes.pop()
     if dtype is None:
         dtype = torch.float32 if any(t.is_floating_point() for t in items) else torch.int64

@@ -16,7 +16,8 @@ from typing import Literal, Mapping, Sequence
 
 import torch
 
-from ._checks import QKLayout
+from ..exceptions import ShapeError, SpecError
+from ._checks import QKLayout, check_choice
 from .rope import Allocation, PairLayout, StructuralRoPE
 
 __all__ = ["HierarchicalRoPE", "unit_indices", "LEVEL_PRESETS"]
@@ -52,8 +53,10 @@ def unit_indices(unit_ids: torch.Tensor, mode: Literal["within", "global"] = "wi
 
     Raises
     ------
-    ValueError
-        On another ``mode``, fewer than two dimensions or float ids.
+    SpecError
+        Another ``mode``.
+    ShapeError
+        Fewer than two dimensions, or ids that are not integers.
 
     Examples
     --------
@@ -63,13 +66,12 @@ def unit_indices(unit_ids: torch.Tensor, mode: Literal["within", "global"] = "wi
     >>> unit_indices(ids, "within")[:, 1].tolist(), unit_indices(ids, "global")[:, 1].tolist()
     ([0, 0, 1, 0, 0], [0, 0, 1, 2, 2])
     """
-    if mode not in ("within", "global"):
-        raise ValueError(f"mode must be 'within' or 'global', got {mode!r}")
+    check_choice(mode, "mode", ("within", "global"))
     ids = torch.as_tensor(unit_ids)
     if ids.dim() < 2:
-        raise ValueError(f"unit_ids must have shape (..., L, A), got {tuple(ids.shape)}")
-    if ids.is_floating_point():
-        raise ValueError("unit_ids must be integers")
+        raise ShapeError(f"unit_ids must have shape (..., L, A), got {tuple(ids.shape)}")
+    if ids.is_floating_point() or ids.is_complex():
+        raise ShapeError(f"unit_ids must be integers, got {ids.dtype}")
     L, A = ids.shape[-2], ids.shape[-1]
     if L == 0:
         return ids.to(torch.int64)
@@ -109,8 +111,9 @@ class HierarchicalRoPE(StructuralRoPE):
 
     Raises
     ------
-    ValueError
-        Unknown preset, empty or repeated level names; otherwise as :class:`StructuralRoPE`.
+    SpecError
+        Unknown preset, empty or repeated level names, or more levels than ``head_dim/2`` pairs
+        (a level would get no pair); otherwise as :class:`StructuralRoPE`.
 
     Examples
     --------
@@ -156,11 +159,11 @@ class HierarchicalRoPE(StructuralRoPE):
     ):
         if isinstance(levels, str):
             if levels not in LEVEL_PRESETS:
-                raise ValueError(f"unknown level preset {levels!r}; known: {sorted(LEVEL_PRESETS)}")
+                raise SpecError(f"unknown level preset {levels!r}; known: {sorted(LEVEL_PRESETS)}")
             levels = LEVEL_PRESETS[levels]
         levels = tuple(levels)
         if len(set(levels)) != len(levels) or not levels:
-            raise ValueError(f"levels must be distinct and non-empty, got {levels}")
+            raise SpecError(f"levels must be distinct and non-empty, got {levels}")
         super().__init__(
             head_dim,
             len(levels),
@@ -193,7 +196,7 @@ class HierarchicalRoPE(StructuralRoPE):
 
         Raises
         ------
-        ValueError
+        ShapeError
             The mapping misses a level or names an unknown one.
 
         Examples
@@ -204,14 +207,14 @@ class HierarchicalRoPE(StructuralRoPE):
         >>> rope.stack_levels({"row": [3, 3]})
         Traceback (most recent call last):
         ...
-        ValueError: coords mapping: missing levels ['column'], unknown levels []; expected ('row', 'column')
+        structpos.exceptions.ShapeError: coords mapping: missing levels ['column'], unknown levels []; expected ('row', 'column')
         """
         if not isinstance(coords, Mapping):
             return coords
         missing = [lv for lv in self.levels if lv not in coords]
         extra = [k for k in coords if k not in self.levels]
         if missing or extra:
-            raise ValueError(
+            raise ShapeError(
                 f"coords mapping: missing levels {missing}, unknown levels {extra}; expected {self.levels}"
             )
         return torch.stack([torch.as_tensor(coords[lv]) for lv in self.levels], dim=-1)

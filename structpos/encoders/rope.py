@@ -31,7 +31,22 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
-from ._checks import QK_LAYOUTS, QKLayout, check_qk, from_blhd, is_compiling, to_blhd
+from ._checks import (
+    QK_LAYOUTS,
+    QKLayout,
+    as_real_tensor,
+    check_choice,
+    check_count,
+    check_every_axis_used,
+    check_finite_values,
+    check_head_dim,
+    check_qk,
+    check_real,
+    check_sections,
+    from_blhd,
+    is_compiling,
+    to_blhd,
+)
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 from .rope_tables import CosSinCache
 
@@ -62,7 +77,8 @@ def pair_axes(num_pairs: int, num_axes: int, allocation: str, sections: Sequence
         the first axes take the remainder); ``"interleaved"``: pair ``j`` takes axis ``j mod A``,
         and with ``sections`` axis ``a ≥ 1`` keeps its pairs only while ``j < A·sections[a]``.
     sections : sequence of int, optional
-        Pairs per axis; ``A`` non-negative entries summing to ``P``.
+        Pairs per axis; ``A`` non-negative entries summing to ``P`` (an explicit 0 leaves that
+        axis unused on purpose).
 
     Returns
     -------
@@ -71,8 +87,9 @@ def pair_axes(num_pairs: int, num_axes: int, allocation: str, sections: Sequence
 
     Raises
     ------
-    ValueError
-        ``sections`` of the wrong length or sum, or another allocation.
+    SpecError
+        ``sections`` of the wrong length, sum or sign; another allocation; or, without
+        ``sections``, fewer pairs than axes (some axis would get no pair and be ignored).
 
     Examples
     --------
@@ -80,27 +97,28 @@ def pair_axes(num_pairs: int, num_axes: int, allocation: str, sections: Sequence
     [0, 0, 0, 1, 1, 1, 2, 2]
     >>> pair_axes(8, 2, "interleaved", sections=[6, 2]).tolist()  # axis 1 keeps 2 pairs
     [0, 1, 0, 1, 0, 0, 0, 0]
+    >>> pair_axes(4, 5, "sectioned")  # head_dim = 8 cannot serve 5 axes
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: head_dim=8 has 4 rotary pairs, too few for num_axes=5: axis 4 would get none and be ignored; use a larger head_dim or fewer axes, or give explicit sections
     """
+    check_choice(allocation, "pair_axes allocation (one-hot per pair)", ("sectioned", "interleaved"))
+    num_pairs, num_axes = check_count(num_pairs, "num_pairs"), check_count(num_axes, "num_axes")
+    what = f"head_dim/2 = {num_pairs}"
+    counts = None if sections is None else check_sections(sections, num_axes, num_pairs, what)
     if allocation == "sectioned":
-        counts = list(sections) if sections is not None else _split_counts(num_pairs, num_axes)
-        if len(counts) != num_axes or sum(counts) != num_pairs or min(counts) < 0:
-            raise ValueError(
-                f"sections {counts} must have {num_axes} non-negative entries summing to head_dim/2 = {num_pairs}"
-            )
+        if counts is None:
+            counts = _split_counts(num_pairs, num_axes)
+            check_every_axis_used(counts, num_axes, f"head_dim={2 * num_pairs} has {num_pairs} rotary pairs")
         return torch.repeat_interleave(torch.arange(num_axes), torch.tensor(counts, dtype=torch.int64))
-    if allocation == "interleaved":
-        j = torch.arange(num_pairs)
-        axes = j % num_axes
-        if sections is not None:
-            counts = list(sections)
-            if len(counts) != num_axes or sum(counts) != num_pairs or min(counts) < 0:
-                raise ValueError(
-                    f"sections {counts} must have {num_axes} non-negative entries summing to head_dim/2 = {num_pairs}"
-                )
-            limit = torch.tensor([num_pairs] + [num_axes * c for c in counts[1:]])
-            axes = torch.where(j < limit[axes], axes, torch.zeros_like(axes))
+    j = torch.arange(num_pairs)
+    axes = j % num_axes
+    if counts is None:
+        used = torch.bincount(axes, minlength=num_axes).tolist()
+        check_every_axis_used(used, num_axes, f"head_dim={2 * num_pairs} has {num_pairs} rotary pairs")
         return axes
-    raise ValueError(f"pair_axes: allocation {allocation!r} is not one-hot per pair")
+    limit = torch.tensor([num_pairs] + [num_axes * c for c in counts[1:]])
+    return torch.where(j < limit[axes], axes, torch.zeros_like(axes))
 
 
 def positions_from_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
@@ -120,7 +138,7 @@ def positions_from_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Ten
 
     Raises
     ------
-    ValueError
+    ShapeError
         As :func:`check_cu_seqlens`.
 
     Examples
@@ -151,26 +169,30 @@ def check_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
 
     Raises
     ------
-    ValueError
-        Not 1-D with at least 2 entries, wrong first or last entry, or decreasing (names where).
+    ShapeError
+        Not an integer tensor, not 1-D with at least 2 entries, wrong first or last entry, or
+        decreasing (names where).
 
     Examples
     --------
     >>> check_cu_seqlens(torch.tensor([0, 3, 2, 5]), 5)
     Traceback (most recent call last):
     ...
-    ValueError: cu_seqlens must be non-decreasing; it decreases at index 2
+    structpos.exceptions.ShapeError: cu_seqlens must be non-decreasing; it decreases at index 2
     """
-    cu = torch.as_tensor(cu_seqlens).to(torch.int64)
+    cu = torch.as_tensor(cu_seqlens)
+    if cu.is_floating_point() or cu.is_complex():
+        raise ShapeError(f"cu_seqlens must be an integer tensor, got {cu.dtype}")
+    cu = cu.to(torch.int64)
     if cu.dim() != 1 or cu.numel() < 2:
-        raise ValueError(f"cu_seqlens must be 1-D with ≥ 2 entries, got shape {tuple(cu.shape)}")
+        raise ShapeError(f"cu_seqlens must be 1-D with ≥ 2 entries, got shape {tuple(cu.shape)}")
     if int(cu[0]) != 0 or int(cu[-1]) != total:
-        raise ValueError(
+        raise ShapeError(
             f"cu_seqlens must start at 0 and end at the packed length {total}, got {cu.tolist()[:3]}…{int(cu[-1])}"
         )
     bad = torch.nonzero(cu[1:] < cu[:-1])
     if bad.numel():
-        raise ValueError(f"cu_seqlens must be non-decreasing; it decreases at index {int(bad[0]) + 1}")
+        raise ShapeError(f"cu_seqlens must be non-decreasing; it decreases at index {int(bad[0]) + 1}")
     return cu
 
 
@@ -219,12 +241,15 @@ class StructuralRoPE(nn.Module):
     Raises
     ------
     SpecError
-        Unknown ``allocation`` or ``qk_layout``, ``num_axes < 1``, ``per_head`` without
-        ``num_heads``, per-head ``sections`` not summing to ``num_heads``, non-finite ``mixing``.
+        Unknown ``allocation``, ``layout`` or ``qk_layout``; ``head_dim`` odd or not positive;
+        ``num_axes < 1``; ``base ≤ 1`` or not finite; ``per_head`` without ``num_heads``;
+        ``sections`` of the wrong length, sign or sum (``D/2`` pairs, or ``num_heads`` heads
+        for ``per_head``); non-finite ``mixing``; or a default allocation that would leave an
+        axis without any pair (``head_dim=8``, ``num_axes=5``: 4 pairs for 5 axes) or, for
+        ``per_head``, without any head. An explicit 0 in ``sections`` is allowed and leaves
+        that axis unused on purpose.
     ShapeError
         ``inv_freq`` or ``mixing`` of the wrong shape.
-    ValueError
-        Odd ``head_dim``, ``base ≤ 1``, unknown ``layout``, or ``sections`` not summing to ``D/2``.
 
     Examples
     --------
@@ -282,7 +307,10 @@ class StructuralRoPE(nn.Module):
         self._check_options(head_dim, num_axes, allocation, qk_layout)
         self.head_dim, self.num_axes, self.num_pairs = int(head_dim), int(num_axes), int(head_dim) // 2
         self.allocation, self.layout, self.qk_layout = allocation, check_layout(layout), qk_layout
-        self.base, self.num_heads, self.learnable = float(base), num_heads, bool(learnable)
+        self.base = check_real(base, "base", low=1.0, low_open=True)
+        self.num_heads = None if num_heads is None else check_count(num_heads, "num_heads")
+        self.learnable = bool(learnable)
+        max_table_extent = check_count(max_table_extent, "max_table_extent")
         self.sections = list(sections) if sections is not None else None
         self._init_inv_freq(inv_freq)
         axis_map = self._init_allocation(mixing)
@@ -290,20 +318,20 @@ class StructuralRoPE(nn.Module):
 
     @staticmethod
     def _check_options(head_dim, num_axes, allocation, qk_layout) -> None:
-        if allocation not in ALLOCATIONS:
-            raise SpecError(f"allocation must be one of {ALLOCATIONS}, got {allocation!r}")
-        if num_axes < 1:
-            raise SpecError(f"num_axes must be ≥ 1, got {num_axes}")
-        if qk_layout not in QK_LAYOUTS:
-            raise SpecError(f"qk_layout must be one of {QK_LAYOUTS}, got {qk_layout!r}")
+        check_choice(allocation, "allocation", ALLOCATIONS)
+        check_head_dim(head_dim)
+        check_count(num_axes, "num_axes")
+        check_choice(qk_layout, "qk_layout", QK_LAYOUTS)
 
     def _init_inv_freq(self, inv_freq: torch.Tensor | None) -> None:
         if inv_freq is None:
             inv_freq = rope_inv_freq(self.head_dim, self.base)
         else:
-            inv_freq = torch.as_tensor(inv_freq, dtype=torch.float32).detach().clone()
+            inv_freq = as_real_tensor(inv_freq, "inv_freq")
             if inv_freq.shape != (self.num_pairs,):
                 raise ShapeError(f"inv_freq must have shape ({self.num_pairs},), given {tuple(inv_freq.shape)}")
+            if not torch.isfinite(inv_freq).all():
+                raise SpecError("inv_freq contains non-finite values")
         if self.learnable and self.allocation != "mixed":
             self.inv_freq = nn.Parameter(inv_freq)
         else:
@@ -331,19 +359,21 @@ class StructuralRoPE(nn.Module):
         H, A = self.num_heads, self.num_axes
         if H is None:
             raise SpecError("allocation='per_head' needs num_heads")
-        counts = self.sections if self.sections is not None else _split_counts(H, A)
-        if len(counts) != A or sum(counts) != H or min(counts) < 0:
-            raise SpecError(f"per-head sections {counts} must have {A} entries summing to num_heads = {H}")
+        if self.sections is not None:
+            counts = check_sections(self.sections, A, H, f"num_heads = {H} (per-head sections)")
+        else:
+            counts = _split_counts(H, A)
+            check_every_axis_used(counts, A, f"allocation='per_head' with num_heads={H} has {H} heads")
         head_axes = torch.repeat_interleave(torch.arange(A), torch.tensor(counts, dtype=torch.int64))
         return head_axes[:, None].expand(H, self.num_pairs).contiguous()
 
     def _mixing_matrix(self, mixing) -> torch.Tensor:
         P, A = self.num_pairs, self.num_axes
-        if mixing is None:
+        if mixing is None:  # the interleaved one-hot matrix (refuses P < A)
             w = torch.zeros(P, A)
             w[torch.arange(P), pair_axes(P, A, "interleaved")] = 1.0
             return w
-        w = torch.as_tensor(mixing, dtype=torch.float32).clone()
+        w = as_real_tensor(mixing, "mixing")
         if w.shape[-2:] != (P, A) or w.dim() not in (2, 3):
             raise ShapeError(f"mixing must have shape (P, A) = ({P}, {A}) or (H, P, A), given {tuple(w.shape)}")
         if not torch.isfinite(w).all():
@@ -538,9 +568,7 @@ class StructuralRoPE(nn.Module):
                 f"coords must end in num_axes = {self.num_axes}: expected (..., {self.num_axes}), "
                 f"given {tuple(coords.shape)}"
             )
-        if coords.is_floating_point() and not is_compiling() and not torch.isfinite(coords).all():
-            bad = torch.nonzero(~torch.isfinite(coords))[0].tolist()
-            raise ShapeError(f"coords contain a non-finite value at index {bad}")
+        check_finite_values(coords, "coords")
         if not coords.is_floating_point() and coords.dtype != torch.int64:
             coords = coords.to(torch.int64)
         return coords

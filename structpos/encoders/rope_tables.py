@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from ..exceptions import LimitError
+
 __all__ = ["CosSinCache", "next_extent"]
 
 
@@ -122,7 +124,7 @@ class CosSinCache:
 
         Raises
         ------
-        ValueError
+        LimitError
             ``needed > max_extent``.
 
         Examples
@@ -130,10 +132,15 @@ class CosSinCache:
         >>> CosSinCache(max_extent=16).get(torch.ones(2), 17, torch.float32)
         Traceback (most recent call last):
         ...
-        ValueError: coordinate extent 17 exceeds the table limit 16
+        structpos.exceptions.LimitError: coordinate extent 17 exceeds the table limit (max_table_extent: 17 > 16; raise the limit to allow it)
         """
         if needed > self.max_extent:
-            raise ValueError(f"coordinate extent {needed} exceeds the table limit {self.max_extent}")
+            raise LimitError(
+                f"coordinate extent {needed} exceeds the table limit",
+                limit="max_table_extent",
+                value=needed,
+                maximum=self.max_extent,
+            )
         device = inv_freq.device
         for (extent, dev, dt), tables in self._tables.items():
             if dev == device and dt == dtype and extent >= needed:

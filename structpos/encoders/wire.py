@@ -28,7 +28,19 @@ from torch import nn
 from ..coords._graph_utils import Graph, adjacency, as_graph, canonical_phase
 from ..coords.laplacian import laplacian_pe
 from ..exceptions import ShapeError, SpecError
-from ._checks import QK_LAYOUTS, QKLayout, from_blhd, is_compiling, to_blhd
+from ._checks import (
+    QK_LAYOUTS,
+    QKLayout,
+    as_real_tensor,
+    check_choice,
+    check_count,
+    check_every_axis_used,
+    check_finite_values,
+    check_head_dim,
+    check_real,
+    from_blhd,
+    to_blhd,
+)
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 
 __all__ = ["WIRE", "spectral_coords"]
@@ -69,8 +81,8 @@ def spectral_coords(edge_index, num_nodes: int, k: int, normalized: bool = False
 
     Raises
     ------
-    ValueError
-        ``k`` outside ``1..N−1``.
+    SpecError
+        ``k`` not an integer in ``1..N−1``.
     StructureError
         An edge names a node outside ``0..N−1``.
 
@@ -89,8 +101,8 @@ def spectral_coords(edge_index, num_nodes: int, k: int, normalized: bool = False
     >>> torch.allclose(scaled, t / math.sqrt(2 - 2 * math.cos(math.pi / 4)))
     True
     """
-    if not 1 <= k <= num_nodes - 1:
-        raise ValueError(f"k must be in 1..num_nodes-1 = {num_nodes - 1}, got {k}")
+    if check_count(k, "k") > num_nodes - 1:
+        raise SpecError(f"k must be an integer in 1..num_nodes-1 = {num_nodes - 1}, got {k!r}")
     g = as_graph(edge_index, num_nodes)
     if normalized:
         vecs, evals, _ = laplacian_pe(g, k=k)
@@ -146,10 +158,13 @@ class WIRE(nn.Module):
 
     Raises
     ------
-    ValueError
-        ``k < 1``, odd ``head_dim``, unknown ``layout`` or ``omega`` of the wrong shape.
     SpecError
-        Unknown ``qk_layout``.
+        ``k`` not an integer ``≥ 1``; ``head_dim`` odd or not positive; ``base ≤ 1``; ``scale``
+        not finite; unknown ``layout`` or ``qk_layout``; non-finite ``omega``; or, with
+        the default ``Ω``, ``k > D/2`` (spectral coordinates ``D/2 … k−1`` would be read by no
+        pair and ignored).
+    ShapeError
+        ``omega`` of the wrong shape.
 
     Examples
     --------
@@ -185,21 +200,24 @@ class WIRE(nn.Module):
         qk_layout: QKLayout = "blhd",
     ):
         super().__init__()
-        if k < 1:
-            raise ValueError(f"k must be ≥ 1, got {k}")
-        self.head_dim, self.k, self.layout = int(head_dim), int(k), check_layout(layout)
-        if qk_layout not in QK_LAYOUTS:
-            raise SpecError(f"qk_layout must be one of {QK_LAYOUTS}, got {qk_layout!r}")
-        self.qk_layout = qk_layout
+        self.head_dim, self.k = check_head_dim(head_dim), check_count(k, "k")
+        self.layout, self.qk_layout = check_layout(layout), check_choice(qk_layout, "qk_layout", QK_LAYOUTS)
         P = self.head_dim // 2
         if omega is None:
             inv = rope_inv_freq(self.head_dim, base)
+            scale = check_real(scale, "scale")
+            pairs_per_coord = [int(c < P) for c in range(self.k)]  # pair j reads coordinate j mod k
+            check_every_axis_used(pairs_per_coord, self.k, f"head_dim={self.head_dim} has {P} rotary pairs")
             omega = torch.zeros(P, k)
             omega[torch.arange(P), torch.arange(P) % k] = inv * scale
+            if not torch.isfinite(omega).all():
+                raise SpecError(f"scale={scale} overflows the frequencies of Ω to inf in float32")
         else:
-            omega = torch.as_tensor(omega, dtype=torch.float32).clone()
+            omega = as_real_tensor(omega, "omega")
             if omega.shape != (P, k):
-                raise ValueError(f"omega must have shape (D/2, k) = ({P}, {k}), got {tuple(omega.shape)}")
+                raise ShapeError(f"omega must have shape (D/2, k) = ({P}, {k}), got {tuple(omega.shape)}")
+            if not torch.isfinite(omega).all():
+                raise SpecError("omega contains non-finite values")
         if learnable:
             self.omega = nn.Parameter(omega)
         else:
@@ -224,9 +242,7 @@ class WIRE(nn.Module):
         Raises
         ------
         ShapeError
-            ``t`` does not end in ``k``.
-        ValueError
-            ``t`` holds a non-finite value (e.g. NaN-padded LapPE).
+            ``t`` does not end in ``k``, or holds a non-finite value (e.g. NaN-padded LapPE).
 
         Examples
         --------
@@ -241,9 +257,7 @@ class WIRE(nn.Module):
             raise ShapeError(f"spectral coordinates must have shape (..., N, {self.k}), given {tuple(t.shape)}")
         if not t.is_floating_point() or t.dtype in (torch.float16, torch.bfloat16):
             t = t.to(torch.float32)
-        if not is_compiling() and not torch.isfinite(t).all():
-            bad = torch.nonzero(~torch.isfinite(t))[0].tolist()
-            raise ValueError(f"spectral coordinates contain a non-finite value at {bad} (NaN-padded LapPE?)")
+        check_finite_values(t, "spectral coordinates", " (NaN-padded LapPE?)")
         with torch.autocast(device_type=t.device.type, enabled=False):
             return t @ self.omega.to(device=t.device, dtype=t.dtype).T
 

@@ -7,11 +7,16 @@ read back by :class:`ShardDataset`, or built on the fly. :class:`StructuralColla
 * ``mode="pad"``: ``input_ids`` ``(B, L)`` (``pad_token_id``), ``attention_mask`` ``(B, L)``,
   ``position_ids`` ``(B, L, A)`` (axis 0 the token index when ``index_axis``, then the named
   coordinate columns; 0 on padding), ``labels`` (``-100`` on padding), and each ``extra``
-  column ``(B, L, …)`` padded with ``-1`` (bias inputs: ``token_node``, ``tok_root_path``, …);
+  column ``(B, L, …)`` padded with ``-1`` (bias inputs: ``token_node``, ``tok_root_path``, …).
+  Tokens that cover no node (BOS, special tokens) carry ``-1`` in their coordinate columns and
+  keep it: a patched model reads it as the coordinate ``-1`` (see
+  :mod:`structpos.integrations.transformers`); map it before collating to place them elsewhere;
 * ``mode="pack"``: the same tokens concatenated into one row (``(1, T)``, ``(1, T, A)``) with
   ``cu_seqlens`` ``(B + 1,)``; ``labels`` is ``-100`` at each document's first token so no
   token is predicted across a boundary. Use a document mask
-  (:func:`structpos.integrations.flex.document_mask_mod`) to keep attention inside documents.
+  (:func:`structpos.integrations.flex.document_mask_mod`) to keep attention inside documents; a
+  patched HF model does so with ``attn_implementation="structpos_flex"`` and refuses
+  ``cu_seqlens`` under any other attention.
 
 ``position_ids`` of shape ``(B, L, A)`` is what a model patched by
 :func:`structpos.integrations.transformers.install_structural_rope` takes, so the output goes

@@ -596,7 +596,7 @@ def document_mask_mod(cu_seqlens, total: int | None = None) -> MaskMod:
     cu = torch.as_tensor(cu_seqlens).to(torch.int64)
     total = int(cu[-1]) if total is None else total
     cu = check_cu_seqlens(cu, total)
-    doc = torch.searchsorted(cu[1:], torch.arange(total), right=True)
+    doc = torch.searchsorted(cu[1:], torch.arange(total, device=cu.device), right=True)
 
     def mask_mod(b, h, q_idx, kv_idx):
         return doc[q_idx] == doc[kv_idx]
@@ -814,7 +814,10 @@ def flex(
     enable_gqa : bool
         Grouped-query attention (fewer key/value heads).
     compile : bool
-        Run the compiled kernel (compiled once per process).
+        Run the compiled kernel. One ``torch.compile(flex_attention, dynamic=False)`` is cached per
+        process; each new score_mod kind, table shape or sequence length compiles its own static
+        kernel (a dynamic recompile after switching kinds fails in CPU Inductor), and
+        ``torch._dynamo.config.recompile_limit`` bounds how many are kept.
 
     Returns
     -------
@@ -835,7 +838,7 @@ def flex(
     if block_mask is None:
         block_mask = full_block_mask(q.shape[-2], k.shape[-2], device=q.device)
     if compile:
-        fn = _COMPILED.get("fn") or _COMPILED.setdefault("fn", torch.compile(fn, fullgraph=True))
+        fn = _COMPILED.get("fn") or _COMPILED.setdefault("fn", torch.compile(fn, fullgraph=True, dynamic=False))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*flex_attention.*")
         return fn(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=enable_gqa)
@@ -848,8 +851,9 @@ def hf_flex_attention(module, query, key, value, attention_mask=None, scaling=No
     Registered as ``"structpos_flex"`` by
     :func:`structpos.integrations.transformers.register_structural_attention`. The structural
     inputs come from ``StructuralPatch.set_bias(score_mod=..., mask_mod=...)``: functions of
-    *absolute* token indices over the whole sequence (cache included). Causal order and the
-    2-D padding mask are added here; HF's dense mask is not built.
+    *absolute* token indices over the whole sequence (cache included). Causal order, the 2-D
+    padding mask and, for a packed batch called with ``cu_seqlens``, a document mask
+    (:func:`document_mask_mod`) are added here; HF's dense mask is not built.
 
     Parameters
     ----------
@@ -898,6 +902,10 @@ def hf_flex_attention(module, query, key, value, attention_mask=None, scaling=No
     masks = [causal_mask_mod(off)] if getattr(module, "is_causal", True) else []
     if user_mask is not None:
         masks.append(lambda b, h, q_idx, kv_idx: user_mask(b, h, q_idx + off, kv_idx))
+    cu = getattr(state, "cu_seqlens", None)
+    if cu is not None and cu[-1] == S:  # a packed batch: attention stays inside each document
+        doc = document_mask_mod(cu.to(query.device), S)
+        masks.append(lambda b, h, q_idx, kv_idx: doc(b, h, q_idx + off, kv_idx))
     pad = state.padding if state is not None else None
     if pad is not None and pad.shape[-1] == S:
         pad = pad.to(query.device)

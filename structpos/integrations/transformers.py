@@ -1,4 +1,4 @@
-"""Structural positions inside Hugging Face ``transformers`` decoder models (Llama, Qwen2/3, Mistral, Gemma).
+"""Structural positions inside Hugging Face ``transformers`` decoder models (Llama, Qwen2/3, Mistral, Gemma 1-3, Phi-3).
 
 HF decoder models compute ``(cos, sin) = model.rotary_emb(hidden, position_ids)`` once, of
 shape ``(B, L, D_rot)`` (``cat(f, f)``: half-split pairs), and every attention layer applies
@@ -33,12 +33,37 @@ coordinates keeps 1-D positions on every axis (the stock model) while generating
 the rotary module then returns the identity and the attention function registered by
 :func:`register_structural_attention` (``"structpos_eager"`` / ``"structpos_sdpa"`` /
 ``"structpos_flex"``) rotates ``q`` and the cached keys per head, using the key coordinates the
-state keeps for the whole cache. Dynamic rope types (``dynamic``, ``longrope``) are used with
-their initial ``inv_freq``. Supports transformers 4.5x (``past_key_values``) and 5.x (``cache``).
+state keeps for the whole cache. The attention modules are found by their projections: separate
+``q_proj``/``k_proj`` or a fused ``qkv_proj`` (Phi-3); any other layout is refused with a
+:class:`~structpos.exceptions.SpecError` rather than left unrotated. Dynamic rope types
+(``dynamic``, ``longrope``) are used with their initial ``inv_freq``. Supports transformers 4.5x
+(``past_key_values``) and 5.x (``cache``).
+
+**Several rotary tables.** Gemma 3 rotates its sliding-window layers with one base (10 000) and
+its full-attention layers with another (1 000 000). transformers 4.5x keeps two modules
+(``rotary_emb`` for full, ``rotary_emb_local`` for sliding layers); 5.x keeps one module with
+``{layer_type}_inv_freq`` buffers, called as ``rotary_emb(x, position_ids, layer_type)``. Both
+are patched: every table gets its own encoder on its own frequencies (``StructuralPatch.ropes``,
+keyed by layer type), all reading the same coordinates, so every layer sees the structure and
+token-index coordinates still give the stock model.
+
+**Packed batches.** ``cu_seqlens`` (as :class:`~structpos.integrations.collate.StructuralCollator`
+``mode="pack"`` writes it) is honoured by ``attn_implementation="structpos_flex"``, which adds a
+document mask (no token attends across a document boundary). Any other attention would ignore it
+and attend across documents, so the call raises :class:`~structpos.exceptions.SpecError` instead.
+
+**Tokens without a node.** :func:`structpos.align.token_coords` gives ``-1`` on the structural
+axes of tokens that cover no node (BOS/EOS, special and padding tokens); the collator passes
+them on. ``-1`` is then an ordinary coordinate: the rotation is relative, so such a token sits
+one step before 0 on that axis (a BOS token one level above the root), exactly as if every
+coordinate were shifted by +1. No error, no masking; replace the value before batching (e.g.
+``np.where(c < 0, 0, c)``, as :func:`qwen_vl_position_ids` does) to place those tokens elsewhere.
 """
 
 from __future__ import annotations
 
+import copy
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -46,7 +71,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from ..encoders.rope import Allocation, StructuralRoPE
+from ..encoders.rope import Allocation, StructuralRoPE, check_cu_seqlens
 from ..exceptions import ShapeError, SpecError
 
 __all__ = [
@@ -113,6 +138,8 @@ class CoordinateState:
         ``(B, S)`` bool, True on real key tokens (from a 2-D ``attention_mask``).
     extras : dict
         Inputs of structural biases for the ``structpos_flex`` attention (see :mod:`.flex`).
+    cu_seqlens : torch.Tensor or None
+        ``(D + 1,)`` document offsets of a packed batch (``B = 1``) in the running forward pass.
 
     Examples
     --------
@@ -139,6 +166,7 @@ class CoordinateState:
     padding: torch.Tensor | None = None
     extras: dict = field(default_factory=dict)
     structural: bool = False
+    cu_seqlens: torch.Tensor | None = None
 
     def _check(self, coords: torch.Tensor, batch: int, length: int, what: str) -> torch.Tensor:
         expected = (batch, length, self.num_axes)
@@ -181,7 +209,7 @@ class CoordinateState:
 
 
 class StructuralRotaryEmbedding(nn.Module):
-    """Drop-in for a HF model's ``rotary_emb``: ``forward(x, position_ids) -> (cos, sin)`` ``(B, L, D_rot)``.
+    """Drop-in for a HF model's ``rotary_emb``: ``forward(x, position_ids[, layer_type]) -> (cos, sin)`` ``(B, L, D_rot)``.
 
     Parameters
     ----------
@@ -191,6 +219,10 @@ class StructuralRotaryEmbedding(nn.Module):
         Where the coordinates of the running forward pass are found.
     attention_scaling : float
         The model's post-scaling of cos/sin (yarn, longrope; 1 otherwise).
+    layer_ropes : dict, optional
+        ``layer_type → (encoder, attention_scaling)`` for a rotary module called with a layer
+        type (Gemma 3 on transformers 5.x: ``rotary_emb(x, position_ids, "sliding_attention")``).
+        Each layer type then gets its own frequencies; ``rope`` serves calls without a type.
 
     Examples
     --------
@@ -207,10 +239,29 @@ class StructuralRotaryEmbedding(nn.Module):
     True
     """
 
-    def __init__(self, rope: StructuralRoPE, state: CoordinateState, attention_scaling: float = 1.0):
+    def __init__(
+        self,
+        rope: StructuralRoPE,
+        state: CoordinateState,
+        attention_scaling: float = 1.0,
+        layer_ropes: dict[str, tuple[StructuralRoPE, float]] | None = None,
+    ):
         super().__init__()
         self.rope, self.state, self.attention_scaling = rope, state, float(attention_scaling)
+        self.layer_ropes = nn.ModuleDict({lt: r for lt, (r, _) in (layer_ropes or {}).items()})
+        self.layer_scaling = {lt: float(sc) for lt, (_, sc) in (layer_ropes or {}).items()}
         self.per_head = rope._per_head()
+
+    def rope_for(self, layer_type: str | None) -> tuple[StructuralRoPE, float]:
+        """The encoder and cos/sin scaling of ``layer_type`` (``None``: the default ones)."""
+        if layer_type is None:
+            return self.rope, self.attention_scaling
+        if layer_type not in self.layer_ropes:
+            raise SpecError(
+                f"rotary embedding called for layer type {layer_type!r}; the patch knows {sorted(self.layer_ropes)}"
+            )
+        rope: Any = self.layer_ropes[layer_type]
+        return rope, self.layer_scaling[layer_type]
 
     def coords_for(self, position_ids: torch.Tensor) -> torch.Tensor:
         """The state's current coordinates when they fit ``position_ids``, else ``position_ids`` on every axis."""
@@ -221,16 +272,69 @@ class StructuralRotaryEmbedding(nn.Module):
             return position_ids
         return position_ids[..., None].expand(*position_ids.shape, self.rope.num_axes)
 
-    def forward(self, x: torch.Tensor, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         coords = self.coords_for(position_ids)
-        if self.per_head:  # rotation happens in the attention function, per head
-            ones = torch.ones(*coords.shape[:-1], self.rope.head_dim, dtype=x.dtype, device=x.device)
+        rope, scaling = self.rope_for(layer_type)
+        if rope._per_head():  # rotation happens in the attention function, per head
+            ones = torch.ones(*coords.shape[:-1], rope.head_dim, dtype=x.dtype, device=x.device)
             return ones, torch.zeros_like(ones)
         with torch.autocast(device_type=x.device.type, enabled=False):
-            ang = self.rope.angles(coords.to(x.device))
+            ang = rope.angles(coords.to(x.device))
             emb = torch.cat((ang, ang), dim=-1)
-            cos, sin = emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
+            cos, sin = emb.cos() * scaling, emb.sin() * scaling
         return cos.to(x.dtype), sin.to(x.dtype)
+
+
+@dataclass(frozen=True)
+class _RotaryTable:
+    """One frequency table of a model: the body attribute holding it, the layer type it serves
+    (``None``: every layer), its ``inv_freq`` and cos/sin scaling."""
+
+    attr: str
+    layer_type: str | None
+    inv_freq: torch.Tensor
+    scaling: float
+
+
+_LOCAL_ROTARY = {"rotary_emb": "full_attention", "rotary_emb_local": "sliding_attention"}
+"""transformers 4.5x Gemma 3: which layer type each of its two rotary modules serves."""
+
+
+def _rotary_tables(body: nn.Module) -> list[_RotaryTable]:
+    """Every rotary table of ``body``: one ``rotary_emb`` (most models), ``rotary_emb`` +
+    ``rotary_emb_local`` (Gemma 3, transformers 4.5x) or per-layer-type buffers of one module
+    (``{layer_type}_inv_freq``: Gemma 3, transformers 5.x)."""
+    mods = {name: m for name, m in body.named_children() if name.startswith("rotary_emb")}
+    several = len(mods) > 1
+    tables = []
+    for attr, mod in mods.items():
+        inv = getattr(mod, "original_inv_freq", None)
+        inv = getattr(mod, "inv_freq", None) if not isinstance(inv, torch.Tensor) else inv
+        if isinstance(inv, torch.Tensor):
+            if several and attr not in _LOCAL_ROTARY:
+                raise SpecError(
+                    f"{type(body).__name__} has rotary modules {sorted(mods)}: the layer type of {attr!r} is unknown"
+                )
+            layer_type = _LOCAL_ROTARY[attr] if several else None
+            tables.append(_RotaryTable(attr, layer_type, inv, float(getattr(mod, "attention_scaling", 1.0))))
+            continue
+        per_type = [
+            lt
+            for lt in getattr(mod, "layer_types", ())
+            if isinstance(getattr(mod, f"{lt}_inv_freq", None), torch.Tensor)
+        ]
+        if not per_type:
+            raise SpecError(
+                f"{type(mod).__name__} ({type(body).__name__}.{attr}) keeps neither an inv_freq buffer nor "
+                "per-layer-type {layer_type}_inv_freq buffers: a rotary layout install_structural_rope cannot patch"
+            )
+        for lt in per_type:
+            orig = getattr(mod, f"{lt}_original_inv_freq", None)
+            inv = orig if isinstance(orig, torch.Tensor) else getattr(mod, f"{lt}_inv_freq")
+            tables.append(_RotaryTable(attr, lt, inv, float(getattr(mod, f"{lt}_attention_scaling", 1.0))))
+    return tables
 
 
 def _decoder_body(model: nn.Module) -> nn.Module:
@@ -262,9 +366,17 @@ class StructuralPatch:
     state : CoordinateState
         The coordinate bookkeeping of the patched model.
     original_rotary : torch.nn.Module
-        The model's own rotary module, restored by :meth:`remove`.
+        The model's own ``rotary_emb``, restored by :meth:`remove`.
     handle : torch.utils.hooks.RemovableHandle
         The forward pre-hook on ``body``.
+    ropes : dict
+        ``layer type → encoder`` for every rotary table of the model (key ``None`` when one
+        table serves every layer; ``"sliding_attention"`` and ``"full_attention"`` for Gemma 3).
+    originals : dict
+        ``attribute → module`` of every rotary module replaced (restored by :meth:`remove`).
+    attention : tuple, optional
+        ``(model, name)``: the attention implementation a per-head patch replaced (restored by
+        :meth:`remove`).
 
     Examples
     --------
@@ -289,6 +401,9 @@ class StructuralPatch:
     state: CoordinateState
     original_rotary: nn.Module
     handle: Any
+    ropes: dict = field(default_factory=dict)
+    originals: dict = field(default_factory=dict)
+    attention: tuple | None = None
 
     def set_coordinates(self, coords: torch.Tensor) -> None:
         """Coordinates ``(B, L, A)`` (or ``(L, A)``) of the next prompt, e.g. before ``generate()``."""
@@ -299,21 +414,43 @@ class StructuralPatch:
         self.state.extras = dict(inputs)
 
     def remove(self) -> None:
-        """Restore the original rotary module and drop the hook."""
-        self.body.rotary_emb = self.original_rotary
+        """Restore the original rotary module(s) and attention implementation; drop the hook and state."""
+        for attr, module in (self.originals or {"rotary_emb": self.original_rotary}).items():
+            setattr(self.body, attr, module)
         self.handle.remove()
+        for m in self.body.modules():
+            if getattr(m, "_structpos", None) is not None:
+                del m._structpos
+        if self.attention is not None:
+            _select_attention(*self.attention)
 
 
-def _rope_from_model(body: nn.Module, num_axes: int, allocation: Allocation, **options) -> tuple[StructuralRoPE, float]:
-    orig: Any = body.rotary_emb
-    inv_freq = getattr(orig, "original_inv_freq", None)
-    inv_freq = orig.inv_freq if inv_freq is None else inv_freq
+def _rope_from_table(
+    body: nn.Module, table: _RotaryTable, num_axes: int, allocation: Allocation, **options
+) -> StructuralRoPE:
+    inv_freq = table.inv_freq
     config = getattr(body, "config", None)
     options.setdefault("num_heads", getattr(config, "num_attention_heads", None))
     rope = StructuralRoPE(
         2 * inv_freq.numel(), num_axes, allocation, inv_freq=inv_freq.float(), qk_layout="bhld", **options
     )
-    return rope.to(inv_freq.device), float(getattr(orig, "attention_scaling", 1.0))
+    return rope.to(inv_freq.device)
+
+
+def _rope_on_table(rope: StructuralRoPE, table: _RotaryTable) -> StructuralRoPE:
+    """``rope`` itself when it already has the table's frequencies, else a copy on them."""
+    inv = table.inv_freq.detach().float().to(rope.inv_freq.device)
+    if rope.inv_freq.shape != inv.shape:
+        raise SpecError(
+            f"rope has {rope.num_pairs} rotary pairs; the model's {table.layer_type or 'rotary'} table has {inv.numel()}"
+        )
+    if torch.equal(rope.inv_freq.detach(), inv):
+        return rope
+    other = copy.deepcopy(rope)
+    with torch.no_grad():
+        other.inv_freq.copy_(inv)
+    other.cache.clear()
+    return other
 
 
 def install_structural_rope(
@@ -354,12 +491,19 @@ def install_structural_rope(
     Raises
     ------
     SpecError
-        The model has no ``rotary_emb``; a ready ``rope`` whose axis count is not ``num_axes``.
+        The model has no ``rotary_emb`` or a rotary layout it cannot patch; a ready ``rope``
+        whose axis count is not ``num_axes``; a per-head encoding on a model whose decoder
+        layers hold no attention module it recognises (separate ``q_proj``/``k_proj`` or a
+        fused ``qkv_proj``) — the message names the layout.
 
     Notes
     -----
     ``per_head`` needs a structural attention function: this call registers and selects
     ``"structpos_" + <the model's current implementation>`` (eager or sdpa).
+
+    A model with several rotary tables (Gemma 3: sliding and full layers) gets one encoder per
+    table, on that table's frequencies (a ready ``rope`` is copied onto each); they are in
+    ``StructuralPatch.ropes`` and ``StructuralPatch.rope`` is the full-attention one.
 
     With a real model (``tests/test_integrations_transformers.py`` checks this on tiny random
     Llama, Qwen and Gemma configs), coordinates equal to the token index on every axis give the
@@ -405,27 +549,79 @@ def install_structural_rope(
     tensor([0.0000, 0.1000, 0.2000, 0.3000])
     """
     body = _decoder_body(model)
+    tables = _rotary_tables(body)
+    if rope is not None and rope.num_axes != num_axes:
+        raise SpecError(f"rope has {rope.num_axes} axes, num_axes = {num_axes}")
     if rope is None:
-        rope, scaling = _rope_from_model(body, num_axes, allocation, **options)
+        ropes = {t.layer_type: _rope_from_table(body, t, num_axes, allocation, **options) for t in tables}
+    elif len(tables) == 1:
+        ropes = {tables[0].layer_type: rope}  # used as given (its own frequencies)
     else:
-        scaling = float(getattr(body.rotary_emb, "attention_scaling", 1.0))
-        if rope.num_axes != num_axes:
-            raise SpecError(f"rope has {rope.num_axes} axes, num_axes = {num_axes}")
+        ropes = {t.layer_type: _rope_on_table(rope, t) for t in tables}
+    per_head = any(r._per_head() for r in ropes.values())
+    if per_head:
+        _check_attention_layout(body)
     state = CoordinateState(num_axes=num_axes, rule=rule)
-    original: Any = body.rotary_emb
-    body.rotary_emb = StructuralRotaryEmbedding(rope, state, scaling)
+    originals: dict[str, nn.Module] = {}
+    for attr in dict.fromkeys(t.attr for t in tables):
+        mine = [t for t in tables if t.attr == attr]
+        typed = {t.layer_type: (ropes[t.layer_type], t.scaling) for t in mine if t.layer_type is not None}
+        default = mine[0] if len(mine) == 1 else next((t for t in mine if t.layer_type == "full_attention"), mine[0])
+        originals[attr] = getattr(body, attr)
+        setattr(
+            body,
+            attr,
+            StructuralRotaryEmbedding(ropes[default.layer_type], state, default.scaling, layer_ropes=typed or None),
+        )
     handle = body.register_forward_pre_hook(_make_hook(state), with_kwargs=True)
-    _attach_state(body, rope, state)
-    if rope._per_head():
+    _attach_state(body, ropes, state)
+    previous = None
+    if per_head:
         base = getattr(body.config, "_attn_implementation", "sdpa") or "sdpa"
         if not base.startswith("structpos_"):
             _select_attention(model, register_structural_attention("eager" if base == "eager" else "sdpa"))
-    return StructuralPatch(body, rope, state, original, handle)
+            previous = (model, base)
+    main = ropes.get("full_attention", next(iter(ropes.values())))
+    return StructuralPatch(body, main, state, originals["rotary_emb"], handle, ropes, originals, previous)
 
 
-def _attach_state(body: nn.Module, rope: StructuralRoPE, state: CoordinateState) -> None:
+def _is_attention(m: nn.Module) -> bool:
+    """An HF attention module whose q/k reach the attention function: separate or fused projections."""
+    return (hasattr(m, "q_proj") and hasattr(m, "k_proj")) or hasattr(m, "qkv_proj")
+
+
+def _check_attention_layout(body: nn.Module) -> None:
+    """Refuse a per-head encoding when some decoder layer has no attention module :func:`_is_attention` knows."""
+    layers = getattr(body, "layers", None)
+    layers = list(layers) if isinstance(layers, nn.ModuleList) else [body]
+    for i, layer in enumerate(layers):
+        if not any(_is_attention(m) for m in layer.modules()):
+            attn = next((m for m in layer.modules() if type(m).__name__.endswith("Attention")), None)
+            what = type(attn).__name__ if attn is not None else type(layer).__name__
+            projections = [n for n, c in (attn or layer).named_children() if isinstance(c, nn.Linear)]
+            raise SpecError(
+                f"per-head allocation rotates q and k inside the attention function, but layer {i} "
+                f"({what}, linear children {projections}) has neither q_proj/k_proj nor a fused qkv_proj; "
+                "use a sectioned, interleaved or (P, A)-mixed allocation, which the rotary module applies"
+            )
+
+
+def _layer_type_of(m: nn.Module) -> str:
+    """``"sliding_attention"`` / ``"full_attention"`` (5.x ``layer_type``, 4.5x ``is_sliding``)."""
+    lt = getattr(m, "layer_type", None)
+    if isinstance(lt, str):
+        return lt
+    return "sliding_attention" if getattr(m, "is_sliding", False) else "full_attention"
+
+
+def _attach_state(body: nn.Module, ropes: dict, state: CoordinateState) -> None:
     for m in body.modules():
-        if hasattr(m, "q_proj") and hasattr(m, "k_proj"):
+        if _is_attention(m):
+            rope = ropes[None] if None in ropes else ropes.get(_layer_type_of(m))
+            if rope is None:
+                raise SpecError(
+                    f"{type(m).__name__} has layer type {_layer_type_of(m)!r}; rotary tables: {sorted(ropes)}"
+                )
             m._structpos = rope, state  # type: ignore[assignment]  # a plain attribute on an HF module
 
 
@@ -441,11 +637,34 @@ def _make_hook(state: CoordinateState):
         state.resolve(pos, batch, length, past, device=x.device)
         mask = kwargs.get("attention_mask")
         state.padding = mask.to(torch.bool) if isinstance(mask, torch.Tensor) and mask.dim() == 2 else None
+        state.cu_seqlens = _packed_offsets(module, kwargs, batch, length)
         if pos is None or pos.dim() == 3:
             kwargs["position_ids"] = torch.arange(past, past + length, device=x.device)[None].expand(batch, length)
         return args, kwargs
 
     return hook
+
+
+_PACKED_KEYS = ("cu_seqlens", "cu_seq_lens_q", "cu_seq_lens_k")
+
+
+def _packed_offsets(body: nn.Module, kwargs: dict, batch: int, length: int) -> torch.Tensor | None:
+    """``cu_seqlens`` of a packed batch when the attention honours it; SpecError when it would not."""
+    given = [key for key in _PACKED_KEYS if kwargs.get(key) is not None]
+    if not given:
+        return None
+    impl = getattr(getattr(body, "config", None), "_attn_implementation", None)
+    if impl != "structpos_flex":
+        if str(impl).startswith("flash") and "cu_seqlens" not in given:
+            return None  # HF's flash-attention reads its own cu_seq_lens_q/k
+        raise SpecError(
+            f"a packed batch ({given[0]}) needs attn_implementation='structpos_flex' "
+            "(register_structural_attention('flex')), which keeps attention inside each document; "
+            f"{impl!r} would ignore {given[0]} and attend across documents"
+        )
+    if batch != 1:
+        raise SpecError(f"a packed batch ({given[0]}) must be one row (B = 1), given B = {batch}")
+    return check_cu_seqlens(kwargs[given[0]], length)
 
 
 def _select_attention(model: Any, name: str) -> None:
@@ -534,7 +753,10 @@ def register_structural_attention(base: BaseAttention = "sdpa") -> str:
     def attention(module, query, key, value, attention_mask, **kwargs):
         if getattr(module, "_structpos", None) is not None:
             query, key = _rotate_per_head(module, query, key)
-        return inner(module, query, key, value, attention_mask, **kwargs)
+        fn = inner
+        if base == "eager":  # the model's own eager attention (Gemma's softcapping, ...) when it has one
+            fn = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", inner)
+        return fn(module, query, key, value, attention_mask, **kwargs)
 
     AttentionInterface.register(name, attention)
     if AttentionMaskInterface is not None and mask_fn is not None:
