@@ -8,6 +8,7 @@
 * additive encodings (:func:`tree_path_pe`, :class:`LapPEEmbedding`), attention biases
   (:func:`tree_distance`, :func:`shortest_path_distance`, :class:`SPDBias`), and batching
   (:func:`collate`: padded + packed forms).
+* :class:`CoPE` — contextual positions (sums of learned or given gates) as a logit bias.
 """
 
 from ._rotary import apply_rotary, layout_permutation, rope_inv_freq
@@ -15,6 +16,7 @@ from .additive import LapPEEmbedding, tree_depth_sibling, tree_path_pe
 from .attention_bias import SPDBias, alibi_distance_bias, alibi_slopes, shortest_path_distance, tree_distance
 from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_sparse, edge_phases_from_coords
 from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
+from .cope import CoPE, cope_positions, unit_starts
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
 from .rope import StructuralRoPE
 from .wire import WIRE, spectral_coords
@@ -42,6 +44,9 @@ __all__ = [
     "SPDBias",
     "alibi_slopes",
     "alibi_distance_bias",
+    "CoPE",
+    "cope_positions",
+    "unit_starts",
     "collate",
     "CoordBatch",
     "pack_padded",

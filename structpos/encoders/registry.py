@@ -228,3 +228,12 @@ ENCODERS.add(
         reference="Graphormer (Ying et al. 2021).",
     )
 )
+ENCODERS.add(
+    EncoderEntry(
+        "cope",
+        "structpos.encoders.cope:CoPE",
+        coords="learned gates, or unit starts of hier / table / tree",
+        summary="Contextual positions p_ij = Σ gates, interpolated embeddings added to logits as q·e(p).",
+        reference="CoPE (Golovneva et al. 2024).",
+    )
+)
