@@ -154,6 +154,7 @@ MINIMAL = {
     "lap_pe": {"k": 4, "dim": 8},
     "spd_bias": {"num_heads": 2},
     "cope": {"head_dim": 16, "max_positions": 8},
+    "fire": {"num_heads": 2},
 }
 
 

@@ -9,6 +9,7 @@
   (:func:`tree_distance`, :func:`shortest_path_distance`, :class:`SPDBias`), and batching
   (:func:`collate`: padded + packed forms).
 * :class:`CoPE` — contextual positions (sums of learned or given gates) as a logit bias.
+* :class:`FIRE` — a learned function of a progressively normalised distance (token / tree / graph).
 """
 
 from ._rotary import apply_rotary, layout_permutation, rope_inv_freq
@@ -17,6 +18,7 @@ from .attention_bias import SPDBias, alibi_distance_bias, alibi_slopes, shortest
 from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_sparse, edge_phases_from_coords
 from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
 from .cope import CoPE, cope_positions, unit_starts
+from .fire import FIRE, row_max_distance
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
 from .rope import StructuralRoPE
 from .wire import WIRE, spectral_coords
@@ -47,6 +49,8 @@ __all__ = [
     "CoPE",
     "cope_positions",
     "unit_starts",
+    "FIRE",
+    "row_max_distance",
     "collate",
     "CoordBatch",
     "pack_padded",

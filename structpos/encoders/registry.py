@@ -237,3 +237,12 @@ ENCODERS.add(
         reference="CoPE (Golovneva et al. 2024).",
     )
 )
+ENCODERS.add(
+    EncoderEntry(
+        "fire",
+        "structpos.encoders.fire:FIRE",
+        coords="any distance: token, tree, spd[:max]",
+        summary="Learned bias f_θ(ψ(d)/ψ(max(L_i, L_thr))), ψ(x) = log(cx + 1); also a FlexAttention score_mod.",
+        reference="FIRE (Li et al. 2023).",
+    )
+)
