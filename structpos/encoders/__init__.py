@@ -1,7 +1,9 @@
 """Encoders: coordinates → rotary encodings, additive encodings and attention biases.
 
 * :class:`StructuralRoPE` — rotary encoding of per-token coordinates of any number of axes
-  (sectioned / interleaved / per-head / mixed frequency allocation; half or interleaved pairs).
+  (sectioned / interleaved / per-head / mixed frequency allocation; half or interleaved pairs),
+  with per-axis length extrapolation (:mod:`.rope_scaling`: PI, NTK, YaRN, Llama 3, clipping;
+  :func:`randomized_positions`).
 * :class:`HierarchicalRoPE` — one axis per level (paragraph/sentence/token, code levels).
 * :class:`WIRE` — rotations from Laplacian spectral coordinates, ``φ = Ω t``.
 * :class:`AWRoPE` — phases transported along edges, exact solve or K-term series.
@@ -21,10 +23,13 @@ from .cope import CoPE, cope_positions, unit_starts
 from .fire import FIRE, row_max_distance
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
 from .rope import StructuralRoPE
+from .rope_scaling import randomized_positions, scaled_inv_freq
 from .wire import WIRE, spectral_coords
 
 __all__ = [
     "StructuralRoPE",
+    "scaled_inv_freq",
+    "randomized_positions",
     "HierarchicalRoPE",
     "unit_indices",
     "LEVEL_PRESETS",
