@@ -199,3 +199,10 @@ def test_fullgraph_compile_with_a_scaled_axis_matches_eager(allocation):
     compiled = torch.compile(rope, fullgraph=True, backend="eager")  # raises on any graph break
     for got, ref in zip(compiled(q, k, c), rope(q, k, c)):
         torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_scaled_tables_are_derived_state_not_checkpoint_entries():
+    """Per-axis tables come from the options (like inv_freq): checkpoints load across scaling settings."""
+    scaled = StructuralRoPE(D, 3, scaling=SCALED)
+    assert set(scaled.state_dict()) == set(StructuralRoPE(D, 3).state_dict())
+    StructuralRoPE(D, 3).load_state_dict(scaled.state_dict(), strict=True)
