@@ -134,3 +134,13 @@ def test_errors_and_registry():
     with pytest.raises(ShapeError, match="unit_ids"):
         unit_starts(torch.ones(3))
     assert isinstance(build("cope", head_dim=D, max_positions=8), CoPE)
+
+
+def test_fullgraph_compile_matches_eager():
+    torch._dynamo.reset()
+    q, k = qk(8)
+    cope = CoPE(D, 16)
+    compiled = torch.compile(cope, fullgraph=True, backend="eager")  # raises on any graph break
+    torch.testing.assert_close(compiled(q, k), cope(q, k), rtol=1e-6, atol=1e-6)
+    starts = unit_starts(torch.randint(0, 3, (B, L), generator=torch.Generator().manual_seed(9)).cumsum(-1))
+    torch.testing.assert_close(compiled(q, k, starts), cope(q, k, starts), rtol=1e-6, atol=1e-6)

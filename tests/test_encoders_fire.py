@@ -174,3 +174,11 @@ def test_errors():
         FIRE(2)(torch.zeros(3, 3), torch.zeros(4))
     with pytest.raises(ShapeError, match="query_scale"):
         fire_score_mod(FIRE(2), token_distance_fn(), torch.zeros(3))
+
+
+def test_fullgraph_compile_matches_eager():
+    torch._dynamo.reset()
+    fire = make_fire()
+    dist = torch.as_tensor(tree_distance(PARENT))
+    compiled = torch.compile(fire, fullgraph=True, backend="eager")  # raises on any graph break
+    torch.testing.assert_close(compiled(dist), fire(dist), rtol=1e-6, atol=1e-6)
