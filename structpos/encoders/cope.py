@@ -142,11 +142,12 @@ def interpolate_position_logits(z: torch.Tensor, pos: torch.Tensor) -> torch.Ten
     [[2.5, 15.0, 20.0]]
     """
     lo = pos.floor()
-    hi = pos.ceil()
     w = pos - lo
-    z_lo = torch.gather(z, -1, lo.to(torch.int64))
-    z_hi = torch.gather(z, -1, hi.to(torch.int64))
-    return z_lo * (1 - w) + z_hi * w
+    idx = lo.to(torch.int64)
+    # ⌈p⌉ = ⌊p⌋ + 1 wherever w > 0; where w = 0 the upper term has weight 0 (clamped to stay in range)
+    z_lo = torch.gather(z, -1, idx)
+    z_hi = torch.gather(z, -1, (idx + 1).clamp_(max=z.shape[-1] - 1))
+    return z_lo + w * (z_hi - z_lo)
 
 
 class CoPE(nn.Module):
