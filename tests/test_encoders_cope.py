@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from structpos.encoders import CoPE, cope_positions, unit_starts
+from structpos.encoders import CoPE, cope_positions, unit_boundaries
 from structpos.encoders.registry import build
 from structpos.exceptions import ShapeError, SpecError
 
@@ -51,18 +51,36 @@ def test_all_gates_one_give_relative_token_distance():
     assert torch.equal(p, expected.expand(B, H, L, L))
 
 
-def test_unit_start_gates_count_units_between_key_and_query():
+@pytest.mark.parametrize("at", ["end", "start"])
+def test_unit_boundary_gates_count_units_between_key_and_query(at):
     g = torch.Generator().manual_seed(3)
     units = torch.randint(0, 3, (B, L), generator=g).cumsum(-1)  # non-decreasing unit ids (sentences)
-    starts = unit_starts(units)
+    gates = unit_boundaries(units, at=at)
     q, k = qk()
-    p = CoPE(D, 16).positions(q, k, gates=starts)
+    p = CoPE(D, 16).positions(q, k, gates=gates)
     for b in range(B):
+        u = units[b].tolist()
         for i in range(L):
             for j in range(i + 1):
-                count = sum(1 for t in range(j, i + 1) if t == 0 or units[b, t] != units[b, t - 1])
+                if at == "end":
+                    count = sum(1 for t in range(j, i + 1) if t == L - 1 or u[t] != u[t + 1])
+                else:
+                    count = sum(1 for t in range(j, i + 1) if t == 0 or u[t] != u[t - 1])
                 assert p[b, 0, i, j] == count
+                if at == "end" and u[j] == u[i]:  # ends: every key of the query's own unit alike
+                    assert p[b, 0, i, j] == p[b, 0, i, i]
     assert torch.equal(p[:, 0], p[:, 1])  # given per-key gates are shared by every head
+
+
+def test_unit_ends_give_units_back_with_two_levels():
+    """Sentences restart per paragraph: with both levels, a key's position is the number of sentences back."""
+    paragraph = torch.tensor([0, 0, 0, 1, 1, 1, 1, 1])
+    sentence = torch.tensor([0, 0, 0, 0, 0, 1, 1, 1])  # sentences: {0, 1, 2}, {3, 4}, {5, 6, 7}
+    gates = unit_boundaries(paragraph, sentence)[None]
+    q, k = torch.zeros(1, 8, 1, 4), torch.zeros(1, 8, 1, 4)
+    p = CoPE(4, 8).positions(q, k, gates=gates)[0, 0]
+    assert p[6].tolist() == [2.0, 2.0, 2.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    assert unit_boundaries(sentence)[2] == 0  # the sentence level alone misses the end of paragraph 0
 
 
 def test_bias_equals_hand_interpolation_and_clips_at_max_position():
@@ -132,7 +150,11 @@ def test_errors_and_registry():
     with pytest.raises(SpecError, match="max_positions"):
         CoPE(D, 0)
     with pytest.raises(ShapeError, match="unit_ids"):
-        unit_starts(torch.ones(3))
+        unit_boundaries(torch.ones(3))
+    with pytest.raises(ShapeError, match="one shape"):
+        unit_boundaries(torch.ones(3, dtype=torch.long), torch.ones(4, dtype=torch.long))
+    with pytest.raises(SpecError, match="at must be"):
+        unit_boundaries(torch.ones(3, dtype=torch.long), at="middle")
     assert isinstance(build("cope", head_dim=D, max_positions=8), CoPE)
 
 
@@ -142,5 +164,5 @@ def test_fullgraph_compile_matches_eager():
     cope = CoPE(D, 16)
     compiled = torch.compile(cope, fullgraph=True, backend="eager")  # raises on any graph break
     torch.testing.assert_close(compiled(q, k), cope(q, k), rtol=1e-6, atol=1e-6)
-    starts = unit_starts(torch.randint(0, 3, (B, L), generator=torch.Generator().manual_seed(9)).cumsum(-1))
+    starts = unit_boundaries(torch.randint(0, 3, (B, L), generator=torch.Generator().manual_seed(9)).cumsum(-1))
     torch.testing.assert_close(compiled(q, k, starts), cope(q, k, starts), rtol=1e-6, atol=1e-6)

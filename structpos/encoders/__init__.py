@@ -19,7 +19,7 @@ from .additive import LapPEEmbedding, tree_depth_sibling, tree_path_pe
 from .attention_bias import SPDBias, alibi_distance_bias, alibi_slopes, shortest_path_distance, tree_distance
 from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_sparse, edge_phases_from_coords
 from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
-from .cope import CoPE, cope_positions, unit_starts
+from .cope import CoPE, cope_positions, unit_boundaries
 from .fire import FIRE, row_max_distance
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
 from .rope import StructuralRoPE
@@ -53,7 +53,7 @@ __all__ = [
     "alibi_distance_bias",
     "CoPE",
     "cope_positions",
-    "unit_starts",
+    "unit_boundaries",
     "FIRE",
     "row_max_distance",
     "collate",

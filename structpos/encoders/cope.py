@@ -21,11 +21,11 @@ With every gate 1, ``p_ij = i − j + 1``: token-based relative positions, offse
 the sum includes both ends. Keys after the query (``j > i``) get ``p = 0`` and bias 0; mask
 them as usual.
 
-**Counting structural units.** Instead of learned gates, the gate can be *given*: 1 on the first
-token of a structural unit (a sentence, a table cell, a tree node, from our coordinates), 0
-elsewhere (:func:`unit_starts`). Then ``p_ij = #{unit starts t with j ≤ t ≤ i}``: "how many
-sentences / cells / nodes back" the key is, a position that ignores how many tokens each unit
-spans.
+**Counting structural units.** Instead of learned gates, the gate can be *given*: 1 on the last
+token of every structural unit (a sentence, a table cell, a tree node, from our coordinates), 0
+elsewhere (:func:`unit_boundaries`). Then ``p_ij = #{unit ends t with j ≤ t ≤ i}``: "how many
+sentences / cells / nodes back" the key is (the same for every token of a unit), a position that
+ignores how many tokens each unit spans.
 
 Examples
 --------
@@ -36,18 +36,20 @@ Examples
 >>> cope(q, k).shape                                              # (B, H, L, L) bias
 torch.Size([1, 2, 5, 5])
 
-Given gates: sentence index per token, units start at tokens 0, 2 and 3:
+Given gates: sentence index per token, sentences end at tokens 1, 2 and 4. Seen from token 3
+(in the last sentence), the keys are 0, 1 and 2 sentences back:
 
->>> starts = unit_starts(torch.tensor([[0, 0, 1, 2, 2]]))
->>> starts.tolist()
-[[1.0, 0.0, 1.0, 1.0, 0.0]]
->>> cope.positions(q, k, gates=starts)[0, 0].tolist()[4]        # from the last token back
-[3.0, 2.0, 2.0, 1.0, 0.0]
+>>> ends = unit_boundaries(torch.tensor([[0, 0, 1, 2, 2]]))
+>>> ends.tolist()
+[[0.0, 1.0, 1.0, 0.0, 1.0]]
+>>> cope.positions(q, k, gates=ends)[0, 0, 3].tolist()
+[2.0, 2.0, 1.0, 0.0, 0.0]
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 from torch import nn
@@ -55,20 +57,32 @@ from torch import nn
 from ..exceptions import ShapeError, SpecError
 from ._checks import QK_LAYOUTS, QKLayout, check_qk, to_blhd
 
-__all__ = ["CoPE", "cope_positions", "interpolate_position_logits", "unit_starts"]
+__all__ = ["CoPE", "cope_positions", "interpolate_position_logits", "unit_boundaries"]
+
+Boundary = Literal["end", "start"]
 
 
-def unit_starts(unit_ids: torch.Tensor) -> torch.Tensor:
-    """Given gates for structural counting: 1 where a token starts a new unit, else 0.
+def unit_boundaries(*unit_ids: torch.Tensor, at: Boundary = "end") -> torch.Tensor:
+    """Given gates for structural counting: 1 on the last (or first) token of every unit, else 0.
 
-    ``u_t = 1`` when ``t = 0`` or ``unit_ids[t] ≠ unit_ids[t − 1]``, so any per-token unit
-    coordinate (sentence index from ``hier``, cell index from ``table``, node id from ``tree``)
-    marks the unit boundaries.
+    With ``at="end"``: ``u_t = 1`` when ``t = L − 1`` or any of the unit coordinates changes between
+    tokens ``t`` and ``t + 1``; with ``at="start"``: when ``t = 0`` or one changes between ``t − 1``
+    and ``t``. Any per-token unit coordinate marks the units: the sentence index of ``hier`` (with
+    the paragraph index too, as sentences restart per paragraph), a table's cell or row index, a
+    tree node id.
+
+    Ends give clean "units back" positions: ``p_ij = #{unit ends in [j, i]}`` is the same for every
+    key of one unit — 0 in the query's own unit (1 once the query is its unit's last token), 1 in the
+    unit before, and so on. With starts, the first token of the query's own unit counts 1 and the
+    rest of that unit 0.
 
     Parameters
     ----------
-    unit_ids : torch.Tensor
-        ``(..., L)`` integer unit index of every token.
+    *unit_ids : torch.Tensor
+        One or more ``(..., L)`` integer unit coordinates of every token (same shape), e.g.
+        ``paragraph, sentence``.
+    at : {"end", "start"}
+        Which token of a unit carries the gate.
 
     Returns
     -------
@@ -78,18 +92,40 @@ def unit_starts(unit_ids: torch.Tensor) -> torch.Tensor:
     Raises
     ------
     ShapeError
-        ``unit_ids`` is floating point, complex or 0-D.
+        No coordinates, a floating, complex or 0-D one, or shapes that differ.
+    SpecError
+        ``at`` not ``"end"`` or ``"start"``.
 
     Examples
     --------
-    >>> unit_starts(torch.tensor([4, 4, 7, 7, 7, 4])).tolist()
+    >>> unit_boundaries(torch.tensor([4, 4, 7, 7, 7, 4])).tolist()
+    [0.0, 1.0, 0.0, 0.0, 1.0, 1.0]
+    >>> unit_boundaries(torch.tensor([4, 4, 7, 7, 7, 4]), at="start").tolist()
     [1.0, 0.0, 1.0, 0.0, 0.0, 1.0]
+
+    Sentence 0 of paragraph 1 follows sentence 0 of paragraph 0: only both levels see the boundary.
+
+    >>> paragraph, sentence = torch.tensor([0, 0, 1, 1]), torch.tensor([0, 0, 0, 0])
+    >>> unit_boundaries(sentence).tolist(), unit_boundaries(paragraph, sentence).tolist()
+    ([0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0])
     """
-    u = torch.as_tensor(unit_ids)
-    if u.dim() < 1 or u.is_floating_point() or u.is_complex():
-        raise ShapeError(f"unit_ids must be an integer tensor (..., L); given {u.dtype} {tuple(u.shape)}")
-    first = torch.ones_like(u[..., :1], dtype=torch.bool)
-    return torch.cat([first, u[..., 1:] != u[..., :-1]], dim=-1).to(torch.float32)
+    if at not in ("end", "start"):
+        raise SpecError(f"at must be 'end' or 'start', got {at!r}")
+    if not unit_ids:
+        raise ShapeError("unit_boundaries needs at least one unit coordinate (..., L)")
+    ids = [torch.as_tensor(u) for u in unit_ids]
+    for u in ids:
+        if u.dim() < 1 or u.is_floating_point() or u.is_complex() or u.shape != ids[0].shape:
+            raise ShapeError(
+                f"unit_ids must be integer tensors (..., L) of one shape; given {u.dtype} {tuple(u.shape)} "
+                f"(first: {tuple(ids[0].shape)})"
+            )
+    change = torch.zeros_like(ids[0][..., 1:], dtype=torch.bool)
+    for u in ids:
+        change = change | (u[..., 1:] != u[..., :-1])
+    edge = torch.ones_like(ids[0][..., :1], dtype=torch.bool)
+    parts = [change, edge] if at == "end" else [edge, change]
+    return torch.cat(parts, dim=-1).to(torch.float32)
 
 
 def cope_positions(gates: torch.Tensor) -> torch.Tensor:
@@ -168,7 +204,7 @@ class CoPE(nn.Module):
     Notes
     -----
     ``forward(q, k, gates=None)`` returns the bias. ``gates`` replaces the learned gates: ``(B, S)``
-    per-key gates (e.g. :func:`unit_starts`, shared by every query and head) or a full
+    per-key gates (e.g. :func:`unit_boundaries`, shared by every query and head) or a full
     ``(B, H, L, S)`` tensor. ``q`` may have ``L ≤ S`` queries: the last ``L`` keys' positions.
     Heads share the embeddings (as in the paper). Cost: ``O(B·H·L·S)`` for the gates and
     ``O(B·H·L·P·D)`` for ``q E^T``.

@@ -232,7 +232,7 @@ ENCODERS.add(
     EncoderEntry(
         "cope",
         "structpos.encoders.cope:CoPE",
-        coords="learned gates, or unit starts of hier / table / tree",
+        coords="learned gates, or unit boundaries of hier / table / tree",
         summary="Contextual positions p_ij = Σ gates, interpolated embeddings added to logits as q·e(p).",
         reference="CoPE (Golovneva et al. 2024).",
     )
