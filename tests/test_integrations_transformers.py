@@ -357,11 +357,48 @@ def test_model_rope_theta_and_scaling_are_kept(rope_parameters):
     x = ids()
     with torch.no_grad():
         ref = model(x).logits
-        patch = install_structural_rope(model, A, "interleaved")
+        patch = install_structural_rope(model, A, "interleaved", scale_axes="all")
         same = model(x, position_ids=index_coords(2, L)).logits
     torch.testing.assert_close(same, ref, rtol=0, atol=1e-5)
     if rope_parameters["rope_type"] == "yarn":
         assert patch.body.rotary_emb.attention_scaling != 1.0
+
+
+@pytest.mark.parametrize(
+    "rope_parameters",
+    [
+        {"rope_type": "linear", "factor": 4.0, "rope_theta": 5000.0},
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 10000.0},
+    ],
+)
+def test_model_rope_scaling_stays_on_the_token_axis(rope_parameters):
+    """scale_axes="token" (the default): axis 0 rotates with the model's scaled table, the structural axes with the
+    unscaled rope_theta table; HF's own rotary gives the reference for both."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    model = make_model("llama", "sdpa", rope_parameters=rope_parameters)
+    body = model.model
+    scaled, factor = ROPE_INIT_FUNCTIONS[rope_parameters["rope_type"]](model.config, "cpu")
+    theta = rope_parameters["rope_theta"]
+    plain = 1.0 / theta ** (torch.arange(0, 2 * scaled.numel(), 2).float() / (2 * scaled.numel()))
+    patch = install_structural_rope(model, A, "interleaved")
+    c = struct_coords(1, L)
+    cos, sin = body.rotary_emb(torch.zeros(1, L, 8), c)
+    axes = torch.arange(scaled.numel()) % A  # interleaved: pair j follows axis j mod A
+    freq = torch.where(axes == 0, scaled, plain)
+    ang = c[0][:, axes].float() * freq
+    torch.testing.assert_close(cos[0], torch.cat([ang.cos(), ang.cos()], -1) * factor, rtol=0, atol=1e-5)
+    torch.testing.assert_close(sin[0], torch.cat([ang.sin(), ang.sin()], -1) * factor, rtol=0, atol=1e-5)
+    assert torch.equal(patch.rope.axis_inv_freq[0], scaled) and torch.equal(patch.rope.axis_inv_freq[1], plain)
+
+
+def test_dynamic_rope_scaling_cannot_stay_on_the_token_axis():
+    from structpos.exceptions import SpecError
+
+    model = make_model("llama", "sdpa", rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4})
+    with pytest.raises(SpecError, match="rope_type 'dynamic' cannot be kept on the token axis"):
+        install_structural_rope(model, A)
+    install_structural_rope(model, A, scale_axes="all")  # its initial frequencies on every axis
 
 
 def test_partial_rotary_model():

@@ -175,6 +175,8 @@ MINIMAL = {
     "liere": {"head_dim": 16, "num_axes": 2},
     "grape": {"head_dim": 16, "num_axes": 2},
     "grape_additive": {"head_dim": 16, "num_axes": 2, "num_heads": 2},
+    "cope": {"head_dim": 16, "max_positions": 8},
+    "fire": {"num_heads": 2},
 }
 
 

@@ -4,6 +4,9 @@
   (sectioned / interleaved / per-head / mixed frequency allocation; half or interleaved pairs).
 * :class:`ExtraPlaneRoPE` — full 1-D RoPE on the head, structural axes on extra planes
   (structure never takes the token index's frequency ladder away).
+  (sectioned / interleaved / per-head / mixed frequency allocation; half or interleaved pairs),
+  with per-axis length extrapolation (:mod:`.rope_scaling`: PI, NTK, YaRN, Llama 3, clipping;
+  :func:`randomized_positions`).
 * :class:`HierarchicalRoPE` — one axis per level (paragraph/sentence/token, code levels).
 * :class:`WIRE` — rotations from Laplacian spectral coordinates, ``φ = Ω t``.
 * :class:`AWRoPE` — phases transported along edges, exact solve or K-term series.
@@ -16,6 +19,8 @@
   (:func:`collate`: padded + packed forms).
 * basis-invariant spectral encodings: :class:`SPE` (``V·diag(φ_ℓ(λ))·Vᵀ`` + an equivariant
   network) and :class:`PEGBias` (a learned bias of PEG distances ``‖z_u − z_v‖``).
+* :class:`CoPE` — contextual positions (sums of learned or given gates) as a logit bias.
+* :class:`FIRE` — a learned function of a progressively normalised distance (token / tree / graph).
 """
 
 from ._rotary import apply_rotary, layout_permutation, rope_inv_freq
@@ -24,12 +29,15 @@ from .attention_bias import SPDBias, alibi_distance_bias, alibi_slopes, shortest
 from .aw_rope import AWRoPE, LearnedEdgePhase, aw_propagate_exact, aw_propagate_sparse, edge_phases_from_coords
 from .batching import CoordBatch, collate, cu_seqlens_from_lengths, pack_padded, unpack_packed
 from .comrope import ComRoPE
+from .cope import CoPE, cope_positions, unit_boundaries
 from .extra_planes import ExtraPlaneRoPE
+from .fire import FIRE, row_max_distance
 from .grape import GRAPE, GRAPEAdditive, forget_gate_coords, rodrigues_exp
 from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
 from .liere import LieRE
 from .peg import PEGBias
 from .rope import StructuralRoPE
+from .rope_scaling import randomized_positions, scaled_inv_freq
 from .spe import SPE
 from .string import STRING
 from .wire import WIRE, spectral_coords
@@ -37,6 +45,8 @@ from .wire import WIRE, spectral_coords
 __all__ = [
     "StructuralRoPE",
     "ExtraPlaneRoPE",
+    "scaled_inv_freq",
+    "randomized_positions",
     "HierarchicalRoPE",
     "unit_indices",
     "LEVEL_PRESETS",
@@ -65,6 +75,11 @@ __all__ = [
     "SPDBias",
     "alibi_slopes",
     "alibi_distance_bias",
+    "CoPE",
+    "cope_positions",
+    "unit_boundaries",
+    "FIRE",
+    "row_max_distance",
     "collate",
     "CoordBatch",
     "pack_padded",

@@ -293,10 +293,28 @@ ENCODERS.add(
 )
 ENCODERS.add(
     EncoderEntry(
+        "cope",
+        "structpos.encoders.cope:CoPE",
+        coords="learned gates, or unit boundaries of hier / table / tree",
+        summary="Contextual positions p_ij = Σ gates, interpolated embeddings added to logits as q·e(p).",
+        reference="CoPE (Golovneva et al. 2024).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
         "spe",
         "structpos.encoders.spe:SPE",
         coords="lap[:k]",
         summary="Stable expressive PE: V·diag(φ_ℓ(λ))·Vᵀ with learned φ_ℓ, then an equivariant DeepSets network.",
         reference="SPE (Huang et al. 2024).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "fire",
+        "structpos.encoders.fire:FIRE",
+        coords="any distance: token, tree, spd[:max]",
+        summary="Learned bias f_θ(ψ(d)/ψ(max(L_i, L_thr))), ψ(x) = log(cx + 1); also a FlexAttention score_mod.",
+        reference="FIRE (Li et al. 2023).",
     )
 )

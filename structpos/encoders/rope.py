@@ -17,14 +17,17 @@ planes and commute). The frequency *allocation* chooses ``W``:
 * ``"mixed"`` — dense ``W`` (``(P, A)`` or per head ``(H, P, A)``), fixed or learnable.
 
 Every axis uses the same ``ω`` table (as in M-RoPE), so equal coordinates on all axes give
-exactly 1-D RoPE for the one-hot allocations. Angles are computed in fp32 (fp64 for fp64
+exactly 1-D RoPE for the one-hot allocations — unless ``scaling`` gives an axis its own
+length-extrapolation scheme (PI, NTK-aware, YaRN, Llama 3, low-frequency clipping:
+:mod:`.rope_scaling`), which rescales that axis's frequencies ``ω^{(a)}`` only. Angles are computed in fp32 (fp64 for fp64
 inputs) whatever the activation dtype; for non-negative integer coordinates cos/sin come
 from tables cached per ``(extent, device, dtype)`` (:mod:`.rope_tables`).
 """
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Mapping
+from typing import Any, Literal, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +51,7 @@ from ._checks import (
     to_blhd,
 )
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
+from .rope_scaling import axis_inv_freq as axis_inv_freq_from_specs
 from .rope_tables import CosSinCache
 
 __all__ = ["StructuralRoPE", "ALLOCATIONS", "pair_axes", "positions_from_cu_seqlens"]
@@ -226,6 +230,15 @@ class StructuralRoPE(nn.Module):
     qk_layout : {"blhd", "bhld"}
         ``q``/``k`` as ``(B, L, H, D)`` (``(T, H, D)`` packed) or ``(B, H, L, D)`` (``(H, T, D)``),
         the layout of SDPA, FlexAttention and HF attention. ``coords`` are ``(B, L, A)`` either way.
+    scaling : mapping of int to mapping, optional
+        Length extrapolation per axis: ``{axis: spec}`` with a spec of :mod:`.rope_scaling`
+        (``"linear"`` / ``"ntk"`` / ``"dynamic"`` / ``"yarn"`` / ``"llama3"`` / ``"clip"``, HF's
+        keys). Axis ``a``'s pairs use the scaled table ``ω^{(a)}`` (and YaRN's attention factor
+        multiplies their cos/sin); the other axes keep ``ω``. Needs ``base`` (not ``inv_freq``)
+        and a fixed table (not ``learnable``).
+    axis_inv_freq : torch.Tensor, optional
+        ``(A, P)`` frequencies per axis, given directly (e.g. a HF model's scaled ``inv_freq`` on
+        the token axis, the unscaled table on the structural axes).
 
     Notes
     -----
@@ -247,7 +260,7 @@ class StructuralRoPE(nn.Module):
         for ``per_head``); non-finite ``mixing``; or a default allocation that would leave an
         axis without any pair (``head_dim=8``, ``num_axes=5``: 4 pairs for 5 axes) or, for
         ``per_head``, without any head. An explicit 0 in ``sections`` is allowed and leaves
-        that axis unused on purpose.
+        that axis unused on purpose; a bad ``scaling`` spec or one combined with ``inv_freq`` / ``learnable``.
     ShapeError
         ``inv_freq`` or ``mixing`` of the wrong shape.
 
@@ -285,6 +298,13 @@ class StructuralRoPE(nn.Module):
     >>> qh, kh = StructuralRoPE(8, 2, qk_layout="bhld")(q.transpose(1, 2), k.transpose(1, 2), coords)
     >>> torch.allclose(qh.transpose(1, 2), q_rot)
     True
+
+    Per-axis extrapolation: position interpolation ×4 on axis 1 only (a table's row axis trained
+    on 32 rows, used on 128), the token axis 0 unchanged:
+
+    >>> pi = StructuralRoPE(8, 2, scaling={1: {"rope_type": "linear", "factor": 4.0}})
+    >>> torch.allclose(pi.angles(torch.tensor([5, 8])), rope.angles(torch.tensor([5, 2])))
+    True
     """
 
     def __init__(
@@ -302,6 +322,8 @@ class StructuralRoPE(nn.Module):
         *,
         inv_freq: torch.Tensor | None = None,
         qk_layout: QKLayout = "blhd",
+        scaling: Mapping[int, Mapping[str, Any]] | None = None,
+        axis_inv_freq: torch.Tensor | None = None,
     ):
         super().__init__()
         self._check_options(head_dim, num_axes, allocation, qk_layout)
@@ -314,6 +336,7 @@ class StructuralRoPE(nn.Module):
         self.sections = list(sections) if sections is not None else None
         self._init_inv_freq(inv_freq)
         axis_map = self._init_allocation(mixing)
+        self._init_axis_freq(scaling, axis_inv_freq, inv_freq is not None, axis_map)
         self._init_tables(axis_map, max_table_extent)
 
     @staticmethod
@@ -336,6 +359,36 @@ class StructuralRoPE(nn.Module):
             self.inv_freq = nn.Parameter(inv_freq)
         else:
             self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def _init_axis_freq(self, scaling, axis_inv_freq, given_inv_freq: bool, axis_map) -> None:
+        """Per-axis frequencies ``(A, P)`` and per-pair attention factors ``(H', P)`` (or None: shared ``ω``)."""
+        self.scaling = {int(a): dict(v) for a, v in scaling.items()} if scaling else None
+        freqs = factors = None
+        if scaling is not None and axis_inv_freq is not None:
+            raise SpecError("give scaling or axis_inv_freq, not both")
+        if scaling:
+            if given_inv_freq or self.learnable:
+                raise SpecError(
+                    "per-axis scaling is computed from base; it cannot be combined with inv_freq or learnable"
+                )
+            freqs, factors = axis_inv_freq_from_specs(scaling, self.num_axes, self.head_dim, self.base)
+        elif axis_inv_freq is not None:
+            if self.learnable:
+                raise SpecError("axis_inv_freq cannot be combined with learnable")
+            freqs = torch.as_tensor(axis_inv_freq, dtype=torch.float32).detach().clone()
+            if freqs.shape != (self.num_axes, self.num_pairs):
+                raise ShapeError(
+                    f"axis_inv_freq must have shape (A, P) = ({self.num_axes}, {self.num_pairs}), given {tuple(freqs.shape)}"
+                )
+            if not torch.isfinite(freqs).all():
+                raise SpecError("axis_inv_freq contains non-finite values")
+        self.register_buffer("axis_inv_freq", freqs, persistent=False)
+        pair_scale = None
+        if factors is not None and not bool((factors == 1).all()):
+            if axis_map is None:
+                raise SpecError("scaling with an attention factor (yarn) needs a one-hot allocation, not 'mixed'")
+            pair_scale = factors[axis_map]  # (H', P): the factor of every pair's axis
+        self.register_buffer("pair_scale", pair_scale, persistent=False)
 
     def _init_allocation(self, mixing) -> torch.Tensor | None:
         """Set ``axis_map`` (``(H', P)`` axis per pair) or ``mixing``; return the axis map."""
@@ -401,6 +454,7 @@ class StructuralRoPE(nn.Module):
         return (
             f"head_dim={self.head_dim}, num_axes={self.num_axes}, allocation={self.allocation!r}, "
             f"layout={self.layout!r}, base={self.base}, learnable={self.learnable}"
+            + (f", scaling={self.scaling}" if self.scaling else "")
         )
 
     # ------------------------------------------------------------------ angles
@@ -409,14 +463,17 @@ class StructuralRoPE(nn.Module):
 
     def _angle_matrix(self, dtype: torch.dtype) -> torch.Tensor:
         """``M`` of shape ``(H', A, P)`` with ``φ = c @ M``: ``M[h, a, j] = ω_j W[h, j, a]``."""
-        w_freq = self.inv_freq.to(dtype)
+        if self.axis_inv_freq is not None:  # per-axis tables: ω_{a, j}
+            w_freq = self.axis_inv_freq.to(dtype).T[None]  # (1, P, A)
+        else:
+            w_freq = self.inv_freq.to(dtype)[None, :, None]
         if self.mixing is not None:
             w = self.mixing.to(dtype)
             if w.dim() == 2:
                 w = w[None]
-            return (w * w_freq[None, :, None]).transpose(-1, -2)
+            return (w * w_freq).transpose(-1, -2)
         onehot = torch.nn.functional.one_hot(self.axis_map, self.num_axes).to(dtype)  # (H', P, A)
-        return (onehot * w_freq[None, :, None]).transpose(-1, -2)
+        return (onehot * w_freq).transpose(-1, -2)
 
     def angles(self, coords: torch.Tensor) -> torch.Tensor:
         """Angles ``φ`` of shape ``(..., D/2)`` (``(..., H, D/2)`` for per-head allocations).
@@ -505,6 +562,9 @@ class StructuralRoPE(nn.Module):
                 ang = ang.unsqueeze(-2)
             cos_sin = ang.cos().to(dtype), ang.sin().to(dtype)
         cos, sin = cos_sin
+        if self.pair_scale is not None:  # YaRN-style attention factors of the scaled axes
+            scale = self.pair_scale.to(device=cos.device, dtype=cos.dtype)
+            cos, sin = cos * scale, sin * scale
         if mask is not None:
             mask = torch.as_tensor(mask, device=cos.device).to(torch.bool)
             if mask.shape != coords.shape[:-1]:
@@ -534,7 +594,13 @@ class StructuralRoPE(nn.Module):
             or hi >= self.cache.max_extent
         ):
             return None, huge
-        extent, cos_t, sin_t = self.cache.get(self.inv_freq.to(coords.device), hi + 1, dtype)
+        table_freq = self.inv_freq if self.axis_inv_freq is None else self.axis_inv_freq
+        if self.axis_inv_freq is not None:
+            if self.allocation == "per_head":  # one table per axis would be needed: compute instead
+                return None, huge
+            if self._single_axis is not None:
+                table_freq = self.axis_inv_freq[self._single_axis]
+        extent, cos_t, sin_t = self.cache.get(table_freq.to(coords.device), hi + 1, dtype)
         if self.allocation == "per_head":
             idx = coords[..., self._head_axes]  # (..., H): every pair of a head follows one axis
             return (F.embedding(idx, cos_t), F.embedding(idx, sin_t)), False

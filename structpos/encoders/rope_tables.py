@@ -110,7 +110,7 @@ class CosSinCache:
         Parameters
         ----------
         inv_freq : torch.Tensor
-            ``(P,)`` frequencies ``ω``.
+            ``(P,)`` frequencies ``ω`` (``(A, P)``: one row per axis, stacked tables only).
         needed : int
             Coordinates to cover.
         dtype : torch.dtype
@@ -148,14 +148,15 @@ class CosSinCache:
         extent = min(next_extent(needed), self.max_extent)
         with torch.autocast(device_type=device.type, enabled=False):
             pos = torch.arange(extent, device=device, dtype=torch.int64).to(torch.float32)
-            angles = pos[:, None] * inv_freq.detach().to(torch.float32)[None, :]
+            # (extent, P), or (A, extent, P) for per-axis frequencies (stacked tables only)
+            angles = pos[:, None] * inv_freq.detach().to(torch.float32)[..., None, :]
             cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
             if self.pair_axes is not None:
                 axes = self.pair_axes.to(device)
                 own = torch.stack([axes == a for a in range(self.num_axes)])[:, None, :]  # (A, 1, P)
                 zero = torch.zeros((), dtype=dtype, device=device)
-                cos = torch.where(own, cos[None], zero).flatten(0, 1)
-                sin = torch.where(own, sin[None], zero).flatten(0, 1)
+                cos = torch.where(own, cos, zero).flatten(0, 1)  # broadcast over A when shared
+                sin = torch.where(own, sin, zero).flatten(0, 1)
             tables = (cos.contiguous(), sin.contiguous())
         # a bigger table supersedes smaller ones for this device/dtype
         for key in [k for k in self._tables if k[1] == device and k[2] == dtype and k[0] < extent]:

@@ -12,6 +12,8 @@ O(L) (or a small per-graph table) and never materialise an L×L tensor:
   compiler inlines into a kernel that took minutes to build);
 * :func:`spd_score_mod` — graph shortest-path distance from a per-graph ``(G, N, N)`` table
   indexed by (graph id, node id): O(N²) per graph, not O(L²);
+* :func:`fire_score_mod` — FIRE's learned bias ``f_θ(ψ(d)/ψ(max(L_q, L_thr)))`` of any of these
+  distances (:func:`token_distance_fn`, :func:`tree_distance_fn`, :func:`spd_distance_fn`);
 * a distance ``d`` becomes a bias as in :mod:`structpos.encoders.attention_bias`: ALiBi-style
   ``−slope_h·d`` or a learned ``table[bucket(d), h]`` (:class:`~structpos.encoders.SPDBias`);
 * masks: :func:`table_mask_mod` (same row / column / header), :func:`hierarchy_mask_mod`
@@ -63,20 +65,25 @@ __all__ = [
     "distance_to_bias",
     "document_mask_mod",
     "euler_tables",
+    "fire_score_mod",
     "flex",
     "full_block_mask",
     "graph_kv_block_mask",
     "graph_kv_mask_mod",
     "hf_flex_attention",
     "hierarchy_mask_mod",
+    "spd_distance_fn",
     "spd_score_mod",
     "spd_tables",
     "table_mask_mod",
+    "token_distance_fn",
+    "tree_distance_fn",
     "tree_distance_score_mod",
 ]
 
 ScoreMod = Callable[..., torch.Tensor]
 MaskMod = Callable[..., torch.Tensor]
+DistanceFn = Callable[..., torch.Tensor]
 TableMode = Literal["row", "column", "row_or_column", "row_column_header"]
 
 
@@ -246,6 +253,63 @@ def euler_tables(parent) -> dict[str, torch.Tensor]:
     }
 
 
+def tree_distance_fn(parent, node) -> DistanceFn:
+    """``d(b, q_idx, kv_idx)``: tree distance ``δ_q + δ_kv − 2·δ(lca)`` of two tokens' nodes, ``-1`` if unreachable.
+
+    The distance part of :func:`tree_distance_score_mod`, for score_mods that turn it into a bias
+    another way (:func:`fire_score_mod`).
+
+    Parameters
+    ----------
+    parent : array-like
+        ``(N,)`` preorder parent array (see :func:`tree_distance_score_mod`).
+    node : torch.Tensor
+        ``(B, L)`` node of each token (``-1``: none → unreachable).
+
+    Returns
+    -------
+    callable
+        ``dist(b, q_idx, kv_idx)`` → int64 distance: 8 lookups, no chain of dependent lookups.
+
+    Raises
+    ------
+    ParseError
+        ``parent`` is not a preorder forest.
+    ShapeError
+        ``node`` not an integer ``(B, L)`` tensor, or a node id ``>= N``.
+
+    Examples
+    --------
+    >>> dist = tree_distance_fn([-1, 0, 1, 0], torch.tensor([[0, 2, 3, -1]]))
+    >>> i = torch.arange(4)
+    >>> dist(0, i[:, None], i[None, :])[1].tolist()
+    [2, 0, 3, -1]
+    """
+    nid = _tokens(node, "node", 2)
+    t = euler_tables(parent)
+    n = t["first"].numel()
+    if nid.numel() and int(nid.max()) >= n:
+        raise ShapeError(f"node ids must be < N = {n} (the parent array's length); given max {int(nid.max())}")
+    safe = nid.clamp(min=0)
+    first = torch.where(nid >= 0, t["first"][safe], torch.zeros_like(nid)).contiguous()
+    dep = torch.where(nid >= 0, t["depth"][safe], torch.full_like(nid, -1)).contiguous()
+    root = torch.where(nid >= 0, t["root"][safe], torch.full_like(nid, -1)).contiguous()
+    sparse = t["sparse"].reshape(-1).contiguous()
+    m = t["sparse"].shape[1]
+
+    def dist(b, q_idx, kv_idx):
+        fq, fk = first[b, q_idx], first[b, kv_idx]
+        lo, hi = torch.minimum(fq, fk), torch.maximum(fq, fk)
+        level = torch.floor(torch.log2((hi - lo + 1).to(torch.float32))).to(torch.int64)
+        span = torch.bitwise_left_shift(torch.ones_like(level), level)
+        lca = torch.minimum(sparse[level * m + lo], sparse[level * m + hi - span + 1])
+        dq, dk = dep[b, q_idx], dep[b, kv_idx]
+        ok = (root[b, q_idx] == root[b, kv_idx]) & (dq >= 0) & (dk >= 0)
+        return torch.where(ok, dq + dk - 2 * lca, torch.full_like(dq, -1))
+
+    return dist
+
+
 def tree_distance_score_mod(
     parent,
     node,
@@ -285,28 +349,11 @@ def tree_distance_score_mod(
     >>> float(mod(torch.tensor(0.0), torch.tensor(0), torch.tensor(0), torch.tensor(1), torch.tensor(2)))
     -2.0
     """
-    nid = _tokens(node, "node", 2)
-    t = euler_tables(parent)
-    n = t["first"].numel()
-    if nid.numel() and int(nid.max()) >= n:
-        raise ShapeError(f"node ids must be < N = {n} (the parent array's length); given max {int(nid.max())}")
+    dist = tree_distance_fn(parent, node)
     slopes, table = _check_bias_params(slopes, table)
-    safe = nid.clamp(min=0)
-    first = torch.where(nid >= 0, t["first"][safe], torch.zeros_like(nid)).contiguous()
-    dep = torch.where(nid >= 0, t["depth"][safe], torch.full_like(nid, -1)).contiguous()
-    root = torch.where(nid >= 0, t["root"][safe], torch.full_like(nid, -1)).contiguous()
-    sparse = t["sparse"].reshape(-1).contiguous()
-    m = t["sparse"].shape[1]
 
     def score_mod(score, b, h, q_idx, kv_idx):
-        fq, fk = first[b, q_idx], first[b, kv_idx]
-        lo, hi = torch.minimum(fq, fk), torch.maximum(fq, fk)
-        level = torch.floor(torch.log2((hi - lo + 1).to(torch.float32))).to(torch.int64)
-        span = torch.bitwise_left_shift(torch.ones_like(level), level)
-        lca = torch.minimum(sparse[level * m + lo], sparse[level * m + hi - span + 1])
-        dq, dk = dep[b, q_idx], dep[b, kv_idx]
-        ok = (root[b, q_idx] == root[b, kv_idx]) & (dq >= 0) & (dk >= 0)
-        d = torch.where(ok, dq + dk - 2 * lca, torch.full_like(dq, -1))
+        d = dist(b, q_idx, kv_idx)
         return score + distance_to_bias(d, h, slopes, table, unreachable).to(score.dtype)
 
     return score_mod
@@ -392,6 +439,44 @@ def spd_score_mod(
     >>> float(mod(torch.tensor(0.0), torch.tensor(0), torch.tensor(0), torch.tensor(0), torch.tensor(1)))
     -1.0
     """
+    dist = spd_distance_fn(graph_id, node, spd)
+    slopes, table = _check_bias_params(slopes, table)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        d = dist(b, q_idx, kv_idx)
+        return score + distance_to_bias(d, h, slopes, table, unreachable).to(score.dtype)
+
+    return score_mod
+
+
+def spd_distance_fn(graph_id, node, spd) -> DistanceFn:
+    """``d(b, q_idx, kv_idx)``: shortest-path distance read from a ``(G, N, N)`` table, ``-1`` if unreachable.
+
+    The distance part of :func:`spd_score_mod` (same inputs and checks).
+
+    Parameters
+    ----------
+    graph_id, node, spd
+        See :func:`spd_score_mod`.
+
+    Returns
+    -------
+    callable
+        ``dist(b, q_idx, kv_idx)`` → int64 distance (one table lookup).
+
+    Raises
+    ------
+    ShapeError
+        As :func:`spd_score_mod`.
+
+    Examples
+    --------
+    >>> spd = spd_tables([np.array([[0, 1], [1, 0]])])
+    >>> dist = spd_distance_fn(torch.zeros(1, 3), torch.tensor([[0, 1, -1]]), spd)
+    >>> i = torch.arange(3)
+    >>> dist(0, i[:, None], i[None, :]).tolist()
+    [[0, 1, -1], [1, 0, -1], [-1, -1, -1]]
+    """
     gid = _tokens(
         graph_id if not torch.is_tensor(graph_id) or not graph_id.is_floating_point() else graph_id.to(torch.int64),
         "graph_id",
@@ -404,14 +489,99 @@ def spd_score_mod(
     if spd.dim() != 3 or spd.shape[1] != spd.shape[2] or spd.is_floating_point():
         raise ShapeError(f"spd must be an integer (G, N, N) table; given {spd.dtype} {tuple(spd.shape)}")
     spd = spd.to(torch.int64).contiguous()
-    slopes, table = _check_bias_params(slopes, table)
 
-    def score_mod(score, b, h, q_idx, kv_idx):
+    def dist(b, q_idx, kv_idx):
         gq, gk, nq, nk = gid[b, q_idx], gid[b, kv_idx], nid[b, q_idx], nid[b, kv_idx]
         ok = (gq == gk) & (gq >= 0) & (nq >= 0) & (nk >= 0)
         d = spd[gq.clamp(min=0), nq.clamp(min=0), nk.clamp(min=0)]
-        d = torch.where(ok, d, torch.full_like(d, -1))
-        return score + distance_to_bias(d, h, slopes, table, unreachable).to(score.dtype)
+        return torch.where(ok, d, torch.full_like(d, -1))
+
+    return dist
+
+
+def token_distance_fn(causal: bool = True, offset: int = 0) -> DistanceFn:
+    """``d(b, q_idx, kv_idx)``: token distance, ``q − kv`` (``-1`` for future keys) or ``|q − kv|``.
+
+    Parameters
+    ----------
+    causal : bool
+        ``q + offset − kv`` with keys after the query unreachable (``-1``); else ``|q + offset − kv|``.
+    offset : int
+        Cached tokens before the first query.
+
+    Returns
+    -------
+    callable
+
+    Examples
+    --------
+    >>> i = torch.arange(3)
+    >>> token_distance_fn()(0, i[:, None], i[None, :]).tolist()
+    [[0, -1, -1], [1, 0, -1], [2, 1, 0]]
+    """
+
+    def dist(b, q_idx, kv_idx):
+        d = q_idx + offset - kv_idx
+        if causal:
+            return torch.where(d < 0, torch.full_like(d, -1), d)
+        return d.abs()
+
+    return dist
+
+
+def fire_score_mod(fire, distance: DistanceFn, query_scale: torch.Tensor) -> ScoreMod:
+    """``score + FIRE bias`` of a structural distance, computed per score (no ``L × L`` tensor).
+
+    The bias is :class:`~structpos.encoders.FIRE`'s ``f_θ(ψ(d)/ψ(max(L_q, L_thr)))_h`` with the
+    same parameters (``c``, ``threshold``, the MLP) and ``unreachable`` for ``d < 0``; gradients
+    reach them through FlexAttention.
+
+    Parameters
+    ----------
+    fire : FIRE
+        The module whose parameters are used.
+    distance : callable
+        ``dist(b, q_idx, kv_idx)`` (:func:`token_distance_fn`, :func:`tree_distance_fn`,
+        :func:`spd_distance_fn`, or any function of those indices).
+    query_scale : torch.Tensor
+        ``(B, L)`` per-query ``L_q`` (for causal token distance: the query position;
+        :func:`~structpos.encoders.row_max_distance` of a dense distance matrix gives FIRE's default).
+
+    Returns
+    -------
+    callable
+        ``score_mod(score, b, h, q_idx, kv_idx)``.
+
+    Raises
+    ------
+    ShapeError
+        ``query_scale`` not 2-D.
+
+    Examples
+    --------
+    The score_mod on index grids is the dense bias :class:`~structpos.encoders.FIRE` computes:
+
+    >>> from structpos.encoders import FIRE
+    >>> fire = FIRE(num_heads=2)
+    >>> i = torch.arange(4)
+    >>> mod = fire_score_mod(fire, token_distance_fn(), i[None].float())
+    >>> dense = fire(token_distance_fn()(0, i[:, None], i[None, :]), i.float())
+    >>> torch.allclose(mod(torch.zeros(4, 4), 0, torch.tensor(1), i[:, None], i[None, :]), dense[1], atol=1e-6)
+    True
+    """
+    scale = torch.as_tensor(query_scale)
+    if scale.dim() != 2:
+        raise ShapeError(f"query_scale must be (B, L); given {tuple(scale.shape)}")
+    scale = scale.to(fire.c.dtype).to(fire.c.device)
+    # a 1-element tensor, not a Python float (dynamo would make it an unbacked symbol under dynamic shapes)
+    unreachable = torch.tensor([fire.unreachable], dtype=fire.c.dtype, device=fire.c.device)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        d = distance(b, q_idx, kv_idx)
+        x = fire.normalize(d, scale[b, q_idx])
+        bias = fire.head_bias(x, h)
+        bias = torch.where(d < 0, unreachable[0], bias)
+        return score + bias.to(score.dtype)
 
     return score_mod
 

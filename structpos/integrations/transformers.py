@@ -8,9 +8,12 @@ coordinates ``c_n ∈ ℝ^A``:
 
     cos = cos(φ_n) · s,   φ_{n,j} = ω_j ⟨W_j, c_n⟩
 
-with the model's own ``inv_freq`` ``ω`` (so ``rope_theta``, ``head_dim``, partial rotary and
-static rope scaling — linear, llama3, yarn, ... — are respected) and its ``attention_scaling``
-``s``. With every axis equal to the token index this is exactly the stock model.
+with the model's own ``inv_freq`` ``ω`` (so ``rope_theta``, ``head_dim`` and partial rotary are
+respected) and its ``attention_scaling`` ``s``. Static rope scaling (linear, llama3, yarn) stays
+on the token-index axis 0 (``scale_axes="token"``): the structural axes use the unscaled
+``rope_theta`` table; ``scale_axes="all"`` puts the scaled table on every axis. With every axis
+equal to the token index this is exactly the stock model (for a scaled model: with
+``scale_axes="all"``).
 
 Usage::
 
@@ -36,7 +39,8 @@ the rotary module then returns the identity and the attention function registere
 state keeps for the whole cache. The attention modules are found by their projections: separate
 ``q_proj``/``k_proj`` or a fused ``qkv_proj`` (Phi-3); any other layout is refused with a
 :class:`~structpos.exceptions.SpecError` rather than left unrotated. Dynamic rope types
-(``dynamic``, ``longrope``) are used with their initial ``inv_freq``. Supports transformers 4.5x
+(``dynamic``, ``longrope``) raise SpecError with ``scale_axes="token"``; with ``"all"`` they are used with
+their initial ``inv_freq``. Supports transformers 4.5x
 (``past_key_values``) and 5.x (``cache``).
 
 **Several rotary tables.** Gemma 3 rotates its sliding-window layers with one base (10 000) and
@@ -71,6 +75,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from ..encoders._rotary import rope_inv_freq
 from ..encoders.rope import Allocation, StructuralRoPE, check_cu_seqlens
 from ..exceptions import ShapeError, SpecError
 
@@ -425,15 +430,23 @@ class StructuralPatch:
             _select_attention(*self.attention)
 
 
+ScaleAxes = Literal["token", "all"]
+TOKEN_AXIS_SCALING = ("linear", "yarn", "llama3")
+"""HF rope types that ``scale_axes="token"`` keeps on axis 0 (static frequency tables)."""
+
+
 def _rope_from_table(
-    body: nn.Module, table: _RotaryTable, num_axes: int, allocation: Allocation, **options
+    body: nn.Module, table: _RotaryTable, num_axes: int, allocation: Allocation, scale_axes: ScaleAxes, **options
 ) -> StructuralRoPE:
+    """An encoder on ``table``'s frequencies; a model-wide rope scaling stays on axis 0 (``scale_axes="token"``)."""
     inv_freq = table.inv_freq
     config = getattr(body, "config", None)
     options.setdefault("num_heads", getattr(config, "num_attention_heads", None))
-    rope = StructuralRoPE(
-        2 * inv_freq.numel(), num_axes, allocation, inv_freq=inv_freq.float(), qk_layout="bhld", **options
-    )
+    per_axis = None
+    if table.layer_type is None:  # per-layer-type tables (Gemma 3) keep their own frequencies on every axis
+        per_axis = _token_axis_scaling(config, inv_freq.float().cpu(), num_axes, scale_axes)
+    freq = {"inv_freq": inv_freq.float()} if per_axis is None else {"axis_inv_freq": per_axis}
+    rope = StructuralRoPE(2 * inv_freq.numel(), num_axes, allocation, qk_layout="bhld", **freq, **options)
     return rope.to(inv_freq.device)
 
 
@@ -453,6 +466,30 @@ def _rope_on_table(rope: StructuralRoPE, table: _RotaryTable) -> StructuralRoPE:
     return other
 
 
+def _token_axis_scaling(config, inv_freq: torch.Tensor, num_axes: int, scale_axes: ScaleAxes) -> torch.Tensor | None:
+    """``(A, P)`` frequencies: the model's (scaled) ``inv_freq`` on axis 0, unscaled on the others.
+
+    ``None`` when nothing is scaled, for one axis, or with ``scale_axes="all"`` (every axis then
+    shares the model's table). Raises SpecError for rope types whose table is not static."""
+    if scale_axes not in ("token", "all"):
+        raise SpecError(f"scale_axes must be 'token' or 'all', got {scale_axes!r}")
+    params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    kind = params.get("rope_type", params.get("type", "default")) if isinstance(params, dict) else "default"
+    if scale_axes == "all" or num_axes == 1 or kind == "default" or not isinstance(kind, str):
+        return None
+    if kind not in TOKEN_AXIS_SCALING:
+        raise SpecError(
+            f"the model's rope_type {kind!r} cannot be kept on the token axis alone (its frequencies are not "
+            f"a static table); supported: {', '.join(TOKEN_AXIS_SCALING)}. Pass scale_axes='all' to use its "
+            "initial frequencies on every axis"
+        )
+    theta = params.get("rope_theta", getattr(config, "rope_theta", None))
+    if theta is None:
+        raise SpecError(f"rope_type {kind!r}: the config has no rope_theta to build the unscaled structural axes")
+    plain = rope_inv_freq(2 * inv_freq.numel(), float(theta))
+    return torch.cat([inv_freq[None], plain[None].expand(num_axes - 1, -1)])
+
+
 def install_structural_rope(
     model: nn.Module,
     num_axes: int,
@@ -460,6 +497,7 @@ def install_structural_rope(
     *,
     rule: ContinueRule = continue_axis0,
     rope: StructuralRoPE | None = None,
+    scale_axes: ScaleAxes = "token",
     **options,
 ) -> StructuralPatch:
     """Make ``model(input_ids, position_ids=coords)`` take per-token coordinates ``(B, L, A)``.
@@ -479,6 +517,13 @@ def install_structural_rope(
     rope : StructuralRoPE, optional
         A ready encoder (e.g. :class:`~structpos.encoders.HierarchicalRoPE`); by default one is
         built on the model's ``inv_freq``.
+    scale_axes : {"token", "all"}
+        Where a model's rope scaling (``linear``, ``yarn``, ``llama3``) applies: ``"token"`` — the
+        token-index axis 0 only, the structural axes use the unscaled ``rope_theta`` table (a
+        tree depth or table row was never stretched); ``"all"`` — the model's scaled table on
+        every axis (then index coordinates on every axis give exactly the stock model). Models
+        without scaling are the same either way; YaRN's ``attention_scaling`` multiplies every
+        pair as in the stock model.
 
     **options
         Further :class:`~structpos.encoders.StructuralRoPE` options.
@@ -495,6 +540,8 @@ def install_structural_rope(
         whose axis count is not ``num_axes``; a per-head encoding on a model whose decoder
         layers hold no attention module it recognises (separate ``q_proj``/``k_proj`` or a
         fused ``qkv_proj``) — the message names the layout.
+        ``scale_axes="token"`` with a rope type whose table is not static (``dynamic``,
+        ``longrope``, ...).
 
     Notes
     -----
@@ -553,7 +600,7 @@ def install_structural_rope(
     if rope is not None and rope.num_axes != num_axes:
         raise SpecError(f"rope has {rope.num_axes} axes, num_axes = {num_axes}")
     if rope is None:
-        ropes = {t.layer_type: _rope_from_table(body, t, num_axes, allocation, **options) for t in tables}
+        ropes = {t.layer_type: _rope_from_table(body, t, num_axes, allocation, scale_axes, **options) for t in tables}
     elif len(tables) == 1:
         ropes = {tables[0].layer_type: rope}  # used as given (its own frequencies)
     else:
