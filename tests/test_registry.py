@@ -153,6 +153,7 @@ MINIMAL = {
     "aw_rope": {"head_dim": 16},
     "lap_pe": {"k": 4, "dim": 8},
     "spd_bias": {"num_heads": 2},
+    "tree_embedding": {"dim": 8},
 }
 
 

@@ -228,3 +228,12 @@ ENCODERS.add(
         reference="Graphormer (Ying et al. 2021).",
     )
 )
+ENCODERS.add(
+    EncoderEntry(
+        "tree_embedding",
+        "structpos.encoders.tree_embedding:TreePositionEmbedding",
+        coords="tree (depth, sibling)",
+        summary="Learned depth and sibling-index embeddings added to token embeddings (clipped; -1 → zero row).",
+        reference="Tree-enhanced CodeBERTa (tree positional embeddings for code).",
+    )
+)
