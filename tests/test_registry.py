@@ -38,6 +38,7 @@ APPLIES = {
     "maglap": ["code", "graph"],
     "spd": ["code", "graph"],
     "resistance": ["graph", "code"],
+    "grid": ["code", "markdown", "table"],
 }
 ARGS = {
     "tree": [None, "3x2", "5"],
@@ -84,6 +85,7 @@ BAD = {
     "maglap": ["a", "0", "4:b", "4:-0.1", "4:nan", "4:inf"],
     "spd": ["far", "-1"],
     "resistance": ["3"],
+    "grid": ["1"],
 }
 
 

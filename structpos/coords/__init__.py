@@ -345,6 +345,21 @@ COORDS.add(
     )
 )
 
+COORDS.add(
+    CoordFamily(
+        "grid",
+        "structpos.coords.grid:grid_coords",
+        no_argument("grid"),
+        summary="Line and column of each node's first character: 2-D text-grid positions.",
+        reference=r"line = newlines before the character, col = characters since the last newline "
+        "(0-based code points); 2-D grid task of position coupling (Cho et al. 2024).",
+        columns=(
+            Column("grid_line", _I64, (), "0-based line of the node's first character"),
+            Column("grid_col", _I64, (), "0-based column (code points) of the node's first character"),
+        ),
+    )
+)
+
 
 # ------------------------------------------------------------------------------- public API
 def register(
