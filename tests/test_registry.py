@@ -39,6 +39,7 @@ APPLIES = {
     "spd": ["code", "graph"],
     "resistance": ["graph", "code"],
     "grid": ["code", "markdown", "table"],
+    "hirope": ["code"],
 }
 ARGS = {
     "tree": [None, "3x2", "5"],
@@ -86,6 +87,7 @@ BAD = {
     "spd": ["far", "-1"],
     "resistance": ["3"],
     "grid": ["1"],
+    "hirope": ["1"],
 }
 
 

@@ -360,6 +360,22 @@ COORDS.add(
     )
 )
 
+COORDS.add(
+    CoordFamily(
+        "hirope",
+        "structpos.coords.code_levels:hirope_coords",
+        no_argument("hirope"),
+        summary="HiRoPE levels of code: function/class ordinal, statement within it, token within the statement.",
+        reference="Each level restarts inside its parent (statement 0 = the unit's header); feeds "
+        "`HierarchicalRoPE` (HiRoPE, Zhang et al. 2024).",
+        columns=(
+            Column("hirope_function", _I64, (), "ordinal of the innermost class/function (0: the file)"),
+            Column("hirope_statement", _I64, (), "ordinal of the innermost statement within that unit"),
+            Column("hirope_token", _I64, (), "leaves of that statement before the node"),
+        ),
+    )
+)
+
 
 # ------------------------------------------------------------------------------- public API
 def register(
