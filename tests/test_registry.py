@@ -40,6 +40,7 @@ APPLIES = {
     "resistance": ["graph", "code"],
     "grid": ["code", "markdown", "table"],
     "hirope": ["code"],
+    "bipe": ["code", "markdown", "table"],
 }
 ARGS = {
     "tree": [None, "3x2", "5"],
@@ -47,6 +48,7 @@ ARGS = {
     "rw": ["1", "7"],
     "maglap": ["3", "2:0.1"],
     "spd": [None, "0", "2"],
+    "bipe": [None, "line"],
 }
 
 
@@ -88,6 +90,7 @@ BAD = {
     "resistance": ["3"],
     "grid": ["1"],
     "hirope": ["1"],
+    "bipe": ["word", "1"],
 }
 
 
@@ -158,6 +161,7 @@ MINIMAL = {
     "lap_pe": {"k": 4, "dim": 8},
     "spd_bias": {"num_heads": 2},
     "tree_embedding": {"dim": 8},
+    "bipe": {"head_dim": 8, "dim": 4},
 }
 
 

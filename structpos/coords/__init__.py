@@ -195,6 +195,15 @@ def _maglap_arg(arg: str | None) -> dict[str, Any]:
     return {"k": k, "q": q}
 
 
+def _choice_arg(name: str, param: str, choices: tuple[str, ...]) -> Callable[[str | None], dict[str, Any]]:
+    def validate(arg: str | None) -> dict[str, Any]:
+        if arg and arg not in choices:
+            raise SpecError(f"{name}:{arg}: {param} must be one of {', '.join(choices)}")
+        return {param: arg or choices[0]}
+
+    return validate
+
+
 # ----------------------------------------------------------------------------- the registry
 _I64, _F64, _BOOL = "int64", "float64", "bool"
 
@@ -372,6 +381,23 @@ COORDS.add(
             Column("hirope_function", _I64, (), "ordinal of the innermost class/function (0: the file)"),
             Column("hirope_statement", _I64, (), "ordinal of the innermost statement within that unit"),
             Column("hirope_token", _I64, (), "leaves of that statement before the node"),
+        ),
+    )
+)
+
+COORDS.add(
+    CoordFamily(
+        "bipe",
+        "structpos.coords.bilevel:bipe_coords",
+        _choice_arg("bipe", "unit", ("auto", "sentence", "line", "cell", "statement")),
+        syntax="bipe[:UNIT]",
+        default_arg="auto",
+        summary="Bilevel positions: segment index (sentence / line / cell / statement) and offset inside it.",
+        reference=r"$s(n)$ = segment ordinal, $o(n) = \#\{m < n : s(m) = s(n)\}$; absolute code of $o$ + "
+        "RoPE on $s$ (BiPE, He et al. 2024).",
+        columns=(
+            Column("bipe_segment", _I64, (), "segment ordinal (line number for `line`)"),
+            Column("bipe_offset", _I64, (), "leaves of the segment before the node"),
         ),
     )
 )

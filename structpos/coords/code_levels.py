@@ -61,6 +61,7 @@ __all__ = [
     "UNIT_LABELS",
     "STATEMENT_LABELS",
     "code_levels",
+    "statement_groups",
     "hirope_coords",
     "hirope_token_levels",
 ]
@@ -185,6 +186,46 @@ def _unit_and_statement_masks(labels: np.ndarray, parent: np.ndarray, language: 
     return unit, is_stmt_label & ~unit
 
 
+def statement_groups(labels, parent, language: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each node's unit ``u(i)`` and statement ``g(i)`` (node indices), and the unit and ``U ∪ S`` masks.
+
+    Parameters
+    ----------
+    labels : array_like of str
+        tree-sitter node types, in preorder.
+    parent : array_like of int
+        ``(N,)`` preorder parent array.
+    language : str
+        As :func:`code_levels`.
+
+    Returns
+    -------
+    unit_of, statement_of : numpy.ndarray
+        ``(N,)`` int64 node indices (``u(i)``, ``g(i)`` of the module docstring).
+    is_unit, is_group : numpy.ndarray
+        ``(N,)`` bool: ``U`` and ``U ∪ S``.
+
+    Raises
+    ------
+    StructureError
+        As :func:`code_levels`.
+
+    Examples
+    --------
+    >>> import structpos
+    >>> s = structpos.parse("x = 1\\n", "code", language="python")
+    >>> u, g, _, _ = statement_groups(s.labels, s.parent, "python")
+    >>> list(s.labels[g])
+    ['module', 'expression_statement', 'expression_statement', 'expression_statement', 'expression_statement', 'expression_statement']
+    """
+    parent = check_parent(parent, name="<code tree>")
+    labels = np.asarray(labels, dtype=object)
+    if labels.shape != parent.shape:
+        raise StructureError(f"labels ({labels.size}) and parent ({parent.size}) differ in length")
+    unit, stmt = _unit_and_statement_masks(labels, parent, language)
+    return nearest_marked(parent, unit), nearest_marked(parent, unit | stmt), unit, unit | stmt
+
+
 def code_levels(labels, parent, language: str = "") -> dict[str, np.ndarray]:
     """Per-node ``function``, ``statement`` and ``token`` levels (see the module docstring).
 
@@ -225,11 +266,9 @@ def code_levels(labels, parent, language: str = "") -> dict[str, np.ndarray]:
     if labels.shape != parent.shape:
         raise StructureError(f"labels ({labels.size}) and parent ({parent.size}) differ in length")
     n = parent.size
-    unit, stmt = _unit_and_statement_masks(labels, parent, language)
-    u = nearest_marked(parent, unit)
-    g = nearest_marked(parent, unit | stmt)
+    u, g, unit, group = statement_groups(labels, parent, language)
     unit_ord = rank_within(np.zeros(n, dtype=np.int64), unit)
-    group_ord = rank_within(u, unit | stmt)  # the unit itself is 0: first in preorder among its own
+    group_ord = rank_within(u, group)  # the unit itself is 0: first in preorder among its own
     leaf = num_children(parent) == 0
     return {
         "function": unit_ord[u],

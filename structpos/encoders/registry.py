@@ -237,3 +237,12 @@ ENCODERS.add(
         reference="Tree-enhanced CodeBERTa (tree positional embeddings for code).",
     )
 )
+ENCODERS.add(
+    EncoderEntry(
+        "bipe",
+        "structpos.encoders.bipe:BiPE",
+        coords="bipe[:UNIT] (bipe_segment, bipe_offset)",
+        summary="Absolute (learned / sinusoidal) code of the offset inside a segment + RoPE on the segment index.",
+        reference="BiPE, bilevel positional encoding (He et al. 2024).",
+    )
+)
