@@ -41,6 +41,7 @@ APPLIES = {
     "grid": ["code", "markdown", "table"],
     "hirope": ["code"],
     "bipe": ["code", "markdown", "table"],
+    "tpe": ["table"],
 }
 ARGS = {
     "tree": [None, "3x2", "5"],
@@ -91,6 +92,7 @@ BAD = {
     "grid": ["1"],
     "hirope": ["1"],
     "bipe": ["word", "1"],
+    "tpe": ["1"],
 }
 
 
@@ -162,6 +164,7 @@ MINIMAL = {
     "spd_bias": {"num_heads": 2},
     "tree_embedding": {"dim": 8},
     "bipe": {"head_dim": 8, "dim": 4},
+    "tpe_attention": {"head_dim": 8, "num_heads": 2},
 }
 
 

@@ -402,6 +402,18 @@ COORDS.add(
     )
 )
 
+COORDS.add(
+    CoordFamily(
+        "tpe",
+        "structpos.coords.traversal:tpe_coords",
+        no_argument("tpe"),
+        summary="Rank of each table cell under four traversal orders (row, column, snake, anti-diagonal).",
+        reference="Sort keys $(r,c)$, $(c,r)$, $(r,\\pm c)$, $(r+c,r)$; per-token positions by "
+        "`traversal_positions` (2D-TPE, Li et al. 2024).",
+        columns=(Column("tpe_rank", _I64, (4,), "cell rank under row / column / snake / antidiagonal, -1 off cells"),),
+    )
+)
+
 
 # ------------------------------------------------------------------------------- public API
 def register(

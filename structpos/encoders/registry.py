@@ -246,3 +246,12 @@ ENCODERS.add(
         reference="BiPE, bilevel positional encoding (He et al. 2024).",
     )
 )
+ENCODERS.add(
+    EncoderEntry(
+        "tpe_attention",
+        "structpos.encoders.tpe:TraversalOrderAttention",
+        coords="tpe (traversal_positions of tpe_rank)",
+        summary="Attention whose heads mix RoPE attentions under several table traversal orders (gated per token).",
+        reference="2D-TPE (Li et al. 2024).",
+    )
+)
