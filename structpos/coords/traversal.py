@@ -4,14 +4,12 @@ Flattening a table row by row loses its columns: two cells of one column are a w
 apart. 2D-TPE (Li et al. 2024) lets every attention head read the table under a traversal order
 of its choice. Each order is a sort key on a cell's grid slot ``(r, c)`` (its top-left corner):
 
-=================  ==============================  =========================================
-order              key                             reads
-=================  ==============================  =========================================
-``row``            ``(r, c)``                      row by row (the usual flattening)
-``column``         ``(c, r)``                      column by column
-``snake``          ``(r, c)`` / ``(r, −c)``        rows, odd rows right to left (boustrophedon)
-``antidiagonal``   ``(r + c, r)``                  anti-diagonals from the top-left corner
-=================  ==============================  =========================================
+| order | key | reads |
+|---|---|---|
+| ``row`` | ``(r, c)`` | row by row (the usual flattening) |
+| ``column`` | ``(c, r)`` | column by column |
+| ``snake`` | ``(r, c)``, odd rows ``(r, −c)`` | rows, odd rows right to left (boustrophedon) |
+| ``antidiagonal`` | ``(r + c, r)`` | anti-diagonals from the top-left corner |
 
 Per node, the family ``tpe`` gives ``tpe_rank[i, o]``: the rank of cell ``i`` under order ``o``
 (``-1`` for non-cell nodes). Per token, :func:`traversal_positions` turns those ranks into the
