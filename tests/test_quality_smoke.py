@@ -110,8 +110,10 @@ def test_code_window_coordinates_match_the_tree():
     s = f["tree"]
     lo = int(np.flatnonzero(f["leaves"] == ex["node"][0])[0])
     assert np.array_equal(f["leaves"][lo : lo + len(ex["node"])], ex["node"])  # consecutive leaves
-    c = structpos.compute_coords(s, "tree")
+    c = structpos.compute_coords(s, "tree,hirope")
     assert np.array_equal(ex["tree"][:, 0], c["depth"][ex["node"]])
+    levels = np.stack([c["hirope_function"], c["hirope_statement"], c["hirope_token"]], 1)
+    assert np.array_equal(ex["hiro_ast"], levels[ex["node"]])
     g = nx.Graph([(int(p), i) for i, p in enumerate(s.parent) if p >= 0])
     u = int(ex["node"][0])
     lengths = nx.single_source_shortest_path_length(g, u)

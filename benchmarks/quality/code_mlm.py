@@ -6,7 +6,10 @@ the running interpreter's standard library (Python) and the C++ headers shipped 
 language=...)``; tokens are the AST leaves, and their coordinates come from
 ``structpos.align.token_coords(tree, leaf_spans, "tree")`` (depth, sibling index), the
 tree-path PE (:func:`structpos.encoders.tree_path_pe`), HiRoPE-style levels (top-level
-definition, statement, token; :func:`structpos.encoders.unit_indices`) and tree distances
+definition, statement, token; :func:`structpos.encoders.unit_indices`), the library's HiRoPE
+levels (coordinate family ``hirope``: innermost class/function, statement, token, each
+restarting inside its parent), learned depth + sibling embeddings
+(:class:`~structpos.encoders.tree_embedding.TreePositionEmbedding`) and tree distances
 (:func:`structpos.coords.tree.tree_distance`). 15 % of the tokens (fixed per example) are
 replaced by ``[MASK]``; the vocabulary is the 1,500 most frequent train leaf strings.
 
@@ -73,7 +76,7 @@ def file_tokens(path: Path, language: str):
     if len(leaves) < WINDOW:
         return None
     offsets = np.stack([s.start[leaves], s.end[leaves]], 1)
-    tc = token_coords(s, offsets, "tree")
+    tc = token_coords(s, offsets, "tree,hirope")
     texts = [src[a:b] for a, b in offsets]
     # HiRoPE-style units: top-level child of the root, nearest statement-like ancestor, token
     labels = np.asarray(s.labels).astype(str)
@@ -97,6 +100,7 @@ def file_tokens(path: Path, language: str):
         "top": top[tc["node"]],
         "unit": unit[tc["node"]],
         "path": path[tc["node"]],
+        "hiro_ast": np.stack([tc["hirope_function"], tc["hirope_statement"], tc["hirope_token"]], 1),
     }
 
 
@@ -120,6 +124,7 @@ def encode_window(f, lo: int, hi: int, vocab: dict[str, int], rng: np.random.Gen
         "tree_shuf": np.concatenate([shuffled_rows(tree[:, :2], rng), pos], 1),
         "path": f["path"][lo:hi].astype(np.float32),
         "hiro": unit_indices(units, mode="within").numpy(),
+        "hiro_ast": f["hiro_ast"][lo:hi].astype(np.int64),
         "pair_tdist": tree_distance_nodes(f["tree"].parent, nodes),
         "node": nodes,
     }
@@ -129,7 +134,7 @@ class CodeMLM(Task):
     name = "code_mlm"
     data = "real: CPython stdlib (Python) + torch/include/c10/util (C++)"
     claim = "tree-enhanced code models / HiRoPE: tree positions lower the MLM loss vs 1-D positions"
-    claimed: ClassVar[list[str]] = ["tree_rope", "tree_path", "hirope", "tdist_bias"]
+    claimed: ClassVar[list[str]] = ["tree_rope", "tree_path", "hirope", "tdist_bias", "tree_embed", "hirope_ast"]
     baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     main_split = "test"
     batch_size = 16
@@ -144,6 +149,20 @@ class CodeMLM(Task):
             "tree_path": Enc("linear", "path", PATH_DEPTH * PATH_WIDTH, about="additive tree-path PE"),
             "hirope": Enc("hier", "hiro", 3, {"levels": "code"}, about="HiRoPE-style (definition, statement, token)"),
             "tdist_bias": Enc("bias", "pair_tdist", opts={"max_distance": 12}, about="tree-distance attention bias"),
+            "tree_embed": Enc(
+                "tree_embed",
+                "tree",
+                2,
+                {"max_depth": 32, "max_sibling": 32},
+                about="learned depth + sibling embeddings",
+            ),
+            "hirope_ast": Enc(
+                "hier",
+                "hiro_ast",
+                3,
+                {"levels": "code"},
+                about="HiRoPE on the `hirope` family (unit, statement, token)",
+            ),
             "tree_rope_ctrl": Enc("rope", "tree_shuf", 3, about="control: tree RoPE, depth/sibling shuffled"),
         }
 

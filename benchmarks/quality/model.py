@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from structpos.encoders import WIRE, AWRoPE, HierarchicalRoPE, LapPEEmbedding, SPDBias, StructuralRoPE
+from structpos.encoders.tree_embedding import TreePositionEmbedding
 
 __all__ = ["Enc", "Encoding", "Transformer", "build_model", "collate"]
 
@@ -48,7 +49,8 @@ class Enc:
     ``kind`` is ``"none"``, ``"rope"``, ``"hier"``, ``"wire"``, ``"awrope"``, ``"ids"``
     (learned embeddings of integer ids, one table per axis, ids clipped to ``max_id``),
     ``"linear"`` (linear map of real features), ``"lappe"`` (LapPEEmbedding; ``key`` and
-    ``key + "_eigvals"``) or ``"bias"`` (SPDBias on ``key``, a ``pair_`` array).
+    ``key + "_eigvals"``), ``"tree_embed"`` (TreePositionEmbedding on columns 0, 1 of ``key``:
+    depth, sibling) or ``"bias"`` (SPDBias on ``key``, a ``pair_`` array).
     """
 
     kind: str
@@ -69,7 +71,7 @@ class Encoding(nn.Module):
         self.spec, self.heads = spec, heads
         hd = d // heads
         o = dict(spec.opts)
-        self.rope = self.embed = self.lin = self.lappe = self.spd = None
+        self.rope = self.embed = self.lin = self.lappe = self.spd = self.tree_emb = None
         if spec.kind == "rope":
             # interleaved: every axis gets high and low frequencies (sectioned would leave the last axis of a
             # 16-dim head only the slowest pairs, near-constant over short inputs)
@@ -103,6 +105,10 @@ class Encoding(nn.Module):
             self.embed = nn.ModuleList(nn.Embedding(self.max_id + 2, d) for _ in range(spec.dim))
             for e in self.embed:  # the sum of the axes' embeddings has the token embeddings' scale, N(0, 1)
                 nn.init.normal_(e.weight, std=spec.dim**-0.5)
+        elif spec.kind == "tree_embed":  # two tables, each N(0, 1/2): their sum has the token embeddings' scale
+            self.tree_emb = TreePositionEmbedding(
+                d, int(o.get("max_depth", 32)), int(o.get("max_sibling", 32)), init_std=2**-0.5
+            )
         elif spec.kind == "linear":
             self.lin = nn.Linear(spec.dim, d)
         elif spec.kind == "lappe":
@@ -119,6 +125,8 @@ class Encoding(nn.Module):
         if self.embed is not None:
             ids = batch[k].long().clamp(-1, self.max_id) + 1  # -1 (no id) -> row 0
             return sum(e(ids[..., a]) for a, e in enumerate(self.embed))
+        if self.tree_emb is not None:
+            return self.tree_emb.position(batch[k][..., 0].long(), batch[k][..., 1].long())
         if self.lin is not None:
             return self.feat_norm(self.lin(batch[k].float()))
         if self.lappe is not None:
