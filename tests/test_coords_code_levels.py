@@ -174,3 +174,32 @@ def test_errors():
         compute(structpos.parse("[1]", "json"), "hirope")
     with pytest.raises(ShapeError):
         hirope_token_levels([0, 1], [0])
+
+
+def test_cli_encode_writes_the_new_families(tmp_path):
+    """`structpos encode --coords hirope,bipe,grid` (code) and `tpe,bipe:cell` (tables) reach Parquet."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("tree_sitter_javascript")
+    from structpos.cli import main
+    from structpos.pipeline import read_output
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.py").write_text(PYTHON)
+    (src / "b.js").write_text(JAVASCRIPT)
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n")
+    out = tmp_path / "enc"
+    assert main(["encode", str(src), "--coords", "hirope,bipe,grid", "--out", str(out), "--no-progress"]) == 0
+    for row in read_output(out).to_pylist():
+        lang = "python" if row["id"].endswith(".py") else "javascript"
+        s = structpos.parse((src / row["id"]).read_text(), "code", language=lang)
+        c = compute(s, "hirope,bipe,grid")
+        for col in ("hirope_function", "hirope_statement", "hirope_token", "bipe_segment", "bipe_offset", "grid_col"):
+            assert row[col] == c[col].tolist(), (row["id"], col)
+    out2 = tmp_path / "enc2"
+    csv = str(tmp_path / "t.csv")
+    assert (
+        main(["encode", csv, "--kind", "table", "--coords", "tpe,bipe:cell", "--out", str(out2), "--no-progress"]) == 0
+    )
+    (row,) = read_output(out2).to_pylist()
+    assert row["tpe_rank"] == compute(structpos.parse("a,b\n1,2\n", "table"), "tpe")["tpe_rank"].tolist()

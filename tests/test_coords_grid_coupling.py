@@ -51,6 +51,11 @@ def test_token_grid_marks_special_tokens_and_uses_token_starts():
     assert list(zip(line[1:].tolist(), col[1:].tolist())) == [brute_line_col(TEXT, s) for s, _ in offsets[1:]]
 
 
+def test_lone_surrogates_count_as_one_column():
+    line, col = line_col("a\ud800b\nc", [2, 4])
+    assert line.tolist() == [0, 1] and col.tolist() == [2, 0]
+
+
 def test_grid_errors():
     with pytest.raises(ValueError, match="outside the text"):
         line_col("abc", [0, 4])

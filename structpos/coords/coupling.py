@@ -102,7 +102,7 @@ def digit_significance(text: str, reverse_last: bool = False) -> np.ndarray:
     >>> digit_significance("653+49=207", reverse_last=True).tolist()[-3:]
     [0, 1, 2]
     """
-    chars = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    chars = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     is_digit = (chars >= ord("0")) & (chars <= ord("9"))
     idx = np.arange(chars.size)
     starts = is_digit & ~np.concatenate([[False], is_digit[:-1]])

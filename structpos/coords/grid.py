@@ -58,7 +58,7 @@ def line_col(text: str, offsets) -> tuple[np.ndarray, np.ndarray]:
     if bad.size:
         i = int(bad[0])
         raise StructureError(f"offset {int(at[i])} lies outside the text (length {len(text)})", position=f"index {i}")
-    chars = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    chars = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     newlines = np.flatnonzero(chars == ord("\n"))
     line = np.searchsorted(newlines, at, side="left").astype(np.int64)
     before = np.concatenate([[-1], newlines])  # before[l]: offset of the newline that ends line l - 1
