@@ -84,6 +84,10 @@ def test_table_coordinates_match_a_fresh_parse():
     assert key == r * cols and head == c and r >= 1 and c >= 1
     grid = ex["tok"].reshape(-1, cols)
     assert list(grid[1:, 0]).count(grid[r, 0]) == 1  # the key string is unique in its column
+    # 2D-TPE positions: the row order is the token index, the column order lists column by column
+    assert np.array_equal(ex["tpe_pos"][:, 0], k)
+    rows = len(rc) // cols
+    assert np.array_equal(ex["tpe_pos"][:, 1], rc[:, 1] * rows + rc[:, 0])
 
 
 def test_ud_tree_coordinates_and_distances_match_networkx():
@@ -179,3 +183,9 @@ def test_document_ids_match_a_fresh_parse():
     assert hier[first, 2] == 0  # the answer starts a sentence ...
     w = np.flatnonzero(ex["tok"][3:] == ex["tok"][1])
     assert len(w) == 1 and (hier[w[0], :2] == hier[first, :2]).all()  # ... the one holding the query word
+    # BiPE: one segment per (paragraph, sentence), numbered from 1 in order; offsets = token ids
+    seg, off = ex["bipe"][3:, 0], ex["bipe"][3:, 1]
+    pairs = [tuple(p) for p in hier[:, :2]]
+    ordinal = {p: i + 1 for i, p in enumerate(dict.fromkeys(pairs))}
+    assert (hier[:, 1] >= 0).all() and seg.tolist() == [ordinal[p] for p in pairs]
+    assert np.array_equal(off, hier[:, 2]) and ex["bipe"][:3].tolist() == [[0, 0], [0, 1], [0, 2]]

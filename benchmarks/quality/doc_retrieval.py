@@ -5,7 +5,8 @@ marks; a window may cross a ``# newdoc`` boundary), the sentences' ``# text`` jo
 spaces, paragraphs with blank lines. Each document is parsed with
 ``structpos.parse(text, "document")`` (the library's own paragraph / sentence / token
 segmentation) and every token's ``(paragraph, sentence, token)`` ids come
-from ``structpos.align.token_coords(doc, token_spans, "hier")``.
+from ``structpos.align.token_coords(doc, token_spans, "hier")`` (BiPE's sentence ordinal and
+offset inside the sentence from the ``bipe:sentence`` family).
 
 Input: ``[Q] w [SEP]`` + the document's tokens, where ``w`` is a word that occurs exactly
 once in the document. Label: pointer to the **first token of the sentence that contains w**.
@@ -61,7 +62,7 @@ def doc_tokens(text: str):
     doc = structpos.parse(text, "document")
     tok_nodes = np.flatnonzero(np.isin(doc.labels, ["word", "punct"]))
     offsets = np.stack([doc.start[tok_nodes], doc.end[tok_nodes]], 1)
-    tc = token_coords(doc, offsets, "hier")
+    tc = token_coords(doc, offsets, "hier,bipe:sentence")
     words = [text[s:e].lower() for s, e in offsets]
     return words, tc
 
@@ -89,6 +90,10 @@ def encode_doc(text: str, vocab: dict[str, int], rng: np.random.Generator) -> di
         "hier": hq,
         "hier_ctrl": np.concatenate([hq[:3], shuffled_rows(body, rng)]),
         "doc_hier": hier,  # the library's output, for the smoke test
+        # BiPE: (sentence ordinal, offset in the sentence); the query tokens are segment 0 (the root's)
+        "bipe": np.concatenate(
+            [np.array([[0, 0], [0, 1], [0, 2]]), np.stack([tc["bipe_segment"], tc["bipe_offset"]], 1)]
+        ).astype(np.int64),
     }
 
 
@@ -96,7 +101,7 @@ class DocRetrieval(Task):
     name = "doc_retrieval"
     data = "real: UD English EWT paragraphs (raw text re-parsed by structpos)"
     claim = "hRoPE / BiPE: paragraph-sentence-token channels carry structure; shuffled labels do worse"
-    claimed: ClassVar[list[str]] = ["hrope", "hier_ids"]
+    claimed: ClassVar[list[str]] = ["hrope", "hier_ids", "bipe"]
     baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     mode = "pointer"
     main_split = "extrap"
@@ -113,6 +118,7 @@ class DocRetrieval(Task):
             ),
             "hier_ids": Enc("ids", "hier", 3, {"max_id": 64}, about="learned paragraph/sentence/token id embeddings"),
             "hrope_ctrl": Enc("hier", "hier_ctrl", 3, {"levels": "document"}, about="control: hRoPE, labels shuffled"),
+            "bipe": Enc("bipe", "bipe", 2, about="BiPE: learned offset-in-sentence embedding + RoPE on the sentence"),
         }
 
     def augment(self, examples, rng):

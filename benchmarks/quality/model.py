@@ -36,6 +36,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from structpos.encoders import WIRE, AWRoPE, HierarchicalRoPE, LapPEEmbedding, SPDBias, StructuralRoPE
+from structpos.encoders.bipe import BiPE
+from structpos.encoders.tpe import TraversalOrderAttention
 from structpos.encoders.tree_embedding import TreePositionEmbedding
 
 __all__ = ["Enc", "Encoding", "Transformer", "build_model", "collate"]
@@ -50,7 +52,10 @@ class Enc:
     (learned embeddings of integer ids, one table per axis, ids clipped to ``max_id``),
     ``"linear"`` (linear map of real features), ``"lappe"`` (LapPEEmbedding; ``key`` and
     ``key + "_eigvals"``), ``"tree_embed"`` (TreePositionEmbedding on columns 0, 1 of ``key``:
-    depth, sibling) or ``"bias"`` (SPDBias on ``key``, a ``pair_`` array).
+    depth, sibling), ``"bipe"`` (BiPE: ``key`` = (segment, offset); learned offset table added to
+    the embeddings, RoPE on the segment), ``"tpe"`` (2D-TPE: TraversalOrderAttention replaces
+    the attention, ``key`` = positions under ``dim`` orders) or ``"bias"`` (SPDBias on ``key``,
+    a ``pair_`` array).
     """
 
     kind: str
@@ -71,7 +76,7 @@ class Encoding(nn.Module):
         self.spec, self.heads = spec, heads
         hd = d // heads
         o = dict(spec.opts)
-        self.rope = self.embed = self.lin = self.lappe = self.spd = self.tree_emb = None
+        self.rope = self.embed = self.lin = self.lappe = self.spd = self.tree_emb = self.tpe = None
         if spec.kind == "rope":
             # interleaved: every axis gets high and low frequencies (sectioned would leave the last axis of a
             # 16-dim head only the slowest pairs, near-constant over short inputs)
@@ -105,6 +110,11 @@ class Encoding(nn.Module):
             self.embed = nn.ModuleList(nn.Embedding(self.max_id + 2, d) for _ in range(spec.dim))
             for e in self.embed:  # the sum of the axes' embeddings has the token embeddings' scale, N(0, 1)
                 nn.init.normal_(e.weight, std=spec.dim**-0.5)
+        elif spec.kind == "bipe":
+            self.rope = BiPE(hd, d, max_offset=int(o.get("max_offset", 64)), base=o.get("base", 1000.0))
+            nn.init.normal_(self.rope.offset_table.weight[:-1], std=1.0)  # the token embeddings' scale
+        elif spec.kind == "tpe":
+            self.tpe = TraversalOrderAttention(hd, heads, num_orders=spec.dim, base=o.get("base", 1000.0))
         elif spec.kind == "tree_embed":  # two tables, each N(0, 1/2): their sum has the token embeddings' scale
             self.tree_emb = TreePositionEmbedding(
                 d, int(o.get("max_depth", 32)), int(o.get("max_sibling", 32)), init_std=2**-0.5
@@ -127,6 +137,8 @@ class Encoding(nn.Module):
             return sum(e(ids[..., a]) for a, e in enumerate(self.embed))
         if self.tree_emb is not None:
             return self.tree_emb.position(batch[k][..., 0].long(), batch[k][..., 1].long())
+        if isinstance(self.rope, BiPE):
+            return self.rope.absolute_encoding(batch[k][..., 1].long())
         if self.lin is not None:
             return self.feat_norm(self.lin(batch[k].float()))
         if self.lappe is not None:
@@ -144,6 +156,8 @@ class Encoding(nn.Module):
             return q2.reshape(B, L, H, D), k2.reshape(B, L, H, D)
         if isinstance(self.rope, WIRE):
             return self.rope(q, k, batch[key].float(), mask=mask)
+        if isinstance(self.rope, BiPE):
+            return self.rope(q, k, batch[key][..., 0], mask=mask)
         return self.rope(q, k, batch[key], mask=mask)
 
     def bias(self, batch) -> torch.Tensor | None:
@@ -168,8 +182,12 @@ class Block(nn.Module):
         q, k = enc.rotate(q, k, batch)
         bias = enc.bias(batch)
         m = attn_mask if bias is None else attn_mask + bias
-        att = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=m)
-        x = x + self.out(att.transpose(1, 2).reshape(B, L, d))
+        if enc.tpe is not None:  # 2D-TPE computes its own attention, (B, L, H, D)
+            att = enc.tpe(q, k, v, batch[enc.spec.key], mask=m[:, 0])
+        else:
+            qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            att = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=m).transpose(1, 2)
+        x = x + self.out(att.reshape(B, L, d))
         return x + self.ff(self.ln2(x))
 
 

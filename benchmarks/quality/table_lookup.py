@@ -6,7 +6,8 @@ encoding): the row key (a first-column cell whose string is unique in that colum
 column header. The sub-table (first column + 3
 random other columns, a window of consecutive rows) is written back to CSV and parsed with
 ``structpos.parse(..., "table")``; each token's coordinates come from
-``structpos.align.token_coords(table, cell_spans, "table")``. Cell strings are mapped to ids
+``structpos.align.token_coords(table, cell_spans, "table,tpe")`` (2D-TPE: each token's index
+under four traversal orders, :func:`structpos.coords.traversal.traversal_positions`). Cell strings are mapped to ids
 by a random per-example code book, so only equality of strings is informative.
 
 Label: pointer to the cell in the marked key's row and the marked header's column (counted
@@ -38,6 +39,7 @@ import numpy as np
 
 import structpos
 from structpos.align import token_coords
+from structpos.coords.traversal import traversal_positions
 
 from ._common import Task, data_dir, shuffled_rows
 from .model import Enc
@@ -72,7 +74,7 @@ def encode_window(grid, rows: list[int], cols: list[int], rng: np.random.Generat
     table = structpos.parse(buf.getvalue(), "table", format="csv")
     cells = np.flatnonzero(np.asarray(table.attrs["row"]) >= 0)
     offsets = np.stack([table.start[cells], table.end[cells]], axis=1)
-    tc = token_coords(table, offsets, "table")
+    tc = token_coords(table, offsets, "table,tpe")
     text = [table.source[s:e] for s, e in offsets]
     book = {t: 4 + i for i, t in enumerate(rng.permutation(sorted(set(text))))}
     if len(book) > V - 4:
@@ -97,6 +99,7 @@ def encode_window(grid, rows: list[int], cols: list[int], rng: np.random.Generat
         "rc": rc,
         "rc_shuf": shuffled_rows(rc, rng),
         "tapas": tapas,
+        "tpe_pos": traversal_positions(tc["tpe_rank"]),  # row / column / snake / anti-diagonal flattenings
         "table_rc": np.stack([tc["row"], tc["col"]], 1),  # the library's own output, for the smoke test
     }
 
@@ -105,7 +108,7 @@ class TableLookup(Task):
     name = "table_lookup"
     data = "real: WikiTableQuestions CSV tables"
     claim = "2D-TPE / TAPAS: flattening a table loses its 2-D structure (row/column positions > 1-D)"
-    claimed: ClassVar[list[str]] = ["table_rope", "tapas"]
+    claimed: ClassVar[list[str]] = ["table_rope", "tapas", "tpe"]
     baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     mode = "pointer"
     main_split = "extrap"
@@ -120,6 +123,9 @@ class TableLookup(Task):
             "rope1d_shuf": Enc("rope", "pos_shuf", 1, about="control: 1-D RoPE on a shuffled cell order"),
             "table_rope": Enc("rope", "rc", 2),
             "tapas": Enc("ids", "tapas", 2, {"max_id": 32}),
+            "tpe": Enc(
+                "tpe", "tpe_pos", 4, about="2D-TPE: per-head gated mix of row/column/snake/anti-diagonal orders"
+            ),
             "table_rope_ctrl": Enc("rope", "rc_shuf", 2, about="control: table RoPE, row/col labels shuffled"),
         }
 
