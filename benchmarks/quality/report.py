@@ -18,9 +18,14 @@ import numpy as np
 NOTES: dict[str, str] = {  # task → a hand-written reading of the measured numbers (--full, 3 seeds)
     "table_lookup": "All of table RoPE, TAPAS ids and 1-D RoPE are perfect in distribution; only table RoPE holds "
     "on taller tables (TAPAS row ids past 8 were never trained), so the claim holds for row extrapolation only; "
-    "shuffled labels and a shuffled order fall to chance.",
+    "shuffled labels and a shuffled order fall to chance. 2D-TPE (heads mixing row/column/snake/anti-diagonal "
+    "RoPE attentions) is perfect in distribution but below 1-D RoPE on taller tables (likely because each of "
+    "its orders is a 1-D flattening whose offsets grow with the row count).",
     "code_mlm": "Depth/sibling/path positions lower the MLM loss versus 1-D RoPE, also on 3x longer windows; our "
-    "HiRoPE-style levels and the tree-distance bias (which carries no token order) are worse than 1-D.",
+    "HiRoPE-style levels and the tree-distance bias (which carries no token order) are worse than 1-D. Learned "
+    "depth + sibling embeddings (tree_embed) beat 1-D, most on the long windows; HiRoPE on the library's AST "
+    "levels (hirope_ast) scores like the ad-hoc levels, below 1-D (untested guess: each level keeps only a "
+    "third of the rotary pairs).",
     "ud_relations": "Every tree encoding beats 1-D order and the shuffled-label control loses the gain.",
     "graph_distance": "Pairwise encodings (SPD bias, AW-RoPE walks) learn distances, with large seed variance; "
     "per-node LapPE/RWSE barely leave the floor at this budget and WIRE only slightly.",
@@ -29,7 +34,8 @@ NOTES: dict[str, str] = {  # task → a hand-written reading of the measured num
     "addition": "Weak: coupling solves in-distribution sums (0.997 vs 0.19) but exact match at 6-10 digits is "
     "near zero for every encoding at this budget, so length generalisation is not shown.",
     "doc_retrieval": "Hierarchy channels beat 1-D in and out of distribution, and the shuffled-label control is at "
-    "chance, as hRoPE's control predicts; absolute accuracy on long documents stays low.",
+    "chance, as hRoPE's control predicts; absolute accuracy on long documents stays low. BiPE (offset in the "
+    "sentence + RoPE on the sentence index) matches hRoPE in distribution and on long documents.",
 }
 VERDICT_ON_LOSS = {"code_mlm"}  # the claim is about the loss: lower wins
 
