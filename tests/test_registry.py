@@ -43,6 +43,10 @@ APPLIES = {
     "anchor": ["code", "graph"],
     "peg": ["code", "graph"],
     "graphkv": ["graph"],
+    "grid": ["code", "markdown", "table"],
+    "hirope": ["code"],
+    "bipe": ["code", "markdown", "table"],
+    "tpe": ["table"],
 }
 ARGS = {
     "tree": [None, "3x2", "5"],
@@ -54,6 +58,7 @@ ARGS = {
     "rwdir_pair": ["1", "3"],
     "anchor": [None, "2", "50"],
     "peg": [None, "3", "2:inv_sqrt"],
+    "bipe": [None, "line"],
 }
 
 
@@ -98,6 +103,10 @@ BAD = {
     "anchor": ["a", "0"],
     "peg": ["0", "x", "2:cube", "2:none:3"],
     "graphkv": ["1"],
+    "grid": ["1"],
+    "hirope": ["1"],
+    "bipe": ["word", "1"],
+    "tpe": ["1"],
 }
 
 
@@ -177,6 +186,9 @@ MINIMAL = {
     "grape_additive": {"head_dim": 16, "num_axes": 2, "num_heads": 2},
     "cope": {"head_dim": 16, "max_positions": 8},
     "fire": {"num_heads": 2},
+    "tree_embedding": {"dim": 8},
+    "bipe": {"head_dim": 8, "dim": 4},
+    "tpe_attention": {"head_dim": 8, "num_heads": 2},
 }
 
 

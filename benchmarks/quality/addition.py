@@ -9,8 +9,8 @@ greedy decoding; a sum counts only if every digit is right (exact match).
 position id — digit ``i`` of ``a``, of ``b`` and of ``c`` all get ``i + 1``; ``+`` and ``=``
 get ``0``. The ids feed :class:`~structpos.encoders.StructuralRoPE` (one axis), so the
 attention score between the token predicting ``c_i`` and ``a_i``, ``b_i`` depends on a fixed
-offset whatever ``n`` is. structpos has no position-coupling coordinate family yet: the ids
-are computed here (:func:`coupled_ids`).
+offset whatever ``n`` is. The ids come from :func:`structpos.coords.coupling.coupled_positions`
+with the significance of each digit as its group (:func:`coupled_ids`).
 
 **Why not readable off one token's coordinates:** every digit's value depends on two operand
 digits and a carry chain — content; the coordinates only say which digits to combine.
@@ -30,6 +30,8 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from structpos.coords.coupling import coupled_positions
+
 from ._common import Task, shuffled_rows
 from .model import Enc
 
@@ -39,8 +41,9 @@ VOCAB = 12
 
 def coupled_ids(n: int) -> np.ndarray:
     """Position ids of ``a_0..a_{n-1} + b_0..b_{n-1} = c_0..c_n`` with equal significance coupled."""
-    digits = np.arange(1, n + 1)
-    return np.concatenate([digits, [0], digits, [0], np.arange(1, n + 2)]).astype(np.int64)
+    significance = np.arange(n)
+    groups = np.concatenate([significance, [-1], significance, [-1], np.arange(n + 1)])
+    return coupled_positions(groups)  # digit i -> i + 1, "+" and "=" -> 0
 
 
 def encode_sum(a: int, b: int, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

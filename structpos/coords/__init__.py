@@ -230,6 +230,15 @@ def _maglap_arg(arg: str | None) -> dict[str, Any]:
     return {"k": k, "q": q}
 
 
+def _choice_arg(name: str, param: str, choices: tuple[str, ...]) -> Callable[[str | None], dict[str, Any]]:
+    def validate(arg: str | None) -> dict[str, Any]:
+        if arg and arg not in choices:
+            raise SpecError(f"{name}:{arg}: {param} must be one of {', '.join(choices)}")
+        return {param: arg or choices[0]}
+
+    return validate
+
+
 # ----------------------------------------------------------------------------- the registry
 _I64, _F64, _BOOL = "int64", "float64", "bool"
 
@@ -464,6 +473,66 @@ COORDS.add(
             Column("gkv_target", _BOOL, (), "the segment has at least one source"),
             Column("gkv_reads", _BOOL, ("N",), "segments this segment attends to (itself and its sources)"),
         ),
+    )
+)
+
+COORDS.add(
+    CoordFamily(
+        "grid",
+        "structpos.coords.grid:grid_coords",
+        no_argument("grid"),
+        summary="Line and column of each node's first character: 2-D text-grid positions.",
+        reference=r"line = newlines before the character, col = characters since the last newline "
+        "(0-based code points); 2-D grid task of position coupling (Cho et al. 2024).",
+        columns=(
+            Column("grid_line", _I64, (), "0-based line of the node's first character"),
+            Column("grid_col", _I64, (), "0-based column (code points) of the node's first character"),
+        ),
+    )
+)
+
+COORDS.add(
+    CoordFamily(
+        "hirope",
+        "structpos.coords.code_levels:hirope_coords",
+        no_argument("hirope"),
+        summary="HiRoPE levels of code: function/class ordinal, statement within it, token within the statement.",
+        reference="Each level restarts inside its parent (statement 0 = the unit's header); feeds "
+        "`HierarchicalRoPE` (HiRoPE, Zhang et al. 2024).",
+        columns=(
+            Column("hirope_function", _I64, (), "ordinal of the innermost class/function (0: the file)"),
+            Column("hirope_statement", _I64, (), "ordinal of the innermost statement within that unit"),
+            Column("hirope_token", _I64, (), "leaves of that statement before the node"),
+        ),
+    )
+)
+
+COORDS.add(
+    CoordFamily(
+        "bipe",
+        "structpos.coords.bilevel:bipe_coords",
+        _choice_arg("bipe", "unit", ("auto", "sentence", "line", "cell", "statement")),
+        syntax="bipe[:UNIT]",
+        default_arg="auto",
+        summary="Bilevel positions: segment index (sentence / line / cell / statement) and offset inside it.",
+        reference=r"$s(n)$ = segment ordinal, $o(n) = \#\{m < n : s(m) = s(n)\}$; absolute code of $o$ + "
+        "RoPE on $s$ (BiPE, He et al. 2024).",
+        columns=(
+            Column("bipe_segment", _I64, (), "segment ordinal (line number for `line`)"),
+            Column("bipe_offset", _I64, (), "leaves of the segment before the node"),
+        ),
+    )
+)
+
+COORDS.add(
+    CoordFamily(
+        "tpe",
+        "structpos.coords.traversal:tpe_coords",
+        no_argument("tpe"),
+        summary="Rank of each table cell under four traversal orders (row, column, snake, anti-diagonal).",
+        reference="Sort keys $(r,c)$, $(c,r)$, $(r,\\pm c)$, $(r+c,r)$; per-token positions by "
+        "`traversal_positions` (2D-TPE, Li et al. 2024).",
+        columns=(Column("tpe_rank", _I64, (4,), "cell rank under row / column / snake / antidiagonal, -1 off cells"),),
     )
 )
 

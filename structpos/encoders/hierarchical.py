@@ -7,7 +7,9 @@ per level, ``c_n = (u_{n,1}, …, u_{n,A})``, and :class:`StructuralRoPE` rotate
 outermost level). Scores then depend on the per-level offsets ``c_m − c_n`` only.
 
 :func:`unit_indices` turns per-token unit ids (which paragraph, which sentence, …) into
-coordinates, counted either globally or within the enclosing unit.
+coordinates, counted either globally or within the enclosing unit. The coordinate families
+``hier`` (documents) and ``hirope`` (code, :mod:`structpos.coords.code_levels`, with the
+training-free use on an existing RoPE model) compute the levels from a parsed input.
 """
 
 from __future__ import annotations

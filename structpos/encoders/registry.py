@@ -293,11 +293,29 @@ ENCODERS.add(
 )
 ENCODERS.add(
     EncoderEntry(
+        "tree_embedding",
+        "structpos.encoders.tree_embedding:TreePositionEmbedding",
+        coords="tree (depth, sibling)",
+        summary="Learned depth and sibling-index embeddings added to token embeddings (clipped; -1 → zero row).",
+        reference="Tree-enhanced CodeBERTa (tree positional embeddings for code).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
         "cope",
         "structpos.encoders.cope:CoPE",
         coords="learned gates, or unit boundaries of hier / table / tree",
         summary="Contextual positions p_ij = Σ gates, interpolated embeddings added to logits as q·e(p).",
         reference="CoPE (Golovneva et al. 2024).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "bipe",
+        "structpos.encoders.bipe:BiPE",
+        coords="bipe[:UNIT] (bipe_segment, bipe_offset)",
+        summary="Absolute (learned / sinusoidal) code of the offset inside a segment + RoPE on the segment index.",
+        reference="BiPE, bilevel positional encoding (He et al. 2024).",
     )
 )
 ENCODERS.add(
@@ -316,5 +334,14 @@ ENCODERS.add(
         coords="any distance: token, tree, spd[:max]",
         summary="Learned bias f_θ(ψ(d)/ψ(max(L_i, L_thr))), ψ(x) = log(cx + 1); also a FlexAttention score_mod.",
         reference="FIRE (Li et al. 2023).",
+    )
+)
+ENCODERS.add(
+    EncoderEntry(
+        "tpe_attention",
+        "structpos.encoders.tpe:TraversalOrderAttention",
+        coords="tpe (traversal_positions of tpe_rank)",
+        summary="Attention whose heads mix RoPE attentions under several table traversal orders (gated per token).",
+        reference="2D-TPE (Li et al. 2024).",
     )
 )
