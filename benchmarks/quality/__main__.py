@@ -80,6 +80,7 @@ def load_results(out: Path) -> dict:
         "runs": [],
         "sweep": [],
         "chosen_lr": {},
+        "command": parts[0].get("command", ""),
     }
     sizes = {p["size"] for p in parts}
     if len(sizes) > 1:
@@ -105,6 +106,7 @@ def render(out: Path) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    args.command = "python -m benchmarks.quality " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.out is None:  # a quick run never overwrites the published --full results
         args.out = HERE if args.full or args.report else HERE / "quick"
     if args.report:

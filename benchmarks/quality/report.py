@@ -268,7 +268,7 @@ def write_results_md(out: dict[str, Any], path: Path) -> None:
         (
             f"Size `{out['size']}`, seeds {out['seeds']}, started {out['started']}, "
             f"longest task {out.get('elapsed_s', 0):.0f} s of wall time; {out['machine']}. "
-            f"Produced by `python -m benchmarks.quality --{out['size']}`; every run is in `results/`."
+            f"Produced by `{out.get('command') or 'python -m benchmarks.quality --' + out['size']}`; every run is in `results/`."
         ),
         (
             "Numbers are test-set accuracy (pointer / per-token / exact match, see each task), mean ± std over "
@@ -305,7 +305,7 @@ def readme_table(out: dict[str, Any]) -> str:
         def cell(e: str, stats=stats) -> str:
             return f"`{e}` {stats[e][0]:.3f}±{stats[e][1]:.3f}" if e in stats else "–"
 
-        zero = "; ".join(z.split(": ")[-1] for z in v.zero) or "–"
+        zero = "; ".join(f"{z.split('`')[1]}: {z.split(': ')[-1]}" for z in v.zero) or "–"
         lines.append(
             f"| {name} ({desc['main_split']}) | **{v.word}** | {cell(v.best)} | {cell(v.baseline)} | {cell(ref)} | {zero} |"
         )

@@ -47,6 +47,12 @@ def _chosen_lr(path: Path, enc: str, wait_until: float) -> float | None:
         time.sleep(0.5)
 
 
+def _device_name(device: str) -> str:
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return f"{device} ({torch.cuda.get_device_name()})"
+    return str(device)
+
+
 def run_unit(name: str, seed: int, sweep: bool, args: argparse.Namespace, t_start: float) -> str:
     """One task and one seed: data build, probe and heuristics, every encoding.
 
@@ -73,7 +79,8 @@ def run_unit(name: str, seed: int, sweep: bool, args: argparse.Namespace, t_star
         "seeds": [seed],
         "lrs": lrs,
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "machine": f"{platform.machine()}, {device}, {args.threads} torch thread(s), torch {torch.__version__}",
+        "machine": f"{platform.machine()}, {_device_name(device)}, {args.threads} torch thread(s), torch {torch.__version__}",
+        "command": getattr(args, "command", ""),
         "tasks": {},
         "runs": [],
         "sweep": [],
