@@ -193,7 +193,9 @@ def all_rotations(num_axes=2):
     torch.manual_seed(2)
     encs["liere"] = LieRE(D, num_axes, init="random", init_std=0.3)
     encs["grape_mixture_r3"] = GRAPE(D, num_axes, "mixture", rank=3, init="random")
-    encs["grape_mixture_r1"] = GRAPE(D, num_axes, "mixture", rank=1, init="random")
+    encs["grape_mixture_r2"] = GRAPE(
+        D, num_axes, "mixture", rank=num_axes, init="random"
+    )  # rank 1 < 2 axes is refused (an unused axis)
     return {n: e.double() for n, e in encs.items()}
 
 
@@ -299,7 +301,7 @@ def gradcheck_cases():
         "liere": LieRE(4, 2, init="random", init_std=0.3),
         "grape_commuting": perturbed(GRAPE(4, 2), std=0.1),
         "grape_mixture": GRAPE(4, 2, "mixture", rank=2, init="random"),
-        "grape_mixture_r1": GRAPE(4, 2, "mixture", rank=1, init="random"),
+        "grape_mixture_r2": GRAPE(4, 2, "mixture", rank=2, init="random"),
         "grape_additive": GRAPEAdditive(4, 2, 2),
     }
 

@@ -145,9 +145,9 @@ def test_decode_heads_returns_a_tree_and_keeps_a_tree_argmax():
 
 
 def test_code_window_coordinates_come_from_the_masked_source():
-    """No leak: re-parse the window's file with the masked tokens replaced (string surgery written
-    here), and every token's depth and distances must equal the example's."""
-    from benchmarks.quality.code_mlm import MASK_TEXT
+    """No leak: re-parse the window's top-level statements with the masked tokens replaced (string
+    surgery written here), and every token's depth and distances must equal the example's."""
+    from benchmarks.quality.code_mlm import MASK_TEXT, enclosing_span
 
     task = built("code_mlm")
     for ex in task.train[:3]:
@@ -155,7 +155,10 @@ def test_code_window_coordinates_come_from_the_masked_source():
         lo, n = int(ex["lo"]), len(ex["tok"])
         masked = ex["tok"] == 2
         assert masked.any() and (ex["tgt"][~masked] == -100).all()
-        text, shift, new_spans = f["src"], 0, []
+        start, stop = enclosing_span(f, lo, lo + n)
+        tops = f["top_spans"]  # whole top-level statements only: each one inside the slice or outside it
+        assert all(b <= start or a >= stop or (start <= a and b <= stop) for a, b in tops)
+        text, shift, new_spans = f["src"][start:stop], -start, []
         for (a, b), m in zip(f["offsets"][lo : lo + n], masked):
             a, b = int(a) + shift, int(b) + shift
             if m:
@@ -163,6 +166,7 @@ def test_code_window_coordinates_come_from_the_masked_source():
                 shift += len(MASK_TEXT) - (b - a)
                 b = a + len(MASK_TEXT)
             new_spans.append((a, b))
+        assert all(text[a:b] == MASK_TEXT for (a, b), m in zip(new_spans, masked) if m)
         tree = structpos.parse(text, "code", language=f["language"])
         c = structpos.compute_coords(tree, "tree")
         inner = set(int(p) for p in tree.parent)
