@@ -61,7 +61,7 @@ def doc_tokens(text: str):
     doc = structpos.parse(text, "document")
     tok_nodes = np.flatnonzero(np.isin(doc.labels, ["word", "punct"]))
     offsets = np.stack([doc.start[tok_nodes], doc.end[tok_nodes]], 1)
-    tc = token_coords(doc, offsets, "hier")
+    tc = token_coords(doc, offsets, "hier,bipe:sentence")
     words = [text[s:e].lower() for s, e in offsets]
     return words, tc
 
@@ -88,6 +88,10 @@ def encode_doc(text: str, vocab: dict[str, int], rng: np.random.Generator) -> di
         "pos_shuf": np.concatenate([pos[:3], 3 + rng.permutation(n)[:, None]]),
         "hier": hq,
         "hier_ctrl": np.concatenate([hq[:3], shuffled_rows(body, rng)]),
+        # BiPE: (sentence ordinal, offset in the sentence); the query tokens are segment 0
+        "bipe": np.concatenate(
+            [np.array([[0, 0], [0, 1], [0, 2]]), np.stack([tc["bipe_segment"], tc["bipe_offset"]], 1)]
+        ).astype(np.int64),
         "psi": np.concatenate([hq[:, :2], pos], 1),
         "psi_zero": np.concatenate([np.zeros_like(hq[:, :2]), pos], 1),
         "doc_hier": hier,  # the library's output, for the smoke test
@@ -113,6 +117,7 @@ class DocRetrieval(Task):
             ),
             "doc_plane": Enc("plane", "psi", 3, about="1-D RoPE + (paragraph, sentence) on extra planes"),
             "hier_ids": Enc("ids", "hier", 3, {"max_id": 64}, about="learned paragraph/sentence/token id embeddings"),
+            "bipe": Enc("bipe", "bipe", 2, about="BiPE: learned offset-in-sentence embedding + RoPE on the sentence"),
             "doc_plane_zero": Enc("plane", "psi_zero", 3, role="zero", about="doc_plane, paragraph = sentence = 0"),
             "rope1d_shuf": Enc("rope", "pos_shuf", 1, role="control", about="1-D RoPE on a shuffled token order"),
             "hrope_ctrl": Enc(

@@ -67,6 +67,12 @@ class GridCopy(Task):
             "rope1d": Enc("rope", "pos", 1, role="baseline"),
             "grid_rope": Enc("rope", "rc", 2, about="StructuralRoPE on (row, column)"),
             "grid_plane": Enc("plane", "rci", 3, about="1-D RoPE + (row, column) on extra planes"),
+            "grid_string": Enc(
+                "learned", "rc", 2, {"encoder": "string"}, about="STRING (learned basis) on (row, column)"
+            ),
+            "grid_comrope": Enc(
+                "learned", "rc", 2, {"encoder": "comrope"}, about="ComRoPE (trainable commuting angles)"
+            ),
             "grid_plane_zero": Enc("plane", "rci_zero", 3, role="zero", about="grid_plane, row = column = 0"),
             "grid_rope_ctrl": Enc("rope", "rc_shuf", 2, role="control", about="grid RoPE, (row, column) shuffled"),
         }

@@ -44,6 +44,10 @@ from structpos.encoders import (
     SPDBias,
     StructuralRoPE,
 )
+from structpos.encoders.bipe import BiPE
+from structpos.encoders.cope import CoPE
+from structpos.encoders.registry import build as build_encoder
+from structpos.encoders.tpe import TraversalOrderAttention
 
 __all__ = ["ROLES", "Enc", "Encoding", "Transformer", "build_model", "collate", "count_parameters"]
 
@@ -64,7 +68,13 @@ class Enc:
     ``"linear"`` (linear map of real features), ``"lappe"`` (LapPEEmbedding; ``key`` and
     ``key + "_eigvals"``), ``"bias"`` (SPDBias on ``key``, a ``pair_`` array) or ``"plane"``
     (:class:`~structpos.encoders.ExtraPlaneRoPE`: full 1-D RoPE on the head from the last axis of
-    ``key``, the other axes on ``opts["extra_dim"]`` extra q/k dimensions). ``bias`` names a
+    ``key``, the other axes on ``opts["extra_dim"]`` extra q/k dimensions), ``"learned"`` (a
+    rotary encoder of the registry by name, ``opts["encoder"]``: STRING, ComRoPE, LieRE, GRAPE,
+    on ``key``'s axes), ``"bipe"`` (BiPE: ``key`` = (segment, offset); learned offset table added
+    to the embeddings, RoPE on the segment), ``"tpe"`` (2D-TPE: TraversalOrderAttention over the
+    ``dim`` orders of ``key`` replaces the attention) or ``"cope"`` (CoPE logit bias; with
+    ``key`` the per-token gates are given — 1 at structural-unit boundaries — instead of learned).
+    ``bias`` names a
     ``pair_`` array for an SPDBias added on top of any kind (e.g. 1-D RoPE + a tree-distance bias).
     ``role`` is one of :data:`ROLES`.
     """
@@ -93,7 +103,7 @@ class Encoding(nn.Module):
         self.spec, self.heads = spec, heads
         hd = d // heads
         o = dict(spec.opts)
-        self.rope = self.embed = self.lin = self.lappe = self.spd = self.extra_qk = None
+        self.rope = self.embed = self.lin = self.lappe = self.spd = self.extra_qk = self.tpe = self.cope = None
         self.extra_dim = 0
         if spec.bias:
             self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
@@ -102,6 +112,15 @@ class Encoding(nn.Module):
             self.rope = ExtraPlaneRoPE(hd, self.extra_dim, spec.dim, base=o.get("base", 1000.0))
             # the encoding's own q/k projections for the extra planes, one per layer
             self.extra_qk = nn.ModuleList(nn.Linear(d, 2 * heads * self.extra_dim) for _ in range(layers))
+        elif spec.kind == "learned":
+            self.rope = build_encoder(o["encoder"], head_dim=hd, num_axes=spec.dim, **o.get("options", {}))
+        elif spec.kind == "bipe":
+            self.rope = BiPE(hd, d, max_offset=int(o.get("max_offset", 64)), base=o.get("base", 1000.0))
+            nn.init.normal_(self.rope.offset_table.weight[:-1], std=1.0)  # the token embeddings' scale
+        elif spec.kind == "tpe":
+            self.tpe = TraversalOrderAttention(hd, heads, num_orders=spec.dim, base=o.get("base", 1000.0))
+        elif spec.kind == "cope":
+            self.cope = CoPE(hd, int(o.get("max_positions", 32)))
         elif spec.kind == "rope":
             # interleaved: every axis gets high and low frequencies (sectioned would leave the last axis of a
             # 16-dim head only the slowest pairs, near-constant over short inputs)
@@ -141,7 +160,7 @@ class Encoding(nn.Module):
             self.lappe = LapPEEmbedding(spec.dim, d, use_eigvals=True, sign_flip=True)
         elif spec.kind == "bias":
             self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
-        elif spec.kind not in ("none", "plane"):
+        elif spec.kind not in ("none", "plane", "learned", "bipe", "tpe", "cope"):
             raise ValueError(f"unknown encoding kind {spec.kind!r}")
         if spec.kind in ("linear", "lappe"):  # projected features at unit RMS, like the token embeddings
             self.feat_norm = nn.LayerNorm(d)
@@ -151,6 +170,8 @@ class Encoding(nn.Module):
         if self.embed is not None:
             ids = batch[k].long().clamp(-1, self.max_id) + 1  # -1 (no id) -> row 0
             return sum(e(ids[..., a]) for a, e in enumerate(self.embed))
+        if isinstance(self.rope, BiPE):
+            return self.rope.absolute_encoding(batch[k][..., 1].long())
         if self.lin is not None:
             return self.feat_norm(self.lin(batch[k].float()))
         if self.lappe is not None:
@@ -176,9 +197,17 @@ class Encoding(nn.Module):
             return q2.reshape(B, L, H, D), k2.reshape(B, L, H, D)
         if isinstance(self.rope, WIRE):
             return self.rope(q, k, batch[key].float(), mask=mask)
+        if isinstance(self.rope, BiPE):
+            return self.rope(q, k, batch[key][..., 0], mask=mask)
+        if self.spec.kind == "learned":
+            return self.rope(q, k, batch[key].float(), mask=mask)
         return self.rope(q, k, batch[key], mask=mask)
 
-    def bias(self, batch) -> torch.Tensor | None:
+    def bias(self, batch, q=None, k=None) -> torch.Tensor | None:
+        """The additive logit bias ``(B, H, L, L)``: SPD/tree-distance bias, or CoPE's ``q·e(p)``."""
+        if self.cope is not None:
+            gates = batch[self.spec.key][..., 0].float() if self.spec.key else None
+            return self.cope(q, k, gates)
         if self.spd is None:
             return None
         return self.spd(batch[self.spec.bias or self.spec.key].long())
@@ -200,9 +229,12 @@ class Block(nn.Module):
         q, k, v = self.qkv(h).view(B, L, 3, self.heads, d // self.heads).unbind(2)
         q, k = enc.extra_planes(h, self.index, q, k)
         q, k = enc.rotate(q, k, batch)
-        bias = enc.bias(batch)
+        bias = enc.bias(batch, q, k)
         m = attn_mask if bias is None else attn_mask + bias
-        att = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=m)
+        if enc.tpe is not None:  # 2D-TPE computes its own attention, (B, L, H, D)
+            att = enc.tpe(q, k, v, batch[enc.spec.key], mask=m[:, 0]).transpose(1, 2)
+        else:
+            att = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=m)
         x = x + self.out(att.transpose(1, 2).reshape(B, L, d))
         return x + self.ff(self.ln2(x))
 

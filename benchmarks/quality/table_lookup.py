@@ -38,6 +38,7 @@ import numpy as np
 
 import structpos
 from structpos.align import token_coords
+from structpos.coords.traversal import traversal_positions
 
 from ._common import Task, data_dir, shuffled_rows
 from .model import Enc
@@ -72,7 +73,7 @@ def encode_window(grid, rows: list[int], cols: list[int], rng: np.random.Generat
     table = structpos.parse(buf.getvalue(), "table", format="csv")
     cells = np.flatnonzero(np.asarray(table.attrs["row"]) >= 0)
     offsets = np.stack([table.start[cells], table.end[cells]], axis=1)
-    tc = token_coords(table, offsets, "table")
+    tc = token_coords(table, offsets, "table,tpe")
     text = [table.source[s:e] for s, e in offsets]
     book = {t: 4 + i for i, t in enumerate(rng.permutation(sorted(set(text))))}
     if len(book) > V - 4:
@@ -100,6 +101,7 @@ def encode_window(grid, rows: list[int], cols: list[int], rng: np.random.Generat
         "rci": np.concatenate([rc, idx], 1),
         "rci_zero": np.concatenate([np.zeros_like(rc), idx], 1),
         "header_col": np.int64(c),
+        "tpe_pos": traversal_positions(tc["tpe_rank"]),  # row / column / snake / anti-diagonal flattenings
         "tapas": tapas,
         "table_rc": np.stack([tc["row"], tc["col"]], 1),  # the library's own output, for the smoke test
     }
@@ -123,6 +125,9 @@ class TableLookup(Task):
             "table_rope": Enc("rope", "rc", 2, about="StructuralRoPE on (row, column)"),
             "table_plane": Enc("plane", "rci", 3, about="1-D RoPE + (row, column) on extra planes"),
             "tapas": Enc("ids", "tapas", 2, {"max_id": 32}, about="learned row/column id embeddings (TAPAS)"),
+            "tpe": Enc(
+                "tpe", "tpe_pos", 4, about="2D-TPE: per-head gated mix of row/column/snake/anti-diagonal orders"
+            ),
             "table_plane_zero": Enc("plane", "rci_zero", 3, role="zero", about="table_plane, row = column = 0"),
             "rope1d_shuf": Enc("rope", "pos_shuf", 1, role="control", about="1-D RoPE on a shuffled cell order"),
             "table_rope_ctrl": Enc("rope", "rc_shuf", 2, role="control", about="table RoPE, row/col labels shuffled"),

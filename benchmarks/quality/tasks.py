@@ -8,8 +8,10 @@ from .dag_reachability import DAGReachability
 from .doc_retrieval import DocRetrieval
 from .graph_distance import GraphDistance
 from .grid_copy import GridCopy
+from .sorting_network import SortingNetwork
 from .table_lookup import TableLookup
 from .tree_root import TreeRoot
+from .unit_lookup import UnitLookup
 from .ud_relations import UDRelations
 
 TASKS = {
@@ -22,4 +24,6 @@ TASKS = {
     "doc_retrieval": DocRetrieval,
     "tree_root": TreeRoot,
     "grid_copy": GridCopy,
+    "sorting_network": SortingNetwork,
+    "unit_lookup": UnitLookup,
 }
