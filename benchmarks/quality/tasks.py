@@ -11,8 +11,8 @@ from .grid_copy import GridCopy
 from .sorting_network import SortingNetwork
 from .table_lookup import TableLookup
 from .tree_root import TreeRoot
-from .unit_lookup import UnitLookup
 from .ud_relations import UDRelations
+from .unit_lookup import UnitLookup
 
 TASKS = {
     "table_lookup": TableLookup,
