@@ -5,7 +5,8 @@ Markers in a page's markdown:
 * ``<!-- structpos:coord-families -->`` — the coordinate family table from the registry;
 * ``<!-- structpos:encoders -->`` — the encoder table from the encoder registry;
 * ``<!-- structpos:cli -->`` — every command's ``--help`` from the argparse parser;
-* ``<!-- structpos:benchmarks -->`` — ``benchmarks/RESULTS.md``.
+* ``<!-- structpos:benchmarks -->`` — ``benchmarks/RESULTS.md``;
+* ``<!-- structpos:quality -->`` — ``benchmarks/quality/RESULTS.md`` (the quality suite's verdicts).
 """
 
 from __future__ import annotations
@@ -50,10 +51,18 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
-def benchmarks() -> str:
-    text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
-    # the page has its own title: demote the file's headings by one level
+def _demoted(path: Path) -> str:
+    """A markdown file with its headings one level down (the page has its own title)."""
+    text = path.read_text(encoding="utf-8")
     return "\n".join("#" + line if line.startswith("#") else line for line in text.splitlines())
+
+
+def benchmarks() -> str:
+    return _demoted(ROOT / "benchmarks" / "RESULTS.md")
+
+
+def quality() -> str:
+    return _demoted(ROOT / "benchmarks" / "quality" / "RESULTS.md")
 
 
 MARKERS = {
@@ -61,6 +70,7 @@ MARKERS = {
     "<!-- structpos:encoders -->": encoders,
     "<!-- structpos:cli -->": cli_reference,
     "<!-- structpos:benchmarks -->": benchmarks,
+    "<!-- structpos:quality -->": quality,
 }
 
 

@@ -263,7 +263,9 @@ class CodeMLM(Task):
             for _ in range(count if pool else 0):
                 i = pool[rng.integers(len(pool))]
                 lo = int(rng.integers(0, len(files[i]["texts"]) - width + 1))
-                out.append(encode_window(files[i], lo, lo + width, vocab, rng) | {"file": np.int64(i)})
+                out.append(
+                    encode_window(files[i], lo, lo + width, vocab, rng) | {"file": np.int64(i), "lo": np.int64(lo)}
+                )
             return out
 
         n_train, n_test = {"smoke": (48, 16), "quick": (1500, 200), "full": (3000, 300)}[size]

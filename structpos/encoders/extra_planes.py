@@ -109,6 +109,7 @@ class ExtraPlaneRoPE(nn.Module):
             extra_dim, num_axes - 1, allocation=allocation, base=base if extra_base is None else extra_base
         )
         keep = [a for a in range(num_axes) if a != self.token_axis]
+        self._structural_axes: torch.Tensor
         self.register_buffer("_structural_axes", torch.tensor(keep, dtype=torch.int64), persistent=False)
 
     def extra_repr(self) -> str:
