@@ -289,3 +289,52 @@ def test_document_ids_match_a_fresh_parse():
     assert hier[first, 2] == 0  # the answer starts a sentence ...
     w = np.flatnonzero(ex["tok"][3:] == ex["tok"][1])
     assert len(w) == 1 and (hier[w[0], :2] == hier[first, :2]).all()  # ... the one holding the query word
+
+
+def test_sorting_network_labels_follow_the_zero_one_principle():
+    """A network labelled valid sorts random integer inputs too (0-1 principle); an invalid one leaves
+    some 0/1 input unsorted (found here by its own enumeration, written apart from the task's)."""
+    import itertools
+
+    from benchmarks.quality.sorting_network import network_dag, random_network, sorts
+
+    rng = np.random.default_rng(3)
+    seen = set()
+    for _ in range(40):
+        w = int(rng.integers(4, 7))
+        net = random_network(w, rng)
+        label = sorts(net, w)
+        seen.add(label)
+
+        def run(x, net=net):
+            x = list(x)
+            for i, j in net:
+                if x[i] > x[j]:
+                    x[i], x[j] = x[j], x[i]
+            return x
+
+        unsorted = [b for b in itertools.product((0, 1), repeat=w) if run(b) != sorted(b)]
+        assert label == (not unsorted)
+        if label:
+            assert all(run(x) == sorted(x) for x in rng.integers(0, 100, size=(50, w)).tolist())
+        g = network_dag(net, w)  # a DAG whose sink is OUT and whose edges join comparators sharing a wire
+        assert nx.is_directed_acyclic_graph(g) and g.out_degree(len(net)) == 0
+        assert all(set(net[u]) & set(net[v]) for u, v in g.edges() if v < len(net))
+    assert seen == {True, False}
+
+
+def test_unit_lookup_target_is_the_first_word_k_sentences_back():
+    from benchmarks.quality.unit_lookup import DOT, Q0, W0
+
+    task = built("unit_lookup")
+    for ex in task.train[:20]:
+        tok, k = ex["tok"], int(ex["tok"][-1] - Q0 + 1)
+        words, cur = [], []
+        for t in tok[:-1].tolist():  # split on the separator, written apart from the task
+            if t == DOT:
+                words.append(cur)
+                cur = []
+            else:
+                cur.append(t)
+        assert not cur and ex["tgt"][-1] == words[-k][0] - W0 and int(ex["k"]) == k
+        assert ex["units"][:, 0].sum() == len(words) + 1  # a gate at every sentence end and at the query
