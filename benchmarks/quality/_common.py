@@ -84,6 +84,7 @@ class Task:
     probe_keys: ClassVar[list[str]] = []  # per-token coordinate arrays the coordinates-only probe reads
     verdict_on_loss = False  # the claim is about the loss (lower wins), not the accuracy
     report_loss = False  # show the loss columns beside the accuracy
+    directed_edges = ""  # an example key of directed edges that AW-RoPE walks instead of ``edges``
 
     def __init__(self):
         self.encodings: dict[str, Enc] = {}
@@ -141,6 +142,8 @@ class Task:
         return keys
 
     def batch(self, examples, enc: str):
+        if self.directed_edges and self.encodings[enc].kind == "awrope":
+            examples = [dict(e, edges=e[self.directed_edges]) for e in examples]
         return collate(examples, self.keys(enc), self.device)
 
     def model(self, enc: str, seed: int):

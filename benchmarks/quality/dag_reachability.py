@@ -78,6 +78,7 @@ class DAGReachability(Task):
     data = "generated: random DAGs"
     claim = "magnetic Laplacian / AW-RoPE: direction-aware PE matters on directed graphs (> symmetric LapPE)"
     main_split = "extrap"
+    directed_edges = "edges_dir"  # AW-RoPE walks along the edges' direction
     probe_keys: ClassVar[list[str]] = ["maglap"]
     steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 500, "smoke": 30}
     vocab_size = 4
@@ -102,11 +103,6 @@ class DAGReachability(Task):
                 about="directed SPD bias (holds the answer)",
             ),
         }
-
-    def batch(self, examples, enc):
-        if self.encodings[enc].kind == "awrope":
-            examples = [dict(e, edges=e["edges_dir"]) for e in examples]
-        return super().batch(examples, enc)
 
     def sample(self, n: int, lo: int, hi: int, rng) -> list[dict[str, np.ndarray]]:
         out = []

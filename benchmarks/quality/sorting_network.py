@@ -116,6 +116,7 @@ class SortingNetwork(Task):
     data = "generated: comparator networks on 4–7 wires (label by the 0–1 principle)"
     claim = "magnetic Laplacian / directional walks / AW-RoPE: direction-aware PE helps on sorting networks"
     main_split = "extrap"
+    directed_edges = "edges_dir"  # AW-RoPE walks along the edges' direction
     steps: ClassVar[dict[str, int]] = {"quick": 200, "full": 500, "smoke": 30}
     vocab_size = PAIR0 + len(PAIRS)
     out_dim = 2
@@ -147,11 +148,6 @@ class SortingNetwork(Task):
 
         out["size"] = lambda exs: _tag_accuracy(exs, by_size)
         return out
-
-    def batch(self, examples, enc):
-        if self.encodings[enc].kind == "awrope":
-            examples = [dict(e, edges=e["edges_dir"]) for e in examples]
-        return super().batch(examples, enc)
 
     def sample(self, count: int, lo: int, hi: int, rng) -> list[dict[str, np.ndarray]]:
         out, want = [], 0
