@@ -95,7 +95,9 @@ def shard_digests(tmp: Path) -> dict[str, str]:
     src.mkdir()
     digests = {}
     for name, args in _runs(src):
-        status = main(["encode", *args, "--out", str(out / name), "--shard-size", "2", "--workers", "0", "--no-progress"])
+        status = main(
+            ["encode", *args, "--out", str(out / name), "--shard-size", "2", "--workers", "0", "--no-progress"]
+        )
         assert status in (0, 1), (name, status)  # 1: some records failed, as the corpus asks
         for part in sorted((out / name).glob("part-*.parquet")):
             digests[f"{name}/{part.name}"] = hashlib.sha256(part.read_bytes()).hexdigest()

@@ -36,8 +36,9 @@ import pyarrow.parquet as pq
 
 from ..exceptions import ResumeError
 from .arrow import rows_to_table
-from .encode import EncodeOptions, cannot_store, conform, encode_each, output_schema, store_error
+from .encode import EncodeOptions, cannot_store, encode_each, store_error
 from .records import Record
+from .schema import conform, output_schema
 
 __all__ = [
     "ShardResult",
@@ -466,7 +467,7 @@ def encode_shard_table(
     Returns
     -------
     table : pyarrow.Table
-        The rows, conformed to :func:`~structpos.pipeline.encode.output_schema` when possible.
+        The rows, conformed to :func:`~structpos.pipeline.schema.output_schema` when possible.
     errors : list of dict
         One entry per failed record.
     result : ShardResult
