@@ -105,8 +105,8 @@ def declared_columns(kind: str | None, coords: str, extra_parsers: Mapping[str, 
     >>> [f.name for f in declared_columns("json", "rw:3")]
     ['labels', 'start', 'end', 'parent', 'rw']
     """
-    registered = kind is not None and kind in PARSERS and not (extra_parsers and kind in extra_parsers)
-    node_columns = PARSERS[kind].columns if registered else NODE_COLUMNS
+    kind_entry = PARSERS.entries.get(kind) if kind is not None and kind not in (extra_parsers or {}) else None
+    node_columns = kind_entry.columns if kind_entry is not None else NODE_COLUMNS
     fields = [pa.field(c.name, arrow_type(c, owner=f"input kind {kind}")) for c in node_columns]
     names = {c.name for c in node_columns} | set(BASE_COLUMNS)
     for family, arg in parse_spec(coords) if coords else []:
