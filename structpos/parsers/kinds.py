@@ -27,7 +27,16 @@ from typing import Any
 from ..exceptions import SpecError
 from ..registry import Column, Entry, Registry
 
-__all__ = ["NODE_COLUMNS", "ParserKind", "PARSERS", "get_parser", "kind_for_suffix", "format_for_suffix", "sniff_kind"]
+__all__ = [
+    "NODE_COLUMNS",
+    "ParserKind",
+    "PARSERS",
+    "get_parser",
+    "kind_for_suffix",
+    "format_for_suffix",
+    "sniff_kind",
+    "suffix_hints",
+]
 
 NODE_COLUMNS = (
     Column("labels", "str", (), "node label"),
@@ -258,8 +267,8 @@ def get_parser(kind: str) -> Callable[..., Any]:
     return PARSERS.load(kind)
 
 
-def kind_for_suffix(suffix: str) -> tuple[str, str | None] | None:
-    """``(kind, language)`` of a file suffix (case-insensitive), or ``None`` when no kind reads it.
+def suffix_hints(suffix: str) -> tuple[str, Mapping[str, str]] | None:
+    """The kind that reads files of ``suffix`` (case-insensitive) and the options the suffix fixes, or ``None``.
 
     Parameters
     ----------
@@ -268,41 +277,40 @@ def kind_for_suffix(suffix: str) -> tuple[str, str | None] | None:
 
     Returns
     -------
-    tuple of (str, str or None) or None
+    tuple of (str, mapping) or None
+        The first registered kind listing the suffix, and its hints (``{"language": "rust"}``).
+
+    Examples
+    --------
+    >>> suffix_hints(".RS"), suffix_hints(".bin")
+    (('code', {'language': 'rust'}), None)
+    """
+    suffix = suffix.lower()
+    return next(((e.name, e.suffixes[suffix]) for e in PARSERS.entries.values() if suffix in e.suffixes), None)
+
+
+def kind_for_suffix(suffix: str) -> tuple[str, str | None] | None:
+    """``(kind, language)`` of a file suffix (see :func:`suffix_hints`), or ``None`` when no kind reads it.
 
     Examples
     --------
     >>> kind_for_suffix(".rs"), kind_for_suffix(".yml"), kind_for_suffix(".bin")
     (('code', 'rust'), ('yaml', None), None)
     """
-    suffix = suffix.lower()
-    for entry in PARSERS.entries.values():
-        if suffix in entry.suffixes:
-            return entry.name, entry.suffixes[suffix].get("language")
-    return None
+    hints = suffix_hints(suffix)
+    return None if hints is None else (hints[0], hints[1].get("language"))
 
 
 def format_for_suffix(suffix: str) -> str | None:
-    """The ``format`` option a file suffix fixes (``".tsv"`` -> ``"tsv"``), or ``None``.
-
-    Parameters
-    ----------
-    suffix : str
-
-    Returns
-    -------
-    str or None
+    """The ``format`` option a file suffix fixes (``".tsv"`` -> ``"tsv"``; see :func:`suffix_hints`), or ``None``.
 
     Examples
     --------
     >>> format_for_suffix(".HTM"), format_for_suffix(".json")
     ('html', None)
     """
-    suffix = suffix.lower()
-    for entry in PARSERS.entries.values():
-        if suffix in entry.suffixes:
-            return entry.suffixes[suffix].get("format")
-    return None
+    hints = suffix_hints(suffix)
+    return None if hints is None else hints[1].get("format")
 
 
 def sniff_kind(text: str) -> str | None:

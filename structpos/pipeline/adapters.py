@@ -10,7 +10,7 @@ import pyarrow as pa
 from ..exceptions import InputError
 from ..limits import DEFAULT_LIMITS, Limits
 from .arrow import rows_to_table
-from .encode import cannot_store, encode_one, store_error
+from .encode import cannot_store, encode_one, mark_unstorable
 from .options import EncodeOptions
 from .records import Record
 from .schema import conform, output_schema
@@ -156,14 +156,7 @@ class EncodeBatch:
             if not cannot_store(e):
                 raise
             first = e
-        for k, (ok, _err) in enumerate(per_record):  # rows that Arrow refuses: find the records at fault
-            if ok:
-                try:
-                    rows_to_table(ok)
-                except Exception as e:
-                    if not cannot_store(e):
-                        raise
-                    per_record[k] = ([], store_error(records[k], e))
+        mark_unstorable(records, per_record, rows_to_table)  # rows that Arrow refuses: find the records at fault
         try:
             return self._table(records, per_record)
         except Exception as e:

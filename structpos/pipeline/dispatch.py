@@ -58,21 +58,8 @@ def load_parser(target: str) -> Callable[..., Any]:
 def parser_for(kind: str, extra_parsers: Mapping[str, str] | None = None) -> Callable[..., Any]:
     """The parse function of ``kind``: the run's ``extra_parsers`` first, then :data:`~structpos.parsers.kinds.PARSERS`.
 
-    Parameters
-    ----------
-    kind : str
-        The input kind.
-    extra_parsers : mapping of str to str, optional
-        ``{kind: "module:function"}``.
-
-    Returns
-    -------
-    callable
-
-    Raises
-    ------
-    SpecError
-        An unknown kind, or an extra parser that does not import.
+    An unknown kind, or an extra parser that does not import, is a
+    :class:`~structpos.exceptions.SpecError` (:func:`load_parser`, :func:`~structpos.parsers.kinds.get_parser`).
 
     Examples
     --------

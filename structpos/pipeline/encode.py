@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +36,7 @@ __all__ = [
     "error_entry",
     "cannot_store",
     "store_error",
+    "mark_unstorable",
     "record_timer",
     "load_parser",
     "prepare",
@@ -258,6 +259,50 @@ def store_error(record: Record, exc: BaseException) -> dict:
         f"cannot store its rows ({text[:300]}); ask for smaller coordinates (--coords) or fewer nodes",
         stage,
     )
+
+
+def mark_unstorable(
+    records: Sequence[Record], per_record: list[tuple[list[dict], dict | None]], to_table: Callable[[list[dict]], Any]
+) -> None:
+    """Replace, in place, the rows of each record that ``to_table`` cannot store by its :func:`store_error` entry.
+
+    What a shard or a batch does when its rows together do not make one table: find the records at fault.
+
+    Parameters
+    ----------
+    records : sequence of Record
+        The records.
+    per_record : list of (rows, error entry or None)
+        Their outcomes, as :func:`encode_each` yields them (changed in place).
+    to_table : callable
+        ``to_table(rows)``, raising what :func:`cannot_store` recognizes for rows it cannot store.
+
+    Raises
+    ------
+    Exception
+        What ``to_table`` raised for a reason other than storage (a bug, an I/O error).
+
+    Examples
+    --------
+    >>> from structpos.pipeline.arrow import rows_to_table
+    >>> recs = [Record("a", "[1]", "a"), Record("b", "[2]", "b")]
+    >>> per_record = [encode_one(r, EncodeOptions("json", "tree")) for r in recs]
+    >>> def refuse_b(rows):
+    ...     if rows[0]["id"] == "b":
+    ...         raise MemoryError("no room")
+    ...     return rows_to_table(rows)
+    >>> mark_unstorable(recs, per_record, refuse_b)
+    >>> [(len(rows), err and err["stage"]) for rows, err in per_record]
+    [(1, None), (0, 'memory')]
+    """
+    for k, (ok, _err) in enumerate(per_record):
+        if ok:
+            try:
+                to_table(ok)
+            except Exception as e:
+                if not cannot_store(e):
+                    raise
+                per_record[k] = ([], store_error(records[k], e))
 
 
 def _stage_of(exc: BaseException, stage: str) -> str:

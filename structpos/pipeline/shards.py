@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from ..exceptions import ResumeError
 from .arrow import rows_to_table
-from .encode import EncodeOptions, cannot_store, encode_each, store_error
+from .encode import EncodeOptions, cannot_store, encode_each, mark_unstorable, store_error
 from .records import Record
 from .schema import conform, output_schema
 
@@ -405,14 +405,7 @@ def _rows_table(per_record: PerRecord, records: Sequence[Record]) -> pa.Table:
     except Exception as e:  # find the record(s) at fault, one by one
         if not cannot_store(e):
             raise
-        for k, (ok, _err) in enumerate(per_record):
-            if ok:
-                try:
-                    rows_to_table(ok)
-                except Exception as e:
-                    if not cannot_store(e):
-                        raise
-                    per_record[k] = ([], store_error(records[k], e))
+        mark_unstorable(records, per_record, rows_to_table)
         return rows_to_table([r for ok, _ in per_record for r in ok])
 
 
