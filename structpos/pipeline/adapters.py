@@ -60,6 +60,8 @@ class EncodeBatch:
         Keep a failed record as a row with its error (default) or drop it.
     limits : Limits, optional
         Per-record limits.
+    tokenizer : str, optional
+        A tokenizer path: rows gain ``input_ids`` and per-token coordinates.
     **parser_options
         More parser keyword arguments.
 
@@ -90,9 +92,12 @@ class EncodeBatch:
         language: str | None = None,
         keep_errors: bool = True,
         limits: Limits = DEFAULT_LIMITS,
+        tokenizer: str | None = None,
         **parser_options: Any,
     ):
-        self.options = EncodeOptions(kind, coords, language, tuple(sorted(parser_options.items())), limits).validate()
+        self.options = EncodeOptions(
+            kind, coords, language, tuple(sorted(parser_options.items())), limits, tokenizer=tokenizer
+        ).validate()
         self.text_column = text_column
         self.id_column = id_column
         self.kind_column = kind_column

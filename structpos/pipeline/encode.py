@@ -38,6 +38,7 @@ __all__ = [
     "store_error",
     "mark_unstorable",
     "record_timer",
+    "StageFailure",
     "load_parser",
     "prepare",
     "validate_spec",
@@ -56,6 +57,7 @@ def encode_payload(
     parser_options: Mapping[str, Any] | None = None,
     limits: Limits = DEFAULT_LIMITS,
     extra_parsers: Mapping[str, str] | None = None,
+    tokenizer: str | None = None,
 ) -> list[dict]:
     """Parse ``payload`` as ``kind`` and compute ``coords``: one row per resulting Structure.
 
@@ -85,6 +87,9 @@ def encode_payload(
         Per-record limits (input bytes, nodes, ...).
     extra_parsers : mapping of str to str, optional
         More kinds, ``{kind: "module:function"}``.
+    tokenizer : str, optional
+        A tokenizer path: the rows gain ``input_ids`` and per-token coordinates
+        (:func:`~structpos.pipeline.tokens.add_token_columns`).
 
     Returns
     -------
@@ -112,14 +117,59 @@ def encode_payload(
     >>> [r["id"] for r in encode_payload("doc", conllu.replace("= x", "= y", 1), "conllu", "tree")]
     ['doc#y', 'doc#x']
     """
-    from ..coords import compute, estimated_bytes
-    from .tokens import TOKENIZER_OPTION, add_token_columns
+    try:
+        return _rows(
+            record_id, payload, kind, coords, language, format, parser_options, limits, extra_parsers, tokenizer
+        )
+    except StageFailure as failure:
+        raise failure.error from None
+
+
+class StageFailure(Exception):
+    """A record's error and the stage of the encoding it happened in (``"coords"``).
+
+    Raised inside this module around a stage other than parsing and unwrapped before it leaves
+    (:func:`encode_payload` re-raises the error itself, :func:`encode_one` puts the stage in the
+    error entry), so an error's own attributes never carry the stage.
+
+    Parameters
+    ----------
+    stage : str
+        The stage (an :func:`error_entry` stage).
+    error : Exception
+        What was raised.
+
+    Examples
+    --------
+    >>> f = StageFailure("coords", ValueError("bad shape"))
+    >>> f.stage, str(f)
+    ('coords', 'bad shape')
+    """
+
+    def __init__(self, stage: str, error: Exception):
+        super().__init__(str(error))
+        self.stage = stage
+        self.error = error
+
+
+def _rows(
+    record_id: str,
+    payload: Any,
+    kind: str,
+    coords: str,
+    language: str | None,
+    fmt: str | None,
+    parser_options: Mapping[str, Any] | None,
+    limits: Limits,
+    extra_parsers: Mapping[str, str] | None,
+    tokenizer: str | None,
+) -> list[dict]:
+    """:func:`encode_payload`, with a coordinate failure raised as a :class:`StageFailure`."""
+    from .tokens import add_token_columns
 
     if limits.max_input_bytes is not None and isinstance(payload, (str, bytes)):
         check_limit(len(payload), limits.max_input_bytes, "max_input_bytes", "bytes of input", name=record_id)
-    token_options = {k: v for k, v in (parser_options or {}).items() if k == TOKENIZER_OPTION}
-    parser_options = {k: v for k, v in (parser_options or {}).items() if k != TOKENIZER_OPTION}
-    out = parse_payload(payload, kind, record_id, language, format, parser_options, limits, extra_parsers)
+    out = parse_payload(payload, kind, record_id, language, fmt, parser_options, limits, extra_parsers)
     structures = out if isinstance(out, (list, tuple)) else [out]
     rows = []
     for k, s in enumerate(structures):
@@ -128,25 +178,10 @@ def encode_payload(
             sent_id = s.sentence.sent_id if getattr(s, "sentence", None) is not None else None
             rid = f"{record_id}#{sent_id if sent_id is not None else k}"
         check_limit(int(s.num_nodes), limits.max_nodes, "max_nodes", "nodes", name=rid)
-        if coords and limits.max_memory_bytes is not None:  # a spec too large for this record fails before allocating
-            need = estimated_bytes(coords, int(s.num_nodes))
-            check_limit(need, limits.max_memory_bytes, "max_memory_bytes", "bytes of coordinates", name=rid)
         try:
-            c = compute(s, coords) if coords else {}
-        except Exception as e:
-            e._structpos_stage = "coords"  # type: ignore[attr-defined]
-            raise
-        coord_cols: dict[str, np.ndarray] = {}
-        for name, arr in c.items():
-            arr = np.asarray(arr)
-            if arr.ndim == 0 or arr.shape[0] != s.num_nodes:
-                raise ValueError(f"coordinate {name!r} has shape {arr.shape}, expected {s.num_nodes} nodes first")
-            if name in BASE_COLUMNS:
-                base = getattr(s, name, None)
-                if base is not None and np.array_equal(base, arr):
-                    continue
-                name = f"coord_{name}"
-            coord_cols[name] = arr
+            coord_cols = _coordinate_columns(s, coords, limits, rid)
+        except Exception as e:  # memory and timeout limits are their own stages (_stage_of)
+            raise StageFailure("coords", e) from e
         rows.append(
             {
                 "id": rid,
@@ -159,8 +194,29 @@ def encode_payload(
                 "coords": coord_cols,
             }
         )
-        add_token_columns(rows[-1], s, token_options)  # --tokenizer: input_ids + per-token coordinates
+        add_token_columns(rows[-1], s, tokenizer)  # --tokenizer: input_ids + per-token coordinates
     return rows
+
+
+def _coordinate_columns(s: Any, coords: str, limits: Limits, rid: str) -> dict[str, np.ndarray]:
+    """The row's coordinate columns: a name clashing with a base column is dropped when equal to it, else ``coord_``-prefixed."""
+    from ..coords import compute, estimated_bytes
+
+    if coords and limits.max_memory_bytes is not None:  # a spec too large for this record fails before allocating
+        need = estimated_bytes(coords, int(s.num_nodes))
+        check_limit(need, limits.max_memory_bytes, "max_memory_bytes", "bytes of coordinates", name=rid)
+    coord_cols: dict[str, np.ndarray] = {}
+    for name, arr in (compute(s, coords) if coords else {}).items():
+        arr = np.asarray(arr)
+        if arr.ndim == 0 or arr.shape[0] != s.num_nodes:
+            raise ValueError(f"coordinate {name!r} has shape {arr.shape}, expected {s.num_nodes} nodes first")
+        if name in BASE_COLUMNS:
+            base = getattr(s, name, None)
+            if base is not None and np.array_equal(base, arr):
+                continue
+            name = f"coord_{name}"
+        coord_cols[name] = arr
+    return coord_cols
 
 
 def error_entry(record: Record, exc_type: str, message: str, stage: str, offset: Any = None) -> dict:
@@ -427,27 +483,32 @@ def encode_one(rec: Record, options: EncodeOptions) -> tuple[list[dict], dict | 
     kind = rec.kind or options.kind
     if kind is None:
         return [], error_entry(rec, "InputError", "no input kind (pass --kind)", "read")
-    stage = "parse"
     try:
         with record_timer(options.limits.record_timeout if options.timeout_in_process else None, rec.where):
-            rows = encode_payload(
+            rows = _rows(
                 rec.id,
                 rec.payload,
                 kind,
                 options.coords,
-                language=rec.language or options.language,
-                format=rec.format,
-                parser_options=dict(options.parser_options),
-                limits=options.limits,
-                extra_parsers=dict(options.extra_parsers),
+                rec.language or options.language,
+                rec.format,
+                dict(options.parser_options),
+                options.limits,
+                dict(options.extra_parsers),
+                options.tokenizer,
             )
         return rows, None
-    except RecursionError as e:  # deep input that slipped past a parser's own guard
-        return [], error_entry(rec, "LimitError", f"input nested too deeply ({e})", stage)
+    except StageFailure as failure:
+        return [], _failure_entry(rec, failure.error, failure.stage)
     except Exception as e:  # one bad record must not stop the run; it is counted in errors
-        stage = getattr(e, "_structpos_stage", stage)
-        message = str(e) or repr(e)
-        return [], error_entry(rec, type(e).__name__, message, _stage_of(e, stage), getattr(e, "position", None))
+        return [], _failure_entry(rec, e, "parse")
+
+
+def _failure_entry(rec: Record, e: BaseException, stage: str) -> dict:
+    if isinstance(e, RecursionError):  # deep input that slipped past a parser's own guard
+        return error_entry(rec, "LimitError", f"input nested too deeply ({e})", stage)
+    message = str(e) or repr(e)
+    return error_entry(rec, type(e).__name__, message, _stage_of(e, stage), getattr(e, "position", None))
 
 
 def encode_each(

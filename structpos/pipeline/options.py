@@ -11,7 +11,6 @@ from ..limits import DEFAULT_LIMITS, Limits
 from ..parsers.kinds import PARSERS
 from ..parsers.payloads import option_names
 from .dispatch import load_parser, parser_for
-from .tokens import TOKENIZER_OPTION
 
 __all__ = ["EncodeOptions", "validate_languages", "validate_spec"]
 
@@ -36,6 +35,9 @@ class EncodeOptions:
         More input kinds, ``(kind, "module:function")``.
     timeout_in_process : bool, optional
         Enforce ``limits.record_timeout`` with ``SIGALRM`` in the encoding thread.
+    tokenizer : str, optional
+        A tokenizer path (a directory or ``tokenizer.json``): rows gain the token columns of
+        :func:`~structpos.pipeline.tokens.add_token_columns`.
 
     Examples
     --------
@@ -59,6 +61,8 @@ class EncodeOptions:
     """More input kinds, ``(kind, "module:function")``: imported by name in each worker process."""
     timeout_in_process: bool = False
     """Enforce ``limits.record_timeout`` with ``SIGALRM`` in the encoding thread (main thread only)."""
+    tokenizer: str | None = None
+    """A tokenizer path (``--tokenizer``): rows gain ``input_ids`` and per-token coordinates."""
 
     def __post_init__(self) -> None:
         if isinstance(self.parser_options, Mapping):
@@ -94,6 +98,10 @@ class EncodeOptions:
         for _kind, target in self.extra_parsers:
             load_parser(target)
         validate_spec(self.coords)
+        if self.tokenizer:
+            from .tokens import load_tokenizer
+
+            load_tokenizer(self.tokenizer)  # fail fast, before any record is read
         if self.language is not None:
             validate_languages(self.language)
         self._validate_parser_options(dict(self.extra_parsers))
@@ -101,7 +109,7 @@ class EncodeOptions:
 
     def _validate_parser_options(self, extra: dict[str, str]) -> None:
         """``--parser-opt`` keys the parser of ``kind`` takes, and a ``grammar`` that compiles."""
-        options = {k: v for k, v in self.parser_options if k != TOKENIZER_OPTION}
+        options = dict(self.parser_options)
         if self.kind is None:
             return
         fn = parser_for(self.kind, extra)
@@ -128,7 +136,7 @@ class EncodeOptions:
         -------
         dict
             JSON-serializable: ``kind``, ``coords``, ``language``, ``parser_options``, ``limits``
-            (and ``extra_parsers`` when set).
+            (and ``extra_parsers``, ``tokenizer`` when set).
 
         Examples
         --------
@@ -143,6 +151,7 @@ class EncodeOptions:
             "parser_options": [list(kv) for kv in self.parser_options],
             "limits": _limits_dict(self.limits),
             **({"extra_parsers": [list(kv) for kv in self.extra_parsers]} if self.extra_parsers else {}),
+            **({"tokenizer": self.tokenizer} if self.tokenizer else {}),
         }
 
 
