@@ -12,9 +12,6 @@ engines (:mod:`.adapters`); their public names are importable from here too.
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -26,6 +23,7 @@ from .arrow import BASE_COLUMNS
 from .dispatch import load_parser, parse_payload, parser_for
 from .options import EncodeOptions, validate_languages, validate_spec
 from .records import Record
+from .timer import record_timer
 
 __all__ = [
     "EncodeOptions",
@@ -369,57 +367,6 @@ def _stage_of(exc: BaseException, stage: str) -> str:
     return stage
 
 
-@contextlib.contextmanager
-def record_timer(seconds: float | None, name: str = ""):
-    """Raise :class:`~structpos.exceptions.LimitError` (``record_timeout``) in this thread after ``seconds``.
-
-    Uses ``SIGALRM`` (POSIX, main thread only; elsewhere a no-op): Python code is interrupted
-    between bytecodes; C code that never returns is the encode workers' driver's job (it kills
-    the worker and records the record as timed out).
-
-    Parameters
-    ----------
-    seconds : float or None
-        The time budget; ``None`` means no limit.
-    name : str, optional
-        The record named in the error.
-
-    Returns
-    -------
-    contextlib.AbstractContextManager
-        Arms the alarm on entry, disarms it on exit.
-
-    Raises
-    ------
-    LimitError
-        Inside the ``with`` block, once ``seconds`` have passed.
-
-    Examples
-    --------
-    >>> import time
-    >>> with record_timer(0.05, "slow"):
-    ...     time.sleep(1)
-    Traceback (most recent call last):
-    ...
-    structpos.exceptions.LimitError: slow: took more than 0.05 s (record_timeout; raise the limit to allow it)
-    """
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if seconds is None or not usable:
-        yield
-        return
-
-    def expire(signum, frame):
-        raise LimitError(f"took more than {seconds:g} s", limit="record_timeout", name=name or None)
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, float(seconds))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 _PREPARED: set = set()
 
 
@@ -602,7 +549,3 @@ def encode_records(
         if err is not None:
             errors.append(err)
     return rows, errors, n
-
-
-# Tiny valid inputs per kind, encoded once to learn the output schema (column names and types)
-# so that every batch and shard has the same columns even when all of its records fail.

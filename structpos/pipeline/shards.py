@@ -413,7 +413,7 @@ def _conformed(table: pa.Table, schema: pa.Schema | None) -> pa.Table:
     try:
         return conform(table, schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return table  # a coordinate of another type than the sample's: keep it as it is (readers unify schemas)
+        return table  # a coordinate of another type than declared: keep it as it is (readers unify schemas)
 
 
 def _shard_table(per_record: PerRecord, records: Sequence[Record], options: EncodeOptions) -> pa.Table:
@@ -631,7 +631,7 @@ def _release_arrow_memory() -> None:
 
 
 def _union_schema(records: Sequence[Record], per_record: PerRecord, schema: pa.Schema | None) -> pa.Schema:
-    """The file's schema: the sample's (when known) and every record's columns; a record whose rows
+    """The file's schema: the declared one (when known) and every record's columns; a record whose rows
     cannot be made into a table becomes an error here."""
     schemas = [] if schema is None else [schema]
     for k, (ok, _) in enumerate(per_record):
