@@ -164,3 +164,23 @@ def test_the_tree_root_path_type_follows_the_width():
         assert output_schema(EncodeOptions("json", spec)).field("root_path").type == pa.list_(
             pa.list_(pa.from_numpy_dtype(dtype))
         )
+
+
+@pytest.mark.parametrize("kind", list(PARSERS))
+def test_every_kind_entry_is_self_consistent(kind):
+    """Its sample parses through its adapter into structures of its declared node count; its sniffer
+    (if any) recognizes its sample; each of its suffixes leads back to it."""
+    from structpos.parsers.kinds import sniff_kind
+    from structpos.pipeline.dispatch import parse_payload
+
+    entry = PARSERS[kind]
+    for suffix, hints in entry.suffixes.items():
+        assert kind_for_path(f"d/x{suffix.upper()}") == (kind, hints.get("language"))
+    if entry.sample is None:
+        return
+    out = parse_payload(entry.sample, kind, "sample", options=dict(entry.sample_options))
+    structures = out if isinstance(out, list) else [out]
+    assert structures and all(s.num_nodes == len(s.labels) > 0 for s in structures)
+    if entry.sniff is not None:
+        assert entry.sniff(entry.sample)
+        assert sniff_kind(entry.sample) == kind

@@ -116,8 +116,12 @@ def _looks_xml(text: str) -> bool:
     return head.startswith("<") and not head.startswith(("<table", "<!doctype html", "<html"))
 
 
-def _looks_html_table(text: str) -> bool:
-    return "<table" in text[:4096].lower()
+def _looks_table(text: str) -> bool:
+    """An HTML ``<table``, or 2+ lines with the same (non-zero) number of commas, or of tabs."""
+    if "<table" in text[:4096].lower():
+        return True
+    lines = [x for x in text.splitlines()[:20] if x.strip()]
+    return len(lines) >= 2 and any(len({x.count(d) for x in lines}) == 1 and lines[0].count(d) > 0 for d in ",\t")
 
 
 def _looks_conllu(text: str) -> bool:
@@ -201,7 +205,7 @@ for _kind in (
             ".html": {"format": "html"},
             ".htm": {"format": "html"},
         },
-        sniff=_looks_html_table,
+        sniff=_looks_table,
         sample="a,b\n1,2\n3,4\n",
     ),
     ParserKind(

@@ -4,6 +4,7 @@
 * :mod:`.options` — :class:`EncodeOptions` and the checks made before any record is read;
 * :mod:`.dispatch` — the parser of a record's kind, called with the hints it takes;
 * :mod:`.encode` — the per-record work (parse, coordinates, rows or one error entry);
+* :mod:`.timer` — the per-record time budget (``SIGALRM``) in the encoding thread;
 * :mod:`.schema` — the Parquet schema, built from the parsers' and coordinate families' column declarations;
 * :mod:`.adapters` — the picklable :class:`EncodeBatch` (HF ``datasets.map``, Ray Data ``map_batches``);
 * :mod:`.walk` — safe directory walking (regular files only; everything else skipped with a reason);

@@ -6,8 +6,9 @@ multiprocessing pool, Ray tasks, HF ``datasets.map`` and Ray Data ``map_batches`
 one error entry, never both and never neither, so *records in = records encoded + records in errors*.
 
 The pieces around it live beside it: the run's options (:mod:`.options`), the parser dispatch
-(:mod:`.dispatch`), the output schema (:mod:`.schema`) and the batch function of the dataset
-engines (:mod:`.adapters`); their public names are importable from here too.
+(:mod:`.dispatch`), the per-record timer (:mod:`.timer`), the output schema (:mod:`.schema`) and
+the batch function of the dataset engines (:mod:`.adapters`). The options', dispatch's and timer's
+public names are importable from here too; ``EncodeBatch`` and ``output_schema`` from :mod:`structpos.pipeline`.
 """
 
 from __future__ import annotations
