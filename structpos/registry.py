@@ -25,13 +25,13 @@ structpos.exceptions.SpecError: unknown greeting 'bye'; known: hello
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from .exceptions import SpecError
 
-__all__ = ["Entry", "Registry", "no_argument"]
+__all__ = ["Column", "Entry", "Registry", "no_argument"]
 
 T = TypeVar("T")
 E = TypeVar("E", bound="Entry")
@@ -70,6 +70,99 @@ def no_argument(name: str) -> Callable[[str | None], dict[str, Any]]:
 
 def _accept_anything(arg: Any) -> dict[str, Any]:
     return {"arg": arg}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One declared per-node output array: of a coordinate family, or a node column of an input kind.
+
+    The declarations are what the Parquet schema of ``structpos encode`` is built from
+    (:func:`structpos.pipeline.schema.output_schema`): a row's column holds an ``(N, *shape)``
+    array of ``dtype`` for a structure of ``N`` nodes, i.e. ``1 + len(shape)`` nested lists.
+
+    Parameters
+    ----------
+    name : str
+        Key in the returned dict (and Parquet column name).
+    dtype : str
+        NumPy dtype name.
+    shape : tuple
+        Per-node shape: ints, or names of the family's parameters (``"k"``), ``"N"`` for the
+        node count, or another upper-case letter for a size that depends on the data.
+    doc : str
+        What the values mean.
+    optional : bool
+        Present only for some structures (said in ``doc``); left out of the declared schema
+        (such a column follows the declared ones where it appears).
+    dtype_of : callable, optional
+        ``dtype_of(params) -> str`` when the dtype depends on the validated parameters
+        (``root_path`` is int32 for wide trees); ``dtype`` is then the default's.
+
+    Examples
+    --------
+    >>> Column("lap", "float64", ("k",)).concrete_shape({"k": 8}, num_nodes=5)
+    (8,)
+    >>> Column("spd", "int64", ("N",)).concrete_shape({}, num_nodes=5)
+    (5,)
+    >>> wide = Column("path", "int16", ("D",), dtype_of=lambda p: "int16" if p["W"] < 9 else "int32")
+    >>> wide.concrete_dtype({"W": 4}), wide.concrete_dtype({"W": 99})
+    ('int16', 'int32')
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int | str, ...] = ()
+    doc: str = ""
+    optional: bool = False
+    dtype_of: Callable[[Mapping[str, Any]], str] | None = None
+
+    def concrete_shape(self, params: Mapping[str, Any], num_nodes: int) -> tuple[int | None, ...]:
+        """The per-node shape for these parameters (``None`` where it depends on the data).
+
+        Parameters
+        ----------
+        params : mapping
+            The family's validated parameters.
+        num_nodes : int
+            The structure's node count (for ``"N"``).
+
+        Returns
+        -------
+        tuple of int or None
+
+        Examples
+        --------
+        >>> Column("x", "int64", (2, "k", "N", "L")).concrete_shape({"k": 3}, num_nodes=7)
+        (2, 3, 7, None)
+        """
+        dims: list[int | None] = []
+        for d in self.shape:
+            if isinstance(d, int):
+                dims.append(d)
+            elif d == "N":
+                dims.append(num_nodes)
+            else:
+                dims.append(params.get(d))
+        return tuple(dims)
+
+    def concrete_dtype(self, params: Mapping[str, Any]) -> str:
+        """The dtype name for these validated parameters (``dtype`` unless ``dtype_of`` says otherwise).
+
+        Parameters
+        ----------
+        params : mapping
+            The family's validated parameters.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> Column("depth", "int64").concrete_dtype({})
+        'int64'
+        """
+        return self.dtype if self.dtype_of is None else self.dtype_of(params)
 
 
 @dataclass(frozen=True)

@@ -211,10 +211,10 @@ def test_a_record_whose_coordinates_exceed_max_memory_bytes_fails_before_allocat
 
 
 def _refusing_rows_to_table(monkeypatch, refuse):
-    """``rows_to_table`` of the encode module raising ArrowMemoryError when ``refuse(ids)`` says so."""
+    """``rows_to_table`` of the batch function's module raising ArrowMemoryError when ``refuse(ids)`` says so."""
     import pyarrow as pa
 
-    import structpos.pipeline.encode as encode_mod
+    import structpos.pipeline.adapters as encode_mod
 
     real = encode_mod.rows_to_table
 

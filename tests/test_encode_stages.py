@@ -47,4 +47,3 @@ def test_encode_payload_raises_the_familys_own_error_without_a_stage_attribute(f
     with pytest.raises(FamilyBroke, match="no coordinates for 3 nodes") as info:
         encode_payload("r", "[1, 2]", "json", "broken")
     assert not [k for k in vars(info.value) if "stage" in k]
-    assert info.value.__cause__ is None

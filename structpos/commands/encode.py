@@ -173,16 +173,6 @@ def _default_timeout() -> str:
     return "none" if t is None else f"{t:g}"
 
 
-def _with_tokenizer(options: dict, tokenizer: str | None) -> dict:
-    """Carry ``--tokenizer`` to the workers inside the parser options (checked here, loaded there)."""
-    if tokenizer:
-        from ..pipeline.tokens import TOKENIZER_OPTION, load_tokenizer
-
-        load_tokenizer(tokenizer)  # fail fast, before any record is read
-        options[TOKENIZER_OPTION] = str(tokenizer)
-    return options
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``structpos encode`` and its arguments (``func`` = :func:`run_command`).
 
@@ -343,7 +333,8 @@ def config_from_args(args: argparse.Namespace):
         kind=args.kind,
         coords=args.coords,
         language=args.language,
-        parser_options=_with_tokenizer(dict(args.parser_opt), args.tokenizer),
+        parser_options=dict(args.parser_opt),
+        tokenizer=str(args.tokenizer) if args.tokenizer else None,
         limits=limits,
         field=args.field,
         id_field=args.id_field,

@@ -218,7 +218,7 @@ def read_graph_file(path: Path):
     >>> sorted(read_graph_file(p).edges())
     [('0', '1'), ('1', '2')]
     """
-    from ..parsers import require
+    from .._optional import require
 
     nx = require("networkx", "graph", "reading graph files")
     reader = getattr(nx, GRAPH_READERS.get(path.suffix.lower(), "read_edgelist"))

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import SpecError
-from ..registry import Entry, Registry, no_argument
+from ..registry import Column, Entry, Registry, no_argument
 from ..structure import Structure
 
 __all__ = [
@@ -67,63 +67,6 @@ MAX_MAGLAP_Q = 1.0
 ``[0, 1]`` one whole period."""
 
 CoordFn = Callable[[Structure, "str | None"], dict[str, np.ndarray]]
-
-
-@dataclass(frozen=True)
-class Column:
-    """One output array of a coordinate family.
-
-    Parameters
-    ----------
-    name : str
-        Key in the returned dict (and Parquet column name).
-    dtype : str
-        NumPy dtype name.
-    shape : tuple
-        Per-node shape: ints, or names of the family's parameters (``"k"``), ``"N"`` for the
-        node count, or another upper-case letter for a size that depends on the data.
-    doc : str
-        What the values mean.
-    optional : bool
-        Present only for some structures (said in ``doc``).
-
-    Examples
-    --------
-    >>> Column("lap", "float64", ("k",)).concrete_shape({"k": 8}, num_nodes=5)
-    (8,)
-    >>> Column("spd", "int64", ("N",)).concrete_shape({}, num_nodes=5)
-    (5,)
-    """
-
-    name: str
-    dtype: str
-    shape: tuple[int | str, ...] = ()
-    doc: str = ""
-    optional: bool = False
-
-    def concrete_shape(self, params: Mapping[str, Any], num_nodes: int) -> tuple[int | None, ...]:
-        """The per-node shape for these parameters (``None`` where it depends on the data).
-
-        Parameters
-        ----------
-        params : mapping
-            The family's validated parameters.
-        num_nodes : int
-            The structure's node count (for ``"N"``).
-
-        Returns
-        -------
-        tuple of int or None
-        """
-        dims: list[int | None] = []
-        for d in self.shape:
-            if isinstance(d, int):
-                dims.append(d)
-            elif d == "N":
-                dims.append(num_nodes)
-            else:
-                dims.append(params.get(d))
-        return tuple(dims)
 
 
 @dataclass(frozen=True)
@@ -212,6 +155,12 @@ def _tree_arg(arg: str | None) -> dict[str, Any]:
     return {"D": depth, "W": width}
 
 
+def _root_path_dtype(params: Mapping[str, Any]) -> str:
+    from .tree import path_dtype
+
+    return path_dtype(params["W"]).name
+
+
 def _maglap_arg(arg: str | None) -> dict[str, Any]:
     parts = (arg or "").split(":")
     if len(parts) > 2:
@@ -262,7 +211,7 @@ COORDS.add(
             Column("parent", _I64, (), "parent node, -1 for roots"),
             Column("num_children", _I64, (), "number of children"),
             Column("subtree_size", _I64, (), "nodes in the subtree, itself included"),
-            Column("root_path", "int16", ("D",), "sibling indices from the root, -1 padded"),
+            Column("root_path", "int16", ("D",), "sibling indices from the root, -1 padded", dtype_of=_root_path_dtype),
             Column("root_path_overflow", _BOOL, (), "the stored path was cut or clipped"),
         ),
     )

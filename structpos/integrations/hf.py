@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..pipeline.encode import EncodeBatch
+from ..pipeline.adapters import EncodeBatch
 
 __all__ = ["encode_dataset", "EncodeBatch"]
 

@@ -1,6 +1,7 @@
 """Parsers: one module per input kind, each returning a :class:`~structpos.Structure`.
 
-``parse(obj, kind, **options)`` dispatches by kind; the per-kind functions can also be
+``parse(obj, kind, **options)`` dispatches by kind through :data:`~structpos.parsers.kinds.PARSERS`
+(one :class:`~structpos.parsers.kinds.ParserKind` per kind); the per-kind functions can also be
 imported directly. Optional dependencies are imported lazily, with a clear message naming
 the extra to install when they are missing.
 
@@ -36,60 +37,13 @@ The contract every parser keeps:
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from ..exceptions import SpecError
+from .._optional import require
 from ..structure import Structure
+from .kinds import PARSERS, ParserKind, get_parser
 
-# kind -> (module, function)
-PARSERS: dict[str, tuple[str, str]] = {
-    "code": ("code", "parse_code"),
-    "json": ("json_tree", "parse_json"),
-    "xml": ("xml_tree", "parse_xml"),
-    "yaml": ("yaml_tree", "parse_yaml"),
-    "conllu": ("conllu_tree", "parse_conllu"),
-    "spacy": ("spacy_doc", "parse_spacy"),
-    "table": ("table", "parse_table"),
-    "document": ("document", "parse_document"),
-    "markdown": ("markdown", "parse_markdown"),
-    "grammar": ("grammar", "parse_grammar"),
-    "graph": ("graph", "parse_graph"),
-}
-
-
-def get_parser(kind: str):
-    """The parse function registered for ``kind`` in :data:`PARSERS`, imported on first use.
-
-    Parameters
-    ----------
-    kind : str
-        An input kind: a key of :data:`PARSERS` (``"code"``, ``"json"``, ``"table"``, ...).
-
-    Returns
-    -------
-    callable
-        The kind's parse function (e.g. :func:`~structpos.parsers.json_tree.parse_json`).
-
-    Raises
-    ------
-    SpecError
-        ``kind`` is not a known input kind (the message lists the known ones).
-
-    Examples
-    --------
-    >>> get_parser("json").__name__
-    'parse_json'
-    >>> get_parser("jsn")
-    Traceback (most recent call last):
-    ...
-    structpos.exceptions.SpecError: unknown input kind 'jsn'; known kinds: code, conllu, document, grammar, graph, json, markdown, spacy, table, xml, yaml
-    """
-    try:
-        mod, fn = PARSERS[kind]
-    except KeyError:
-        raise SpecError(f"unknown input kind {kind!r}; known kinds: {', '.join(sorted(PARSERS))}") from None
-    return getattr(importlib.import_module(f"{__name__}.{mod}"), fn)
+__all__ = ["PARSERS", "ParserKind", "get_parser", "parse", "require"]
 
 
 def parse(obj: Any, kind: str, **options: Any) -> Structure | list[Structure]:
@@ -123,40 +77,3 @@ def parse(obj: Any, kind: str, **options: Any) -> Structure | list[Structure]:
     3
     """
     return get_parser(kind)(obj, **options)
-
-
-def require(module: str, extra: str, what: str):
-    """Import an optional dependency, or raise an ImportError naming the pip extra that installs it.
-
-    Parameters
-    ----------
-    module : str
-        The module to import (``"yaml"``, ``"tree_sitter"``, ...).
-    extra : str
-        The ``structpos[extra]`` that installs it.
-    what : str
-        The feature that needs it, for the message (``"parse_yaml"``).
-
-    Returns
-    -------
-    module
-        The imported module.
-
-    Raises
-    ------
-    ImportError
-        The module is not installed; the message says what needs it and how to install it.
-
-    Examples
-    --------
-    >>> require("math", "core", "sqrt").sqrt(16.0)
-    4.0
-    >>> require("no_such_module_xyz", "text", "parse_foo")
-    Traceback (most recent call last):
-    ...
-    ImportError: parse_foo needs the optional dependency 'no_such_module_xyz': pip install 'structpos[text]'
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:  # pragma: no cover - depends on environment
-        raise ImportError(f"{what} needs the optional dependency {module!r}: pip install 'structpos[{extra}]'") from e

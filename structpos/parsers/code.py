@@ -142,7 +142,7 @@ def _language(canon: str):
 
 
 def _tree_sitter():
-    from . import require
+    from .._optional import require
 
     return require("tree_sitter", "code", "parsing code")
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .._optional import require
 from ..limits import Limits, check_limit, node_budget
 from ..structure import SentenceInfo, Structure, StructureError, raise_at_first
-from . import require
 from ._dependency import dependency_structure, heads_to_preorder
 from ._input import read_text
 

@@ -28,10 +28,10 @@ import weakref
 from collections import OrderedDict
 from functools import lru_cache
 
+from .._optional import require
 from ..exceptions import ParseError, SpecError
 from ..limits import Deadline, Limits, node_budget, resolve_limits
 from ..structure import Structure, StructureError
-from . import require
 from ._guard import StaleHelper, call_guarded, can_fork
 from ._input import read_text
 from ._tree_builder import TreeBuilder

@@ -15,9 +15,9 @@ anchored inside a complex mapping key (``? {a: &x 1}``): keys get no nodes, only
 
 from __future__ import annotations
 
+from .._optional import require
 from ..limits import Deadline, Limits, node_budget, resolve_limits
 from ..structure import Structure, StructureError
-from . import require
 from ._input import clean_label, read_text
 from ._tree_builder import TreeBuilder
 

@@ -1,8 +1,12 @@
 """Batch encoding pipeline: records -> parse -> coordinates -> sharded Parquet.
 
 * :mod:`.records` — reading JSONL / Parquet / directories as a deterministic record stream;
-* :mod:`.encode` — the per-record work and the picklable :class:`EncodeBatch` (HF
-  ``datasets.map``, Ray Data ``map_batches``);
+* :mod:`.options` — :class:`EncodeOptions` and the checks made before any record is read;
+* :mod:`.dispatch` — the parser of a record's kind, called with the hints it takes;
+* :mod:`.encode` — the per-record work (parse, coordinates, rows or one error entry);
+* :mod:`.timer` — the per-record time budget (``SIGALRM``) in the encoding thread;
+* :mod:`.schema` — the Parquet schema, built from the parsers' and coordinate families' column declarations;
+* :mod:`.adapters` — the picklable :class:`EncodeBatch` (HF ``datasets.map``, Ray Data ``map_batches``);
 * :mod:`.walk` — safe directory walking (regular files only; everything else skipped with a reason);
 * :mod:`.shards` — atomic shard writes and the manifest behind ``--resume``;
 * :mod:`.isolation` — worker processes with per-record timeout, memory limit and replacement;
@@ -11,7 +15,8 @@
 * :mod:`.run` — :func:`encode_to_parquet`, what ``structpos encode`` calls.
 """
 
-from .encode import EncodeBatch, EncodeOptions, encode_payload, encode_records
+from .adapters import EncodeBatch
+from .encode import EncodeOptions, encode_payload, encode_records
 from .records import Record, read_records
 from .run import (
     DEFAULT_SHARD_SIZE,
@@ -22,6 +27,7 @@ from .run import (
     read_errors,
     read_output,
 )
+from .schema import output_schema
 
 __all__ = [
     "EncodeBatch",
@@ -34,6 +40,7 @@ __all__ = [
     "encode_payload",
     "encode_records",
     "encode_to_parquet",
+    "output_schema",
     "read_errors",
     "read_output",
     "read_records",

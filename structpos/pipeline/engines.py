@@ -184,7 +184,7 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
     >>> [r.encoded for r in run_ray([task], workers=1)]  # doctest: +SKIP
     [1]
     """
-    from ..parsers import require
+    from .._optional import require
 
     ray = require("ray", "ray", "--engine ray")
     started = _ray_init(ray, workers, address)

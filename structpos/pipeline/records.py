@@ -13,7 +13,7 @@ is record ``k`` of the next, which is what sharding and ``--resume`` rely on):
   :class:`~structpos.exceptions.InputError` naming it.
 * **A directory** (or any other single file): one record per file, id = the path relative to
   the directory, files sorted by that path; the kind (and code language) comes from
-  ``--kind``/``--language`` or else the suffix (:data:`SUFFIX_KINDS`). A CoNLL-U file yields
+  ``--kind``/``--language`` or else the suffix (:func:`~structpos.parsers.kinds.kind_for_suffix`). A CoNLL-U file yields
   one record per sentence, id ``file#sent_id``. Only regular files are read (see
   :mod:`.walk`); every other entry, and every file of another kind or language or with an
   unknown suffix, is reported as skipped with its reason. A known suffix also fixes the
@@ -40,11 +40,11 @@ from typing import Any, Iterator, Sequence
 
 from ..exceptions import InputError, ParseError
 from ..parsers._input import decode_input
+from ..parsers.kinds import format_for_suffix, kind_for_suffix
 from .walk import Skipped, open_regular, read_bounded, special_kind, walk_files
 
 __all__ = [
     "Record",
-    "SUFFIX_KINDS",
     "read_records",
     "check_input",
     "count_records",
@@ -53,35 +53,6 @@ __all__ = [
     "record_digest",
 ]
 
-# suffix -> (kind, language)
-SUFFIX_KINDS: dict[str, tuple[str, str | None]] = {
-    ".py": ("code", "python"),
-    ".js": ("code", "javascript"),
-    ".mjs": ("code", "javascript"),
-    ".java": ("code", "java"),
-    ".go": ("code", "go"),
-    ".rs": ("code", "rust"),
-    ".c": ("code", "c"),
-    ".h": ("code", "c"),
-    ".cc": ("code", "cpp"),
-    ".cpp": ("code", "cpp"),
-    ".cxx": ("code", "cpp"),
-    ".hpp": ("code", "cpp"),
-    ".hh": ("code", "cpp"),
-    ".json": ("json", None),
-    ".conllu": ("conllu", None),
-    ".csv": ("table", None),
-    ".tsv": ("table", None),
-    ".html": ("table", None),
-    ".htm": ("table", None),
-    ".md": ("markdown", None),
-    ".txt": ("document", None),
-    ".xml": ("xml", None),
-    ".yaml": ("yaml", None),
-    ".yml": ("yaml", None),
-}
-
-TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".html": "html", ".htm": "html"}
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -181,7 +152,7 @@ def kind_for_path(path: str | Path) -> tuple[str, str | None] | None:
     >>> kind_for_path("notes.bin") is None
     True
     """
-    return SUFFIX_KINDS.get(Path(path).suffix.lower())
+    return kind_for_suffix(Path(path).suffix)
 
 
 def read_records(
@@ -205,7 +176,7 @@ def read_records(
         A ``.jsonl``/``.ndjson`` file, a ``.parquet`` file, a directory, or any other file.
     kind, language : str, optional
         The input kind and code language(s) (comma separated); for directories they select
-        the files to read (otherwise the suffix decides, :data:`SUFFIX_KINDS`).
+        the files to read (otherwise the suffix decides, :func:`kind_for_path`).
     field, id_field : str
         JSONL / Parquet: the payload field and the id field (default: the line / row number).
     glob : str, optional
@@ -570,7 +541,7 @@ def _file_records(
                 f"{rel}#{sent_id}", block, f"{rel} line {lineno}", kind, language, input=rel, position=f"line {lineno}"
             )
     else:
-        fmt = TABLE_FORMATS.get(path.suffix.lower()) if kind == "table" else None
+        fmt = format_for_suffix(path.suffix) if (kind_for_path(path) or ("",))[0] == kind else None
         yield Record(rel, text, rel, kind, language, format=fmt, input=rel)
 
 

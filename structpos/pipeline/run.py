@@ -130,6 +130,8 @@ class EncodeConfig:
         Continue a run in the output directory (retrying its errors), or replace it.
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal).
+    tokenizer : str, optional
+        A tokenizer path: rows gain ``input_ids`` and per-token coordinates.
 
     Examples
     --------
@@ -160,6 +162,7 @@ class EncodeConfig:
     retry_errors: bool = False
     overwrite: bool = False
     progress: bool | None = None
+    tokenizer: str | None = None
 
     def encode_options(self) -> EncodeOptions:
         """The per-record options the workers get.
@@ -180,6 +183,7 @@ class EncodeConfig:
             tuple(sorted((self.parser_options or {}).items())),
             self.limits,
             tuple(sorted((self.extra_parsers or {}).items())),
+            tokenizer=self.tokenizer,
         )
 
     def validate(self) -> "EncodeConfig":

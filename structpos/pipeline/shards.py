@@ -36,8 +36,9 @@ import pyarrow.parquet as pq
 
 from ..exceptions import ResumeError
 from .arrow import rows_to_table
-from .encode import EncodeOptions, cannot_store, conform, encode_each, output_schema, store_error
+from .encode import EncodeOptions, cannot_store, encode_each, mark_unstorable, store_error
 from .records import Record
+from .schema import conform, output_schema
 
 __all__ = [
     "ShardResult",
@@ -404,14 +405,7 @@ def _rows_table(per_record: PerRecord, records: Sequence[Record]) -> pa.Table:
     except Exception as e:  # find the record(s) at fault, one by one
         if not cannot_store(e):
             raise
-        for k, (ok, _err) in enumerate(per_record):
-            if ok:
-                try:
-                    rows_to_table(ok)
-                except Exception as e:
-                    if not cannot_store(e):
-                        raise
-                    per_record[k] = ([], store_error(records[k], e))
+        mark_unstorable(records, per_record, rows_to_table)
         return rows_to_table([r for ok, _ in per_record for r in ok])
 
 
@@ -419,7 +413,7 @@ def _conformed(table: pa.Table, schema: pa.Schema | None) -> pa.Table:
     try:
         return conform(table, schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return table  # a coordinate of another type than the sample's: keep it as it is (readers unify schemas)
+        return table  # a coordinate of another type than declared: keep it as it is (readers unify schemas)
 
 
 def _shard_table(per_record: PerRecord, records: Sequence[Record], options: EncodeOptions) -> pa.Table:
@@ -466,7 +460,7 @@ def encode_shard_table(
     Returns
     -------
     table : pyarrow.Table
-        The rows, conformed to :func:`~structpos.pipeline.encode.output_schema` when possible.
+        The rows, conformed to :func:`~structpos.pipeline.schema.output_schema` when possible.
     errors : list of dict
         One entry per failed record.
     result : ShardResult
@@ -637,7 +631,7 @@ def _release_arrow_memory() -> None:
 
 
 def _union_schema(records: Sequence[Record], per_record: PerRecord, schema: pa.Schema | None) -> pa.Schema:
-    """The file's schema: the sample's (when known) and every record's columns; a record whose rows
+    """The file's schema: the declared one (when known) and every record's columns; a record whose rows
     cannot be made into a table becomes an error here."""
     schemas = [] if schema is None else [schema]
     for k, (ok, _) in enumerate(per_record):

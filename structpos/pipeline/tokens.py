@@ -39,10 +39,7 @@ import numpy as np
 
 from ..exceptions import InputError, SpecError
 
-__all__ = ["TOKENIZER_OPTION", "add_token_columns", "load_tokenizer", "token_columns", "tokenize"]
-
-TOKENIZER_OPTION = "__tokenizer__"
-"""Key in ``parser_options`` that carries the tokenizer path through the pipeline (popped before parsing)."""
+__all__ = ["add_token_columns", "load_tokenizer", "token_columns", "tokenize"]
 
 _LOADED: dict[str, Any] = {}
 
@@ -211,8 +208,8 @@ def token_columns(structure, coords: Mapping[str, np.ndarray], tokenizer: Any) -
     return out
 
 
-def add_token_columns(row: dict, structure, options: Mapping[str, Any]) -> None:
-    """Add the token columns to an encoded ``row`` in place when ``options`` names a tokenizer.
+def add_token_columns(row: dict, structure, tokenizer: str | os.PathLike | None) -> None:
+    """Add the token columns to an encoded ``row`` in place when a ``tokenizer`` path is given.
 
     Parameters
     ----------
@@ -221,8 +218,8 @@ def add_token_columns(row: dict, structure, options: Mapping[str, Any]) -> None:
         ``tok_parent``); its ``coords`` gains the columns of :func:`token_columns`.
     structure : Structure
         The row's structure.
-    options : mapping
-        The parser options; :data:`TOKENIZER_OPTION` holds the tokenizer path, if any.
+    tokenizer : str, os.PathLike or None
+        The tokenizer path (:func:`load_tokenizer`); ``None`` adds nothing.
 
     Returns
     -------
@@ -246,18 +243,17 @@ def add_token_columns(row: dict, structure, options: Mapping[str, Any]) -> None:
     >>> tok.save(path)
     >>> s = structpos.parse("[7]", "json")
     >>> row = {"coords": {}, "parent": s.parent}
-    >>> add_token_columns(row, s, {})  # no tokenizer: nothing to do
+    >>> add_token_columns(row, s, None)  # no tokenizer: nothing to do
     >>> row["coords"]
     {}
-    >>> add_token_columns(row, s, {TOKENIZER_OPTION: path})
+    >>> add_token_columns(row, s, path)
     >>> row["coords"]["input_ids"].tolist(), row["coords"]["tok_parent"].tolist()
     ([0, 1, 0], [-1, 0, -1])
     """
-    path = options.get(TOKENIZER_OPTION)
-    if not path:
+    if not tokenizer:
         return
     coords = dict(row["coords"])
     for base in ("parent",):
         if row.get(base) is not None and base not in coords:
             coords[base] = np.asarray(row[base])
-    row["coords"].update(token_columns(structure, coords, load_tokenizer(path)))
+    row["coords"].update(token_columns(structure, coords, load_tokenizer(tokenizer)))

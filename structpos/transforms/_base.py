@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ..parsers import require
+from .._optional import require
 
 pyg_transforms = require("torch_geometric.transforms", "graph", "structpos.transforms")
 BaseTransform = pyg_transforms.BaseTransform

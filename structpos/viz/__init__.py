@@ -6,7 +6,7 @@ with Agg/SVG); HTML output is self-contained. Needs the ``viz`` extra (matplotli
 
 from __future__ import annotations
 
-from ..parsers import require
+from .._optional import require
 
 require("matplotlib", "viz", "structpos.viz")
 
