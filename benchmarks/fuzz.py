@@ -895,7 +895,7 @@ def _apply_other(name: str, enc, gen, call: dict, L: int, H: int, D: int) -> Non
         enc(torch.randn(L, dim + call["axes_delta"], generator=gen), depth, depth.flip(0))
     elif name == "tpe_attention":
         q = torch.randn(1, L, int(getattr(enc, "num_heads", H)), D, generator=gen)
-        positions = torch.randint(0, 6, (int(getattr(enc, "num_orders", 1)), 1, L), generator=gen)
+        positions = torch.randint(0, 6, (1, L, int(getattr(enc, "num_orders", 1))), generator=gen)
         enc(q, q, q, positions)
 
 

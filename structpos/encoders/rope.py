@@ -42,6 +42,7 @@ from ._checks import (
     check_count,
     check_every_axis_used,
     check_finite_values,
+    check_flag,
     check_head_dim,
     check_qk,
     check_real,
@@ -331,7 +332,7 @@ class StructuralRoPE(nn.Module):
         self.allocation, self.layout, self.qk_layout = allocation, check_layout(layout), qk_layout
         self.base = check_real(base, "base", low=1.0, low_open=True)
         self.num_heads = None if num_heads is None else check_count(num_heads, "num_heads")
-        self.learnable = bool(learnable)
+        self.learnable = check_flag(learnable, "learnable")
         max_table_extent = check_count(max_table_extent, "max_table_extent")
         self.sections = list(sections) if sections is not None else None
         self._init_inv_freq(inv_freq)
