@@ -660,6 +660,9 @@ def encoder_options(rng: random.Random, name: str) -> dict:
     def dim():
         return _pick(rng, dims, bad_dims)
 
+    def flag():
+        return _pick(rng, [True, False], ["yes", 2, None], 0.2)
+
     if name in ("rope", "hier_rope"):
         maybe("head_dim", dim, 0.95)
         if name == "rope":
@@ -673,7 +676,7 @@ def encoder_options(rng: random.Random, name: str) -> dict:
         maybe("base", lambda: _pick(rng, reals, bad_reals))
         maybe("layout", lambda: _pick(rng, layouts, bad_layouts), 0.3)
         maybe("num_heads", lambda: _pick(rng, [1, 2, 4], [0, -1, 3, 2**40]), 0.3)
-        maybe("learnable", lambda: rng.random() < 0.5, 0.2)
+        maybe("learnable", flag, 0.2)
         maybe("qk_layout", lambda: _pick(rng, ["blhd", "bhld"], ["hbld", None]), 0.2)
     elif name == "wire":
         maybe("head_dim", dim, 0.95)
@@ -681,7 +684,7 @@ def encoder_options(rng: random.Random, name: str) -> dict:
         maybe("base", lambda: _pick(rng, reals, bad_reals))
         maybe("scale", lambda: _pick(rng, [1.0, 64.0, 0.01], bad_reals))
         maybe("layout", lambda: _pick(rng, layouts, bad_layouts), 0.3)
-        maybe("learnable", lambda: rng.random() < 0.5, 0.2)
+        maybe("learnable", flag, 0.2)
         maybe("qk_layout", lambda: _pick(rng, ["blhd", "bhld"], ["hbld", None]), 0.2)
     elif name == "aw_rope":
         maybe("head_dim", dim, 0.95)
@@ -694,11 +697,12 @@ def encoder_options(rng: random.Random, name: str) -> dict:
         maybe("hidden", lambda: _pick(rng, [8, 32], [0, -1]), 0.3)
         maybe("base", lambda: _pick(rng, reals, bad_reals), 0.3)
         maybe("layout", lambda: _pick(rng, layouts, bad_layouts), 0.3)
+        maybe("learnable", flag, 0.2)
     elif name == "lap_pe":
         maybe("k", lambda: _pick(rng, counts, bad_counts), 0.95)
         maybe("dim", lambda: _pick(rng, dims, [0, -4, 2**40, *_ODD]), 0.95)
-        maybe("use_eigvals", lambda: rng.random() < 0.5, 0.3)
-        maybe("sign_flip", lambda: rng.random() < 0.5, 0.3)
+        maybe("use_eigvals", flag, 0.3)
+        maybe("sign_flip", flag, 0.3)
     elif name == "spd_bias":
         maybe("num_heads", lambda: _pick(rng, [1, 2, 4], [0, -1, 2**40, *_ODD]), 0.95)
         maybe("max_distance", lambda: _pick(rng, [0, 1, 16], [-1, -2, 2**40, 2.5, None]))

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
-from ._checks import check_choice, check_count, check_head_dim, check_real, check_table_size
+from ._checks import check_choice, check_count, check_flag, check_head_dim, check_real, check_table_size
 from ._rotary import check_layout, rope_inv_freq
 
 __all__ = [
@@ -442,6 +442,7 @@ class AWRoPE(nn.Module):
         # checked even where unused (phase != "learned"): a bad value is refused, never silently kept
         feature_dim = None if feature_dim is None else check_count(feature_dim, "feature_dim")
         hidden = check_count(hidden, "hidden")
+        learnable, check = check_flag(learnable, "learnable"), check_flag(check, "check")
         self.head_dim, self.z, self.K, self.mode, self.phase = head_dim, z, K, mode, phase
         self.num_axes, self.feature_dim = num_axes, feature_dim
         self.layout, self.check = check_layout(layout), check

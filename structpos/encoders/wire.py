@@ -36,6 +36,7 @@ from ._checks import (
     check_count,
     check_every_axis_used,
     check_finite_values,
+    check_flag,
     check_head_dim,
     check_real,
     from_blhd,
@@ -201,6 +202,7 @@ class WIRE(nn.Module):
     ):
         super().__init__()
         self.head_dim, self.k = check_head_dim(head_dim), check_count(k, "k")
+        learnable = check_flag(learnable, "learnable")
         self.layout, self.qk_layout = check_layout(layout), check_choice(qk_layout, "qk_layout", QK_LAYOUTS)
         P = self.head_dim // 2
         if omega is None:
