@@ -911,13 +911,15 @@ _INT_OPTIONS = {
 # K = 0 and max_distance = 0 are meaningful; token_axis counts from the end when negative
 _POSITIVE_OPTIONS = _INT_OPTIONS - {"K", "max_distance", "token_axis"}
 _FLAG_OPTIONS = {"learnable", "use_eigvals", "sign_flip", "gate", "learn_basis", "learnable_freqs", "check"}
-_POSITIVE_REALS = {"base", "scale", "extra_base", "c", "threshold"}  # finite, > 0 (base: > 1, checked elsewhere)
+# finite, > 0, neither tiny nor huge (a base may be huge: with head_dim = 2 it is unused; the library refuses
+# a base only where a frequency underflows, so a huge base is judged by the rotary checks, not here)
+_POSITIVE_REALS = {"scale", "c", "threshold"}
 
 
 def hostile_options(options: dict) -> list[str]:
     """The options an encoder should refuse: non-integers for integer options, non-positive sizes,
     non-finite or extreme reals (``base`` must be a finite number > 1; ``scale``, ``c``, ``threshold``
-    finite > 0; ``init_std``, ``unreachable``, ``z`` finite numbers), flags that are not booleans.
+    in ``[1e-100, 1e100]``; ``init_std``, ``unreachable``, ``z`` finite numbers), flags that are not booleans.
 
     An encoder that *builds* with one of them has accepted it silently (counted apart from escapes).
     """
@@ -929,6 +931,8 @@ def hostile_options(options: dict) -> list[str]:
         elif key in _POSITIVE_OPTIONS and number and v <= 0:
             out.append(f"{key}={v!r}")
         elif key in _POSITIVE_REALS and number and (not math.isfinite(v) or v <= 0 or v > 1e100 or v < 1e-100):
+            out.append(f"{key}={v!r}")
+        elif key in ("base", "extra_base") and number and (not math.isfinite(v) or v <= 1):
             out.append(f"{key}={v!r}")
         elif key in _POSITIVE_REALS and v is not None and not number:
             out.append(f"{key}={v!r}")

@@ -189,6 +189,7 @@ def _newer_encoder_bad_options():
         (lambda: ComRoPE(8, 1, init="random", base=float("inf")), "base"),
         (lambda: CoPE(2**40, 2), "head_dim"),
         (lambda: CoPE(8, 2, scale=float("-inf")), "scale"),
+        (lambda: CoPE(8, 2, scale=1e-300), "scale"),  # 0 in float32: the term would vanish
         (lambda: ExtraPlaneRoPE(8, None, 8), "extra_dim"),
         (lambda: ExtraPlaneRoPE(8, 4, None), "num_axes"),
         (lambda: ExtraPlaneRoPE(8, 4, 2, token_axis="8"), "token_axis"),
@@ -214,10 +215,10 @@ def _newer_encoder_bad_options():
     ]
 
 
-@pytest.mark.parametrize("case", range(34))
+@pytest.mark.parametrize("case", range(35))
 def test_newer_encoders_refuse_bad_options_with_spec_error(case):
     cases = _newer_encoder_bad_options()
-    assert len(cases) == 34
+    assert len(cases) == 35
     make, match = cases[case]
     with pytest.raises(SpecError, match=match):
         make()

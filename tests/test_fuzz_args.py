@@ -114,6 +114,12 @@ def test_run_args_counts_every_case_once(target):
 
 def test_hostile_options_are_the_ones_to_refuse():
     assert fuzz.hostile_options({"head_dim": 8, "num_axes": 2, "base": 10000.0, "K": 0, "max_distance": 0}) == []
+    # a huge base is legitimate where no frequency underflows (head_dim = 2: the one pair has ω = 1)
+    assert fuzz.hostile_options({"head_dim": 2, "base": 1e308}) == [] and fuzz.hostile_options({"base": 1.0})
+    assert fuzz.hostile_options({"scale": 1e-300, "learnable": "yes", "token_axis": -1}) == [
+        "scale=1e-300",
+        "learnable='yes'",
+    ]
     found = fuzz.hostile_options(
         {"head_dim": "8", "num_axes": True, "k": 0, "dim": 2.5, "base": float("inf"), "scale": -1.0}
     )

@@ -67,6 +67,8 @@ from ._checks import (
     to_blhd,
 )
 
+_F32 = torch.finfo(torch.float32)
+
 __all__ = ["CoPE", "cope_positions", "interpolate_position_logits", "unit_boundaries"]
 
 Boundary = Literal["end", "start"]
@@ -246,9 +248,10 @@ class CoPE(nn.Module):
         self.max_positions = check_count(max_positions, "CoPE: max_positions")
         check_table_size("CoPE embedding max_positions × head_dim", self.max_positions, self.head_dim)
         self.qk_layout = check_choice(qk_layout, "qk_layout", QK_LAYOUTS)
-        self.scale = (
-            1.0 / math.sqrt(self.head_dim) if scale is None else check_real(scale, "scale", low=0.0, low_open=True)
-        )
+        if scale is None:
+            self.scale = 1.0 / math.sqrt(self.head_dim)
+        else:  # in (tiny, max) of float32: 1e-300 would round to 0 and silently switch the term off
+            self.scale = check_real(scale, "scale", low=_F32.tiny, high=_F32.max)
         self.embedding = nn.Parameter(torch.randn(self.max_positions, self.head_dim) / math.sqrt(self.head_dim))
 
     def extra_repr(self) -> str:
