@@ -623,7 +623,9 @@ def run_parser(kind: str, n: int, seed: int, timeout: float, findings_max: int =
 
 # ------------------------------------------------------------------ argument fuzz: encoders and CLI options
 # Not inputs to parse but the options users type: encoder constructor arguments (and the tensors they
-# then meet) and `structpos encode` options. A case ends in one of: accepted and working (``ok``), a
+# then meet) and `structpos encode` options. Every registered encoder is covered: six with hand-written
+# option pools and checks of the output (rope, hier_rope, wire, aw_rope, lap_pe, spd_bias), the others with
+# options drawn from their constructor's signature (`_signature_options`) and one forward call. A case ends in one of: accepted and working (``ok``), a
 # StructposError or argparse's usage exit (``structpos``), or a finding (``other``): any other exception
 # (an *escape*), or a silent wrong answer the checks below catch.
 

@@ -165,7 +165,7 @@ def _check_value(key: str, value: Any) -> None:
         raise SpecError(f"limit {key}: must be a finite number > 0 (None turns it off), got {value!r}")
     if value <= 0:
         raise SpecError(f"limit {key}: must be positive, got {value!r}")
-    _check_timeout_bound(key, value, value, "None")
+    _check_timeout_bound(key, float(value), value, "None")
 
 
 DEFAULT_LIMITS = Limits()

@@ -264,8 +264,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help=f"seconds one record may take before it is an error (default {_default_timeout()}; "
-        "same as --limit record_timeout=SECONDS)",
+        help=f"seconds one record may take before it is an error (default {_default_timeout()}, at most 1e6; "
+        "same as --limit record_timeout=SECONDS; --limit record_timeout=none turns it off)",
     )
     run = p.add_argument_group("running")
     run.add_argument("--out", required=True, help="output directory (created; locked while the run lasts)")

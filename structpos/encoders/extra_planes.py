@@ -83,6 +83,8 @@ class ExtraPlaneRoPE(nn.Module):
     True
     """
 
+    _structural_axes: torch.Tensor  # a buffer: the coordinate axes the extra planes read
+
     def __init__(
         self,
         head_dim: int,

@@ -445,7 +445,7 @@ def _rope_from_table(
     per_axis = None
     if table.layer_type is None:  # per-layer-type tables (Gemma 3) keep their own frequencies on every axis
         per_axis = _token_axis_scaling(config, inv_freq.float().cpu(), num_axes, scale_axes)
-    freq = {"inv_freq": inv_freq.float()} if per_axis is None else {"axis_inv_freq": per_axis}
+    freq: dict[str, Any] = {"inv_freq": inv_freq.float()} if per_axis is None else {"axis_inv_freq": per_axis}
     rope = StructuralRoPE(2 * inv_freq.numel(), num_axes, allocation, qk_layout="bhld", **freq, **options)
     return rope.to(inv_freq.device)
 
