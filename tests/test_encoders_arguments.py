@@ -229,6 +229,8 @@ def test_size_bounds_are_inclusive():
 
     assert StructuralRoPE(MAX_HEAD_DIM, 1).inv_freq.numel() == MAX_HEAD_DIM // 2  # the largest head_dim builds
     assert check_count(2**20, "n") == 2**20 and check_count(2**40, "n", maximum=None) == 2**40
+    # a memory cap, not a size: a long-context model may raise the lazily grown table's cap past 2²⁰
+    assert StructuralRoPE(8, 1, max_table_extent=2**22).cache.max_extent == 2**22
     check_table_size("t", MAX_TABLE_ENTRIES // 4, 4)  # exactly at the bound: no error
     with pytest.raises(SpecError):
         check_table_size("t", MAX_TABLE_ENTRIES // 4 + 1, 4)
