@@ -623,7 +623,9 @@ def run_parser(kind: str, n: int, seed: int, timeout: float, findings_max: int =
 
 # ------------------------------------------------------------------ argument fuzz: encoders and CLI options
 # Not inputs to parse but the options users type: encoder constructor arguments (and the tensors they
-# then meet) and `structpos encode` options. A case ends in one of: accepted and working (``ok``), a
+# then meet) and `structpos encode` options. Every registered encoder is covered: six with hand-written
+# option pools and checks of the output (rope, hier_rope, wire, aw_rope, lap_pe, spd_bias), the others with
+# options drawn from their constructor's signature (`_signature_options`) and one forward call. A case ends in one of: accepted and working (``ok``), a
 # StructposError or argparse's usage exit (``structpos``), or a finding (``other``): any other exception
 # (an *escape*), or a silent wrong answer the checks below catch.
 
@@ -660,6 +662,9 @@ def encoder_options(rng: random.Random, name: str) -> dict:
     def dim():
         return _pick(rng, dims, bad_dims)
 
+    def flag():
+        return _pick(rng, [True, False], ["yes", 2, None], 0.2)
+
     if name in ("rope", "hier_rope"):
         maybe("head_dim", dim, 0.95)
         if name == "rope":
@@ -673,7 +678,7 @@ def encoder_options(rng: random.Random, name: str) -> dict:
         maybe("base", lambda: _pick(rng, reals, bad_reals))
         maybe("layout", lambda: _pick(rng, layouts, bad_layouts), 0.3)
         maybe("num_heads", lambda: _pick(rng, [1, 2, 4], [0, -1, 3, 2**40]), 0.3)
-        maybe("learnable", lambda: rng.random() < 0.5, 0.2)
+        maybe("learnable", flag, 0.2)
         maybe("qk_layout", lambda: _pick(rng, ["blhd", "bhld"], ["hbld", None]), 0.2)
     elif name == "wire":
         maybe("head_dim", dim, 0.95)
@@ -681,7 +686,7 @@ def encoder_options(rng: random.Random, name: str) -> dict:
         maybe("base", lambda: _pick(rng, reals, bad_reals))
         maybe("scale", lambda: _pick(rng, [1.0, 64.0, 0.01], bad_reals))
         maybe("layout", lambda: _pick(rng, layouts, bad_layouts), 0.3)
-        maybe("learnable", lambda: rng.random() < 0.5, 0.2)
+        maybe("learnable", flag, 0.2)
         maybe("qk_layout", lambda: _pick(rng, ["blhd", "bhld"], ["hbld", None]), 0.2)
     elif name == "aw_rope":
         maybe("head_dim", dim, 0.95)
@@ -694,16 +699,64 @@ def encoder_options(rng: random.Random, name: str) -> dict:
         maybe("hidden", lambda: _pick(rng, [8, 32], [0, -1]), 0.3)
         maybe("base", lambda: _pick(rng, reals, bad_reals), 0.3)
         maybe("layout", lambda: _pick(rng, layouts, bad_layouts), 0.3)
+        maybe("learnable", flag, 0.2)
     elif name == "lap_pe":
         maybe("k", lambda: _pick(rng, counts, bad_counts), 0.95)
         maybe("dim", lambda: _pick(rng, dims, [0, -4, 2**40, *_ODD]), 0.95)
-        maybe("use_eigvals", lambda: rng.random() < 0.5, 0.3)
-        maybe("sign_flip", lambda: rng.random() < 0.5, 0.3)
+        maybe("use_eigvals", flag, 0.3)
+        maybe("sign_flip", flag, 0.3)
     elif name == "spd_bias":
         maybe("num_heads", lambda: _pick(rng, [1, 2, 4], [0, -1, 2**40, *_ODD]), 0.95)
         maybe("max_distance", lambda: _pick(rng, [0, 1, 16], [-1, -2, 2**40, 2.5, None]))
+    else:  # the other registered encoders: values drawn by each constructor parameter's type and name
+        opts.update(_signature_options(rng, name))
     if rng.random() < 0.03:
         opts["no_such_option"] = 1
+    return opts
+
+
+_TENSOR_OPTIONS = {"inv_freq", "mixing", "axis_inv_freq", "omega", "slopes"}  # left to fuzz_encoders.py
+_DIM_NAMES = {"head_dim", "dim", "out_dim", "extra_dim"}  # rotated / embedding widths
+
+
+def _signature_options(rng: random.Random, name: str) -> dict:
+    """Options for encoder ``name`` from its constructor's signature: ``Literal`` choices (and unknown
+    ones), integer sizes (zero, negative, odd, 2⁴⁰, wrong types), reals (NaN/inf, huge, tiny, strings),
+    flags (a string, an integer 2), ``sections`` lists. Required parameters are nearly always given."""
+    import inspect
+
+    from structpos.encoders.registry import ENCODERS, _literal_choices
+
+    cls = ENCODERS.load(name)
+    choices = _literal_choices(cls)
+    dims, bad_dims = [2, 4, 8, 16, 32], [0, -8, 7, 1, 2**40, *_ODD]
+    counts, bad_counts = [1, 2, 3, 4, 8], [0, -1, 100, 2**40, *_ODD]
+    reals = [10000.0, 100.0, 2.0, 0.5, 0.02, 1.0]
+    bad_reals = [0.0, -1.0, float("inf"), float("-inf"), float("nan"), 1e-300, 1e308, "x", True]
+    opts: dict = {}
+    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name in _TENSOR_OPTIONS:
+            continue
+        required = p.default is p.empty
+        if rng.random() > (0.95 if required else 0.5):
+            continue
+        ann = str(p.annotation)
+        if p.name in choices:
+            value = _pick(rng, list(choices[p.name]), ["bogus", "", None, 1])
+        elif p.name == "sections":
+            value = rng.choice([[2, 2], [1, 1, 2], [4], [-2, 6], [], [1, 1, 1], [2**40, 1], [2.5, 1.5], "22"])
+        elif ann.startswith("bool"):
+            value = _pick(rng, [True, False], ["yes", 2, None], 0.2)
+        elif ann.startswith("int") and p.name in _DIM_NAMES:
+            value = _pick(rng, dims, bad_dims)
+        elif ann.startswith("int"):
+            good = [-1, 0, 1] if p.name == "token_axis" else counts
+            value = _pick(rng, good, bad_counts + ([5, -5] if p.name == "token_axis" else []))
+        elif ann.startswith("float"):
+            value = _pick(rng, reals + ([None] if "None" in ann else []), bad_reals)
+        else:
+            continue
+        opts[p.name] = value
     return opts
 
 
@@ -812,15 +865,63 @@ def run_encoder_case(name: str, options: dict, call: dict) -> None:
         if call["values"] == "huge":
             dist = dist * 2**40
         enc(dist)
+    else:
+        _apply_other(name, enc, gen, call, L, H, D)
 
 
-_INT_OPTIONS = {"head_dim", "num_axes", "k", "K", "dim", "num_heads", "max_distance", "hidden", "feature_dim"}
-_POSITIVE_OPTIONS = _INT_OPTIONS - {"K", "max_distance"}  # K = 0 and max_distance = 0 are meaningful
+_QK_COORDS = {"bipe", "comrope", "extra_plane_rope", "grape", "grape_additive", "liere", "string"}
+
+
+def _apply_other(name: str, enc, gen, call: dict, L: int, H: int, D: int) -> None:
+    """Apply an encoder built from :func:`_signature_options` once to small tensors of the shapes it
+    declares (an escape check: what it returns is not judged here; ``fuzz_encoders.py`` and the unit
+    tests check the values)."""
+    import torch
+
+    D = getattr(enc, "head_dim", D)
+    if name in _QK_COORDS:
+        blhd = getattr(enc, "qk_layout", "blhd") != "bhld"
+        shape = (1, L, H, D) if blhd else (1, H, L, D)
+        q, k = torch.randn(shape, generator=gen), torch.randn(shape, generator=gen)
+        axes = 1 if name == "bipe" else int(getattr(enc, "num_axes", 1))
+        coords = _coord_values(gen, (1, L, max(0, axes + call["axes_delta"])), call["values"])
+        enc(q, k, coords)
+    elif name == "cope":
+        blhd = getattr(enc, "qk_layout", "blhd") != "bhld"
+        shape = (1, L, H, D) if blhd else (1, H, L, D)
+        enc(torch.randn(shape, generator=gen), torch.randn(shape, generator=gen))
+    elif name in ("fire", "peg_bias"):
+        enc(_coord_values(gen, (L, L), call["values"]))
+    elif name == "spe":
+        kk = max(1, 2 + call["axes_delta"])
+        enc(_coord_values(gen, (L, kk), call["values"]), _coord_values(gen, (2,), call["values"]))
+    elif name == "tree_embedding":
+        dim = getattr(enc, "dim", 8)
+        depth = torch.randint(-1, 40, (L,), generator=gen)
+        enc(torch.randn(L, dim + call["axes_delta"], generator=gen), depth, depth.flip(0))
+    elif name == "tpe_attention":
+        q = torch.randn(1, L, int(getattr(enc, "num_heads", H)), D, generator=gen)
+        positions = torch.randint(0, 6, (1, L, int(getattr(enc, "num_orders", 1))), generator=gen)
+        enc(q, q, q, positions)
+
+
+_INT_OPTIONS = {
+    *("head_dim", "num_axes", "k", "K", "dim", "num_heads", "max_distance", "hidden", "feature_dim"),
+    *("out_dim", "extra_dim", "max_positions", "max_offset", "block_size", "rank", "num_orders", "num_filters"),
+    *("max_depth", "max_sibling", "token_axis", "max_table_extent"),
+}
+# K = 0 and max_distance = 0 are meaningful; token_axis counts from the end when negative
+_POSITIVE_OPTIONS = _INT_OPTIONS - {"K", "max_distance", "token_axis"}
+_FLAG_OPTIONS = {"learnable", "use_eigvals", "sign_flip", "gate", "learn_basis", "learnable_freqs", "check"}
+# finite, > 0, neither tiny nor huge (a base may be huge: with head_dim = 2 it is unused; the library refuses
+# a base only where a frequency underflows, so a huge base is judged by the rotary checks, not here)
+_POSITIVE_REALS = {"scale", "c", "threshold"}
 
 
 def hostile_options(options: dict) -> list[str]:
     """The options an encoder should refuse: non-integers for integer options, non-positive sizes,
-    non-finite or extreme reals (``base`` must be a finite number > 1, ``scale`` finite > 0).
+    non-finite or extreme reals (``base`` must be a finite number > 1; ``scale``, ``c``, ``threshold``
+    in ``[1e-100, 1e100]``; ``init_std``, ``unreachable``, ``z`` finite numbers), flags that are not booleans.
 
     An encoder that *builds* with one of them has accepted it silently (counted apart from escapes).
     """
@@ -831,7 +932,15 @@ def hostile_options(options: dict) -> list[str]:
             out.append(f"{key}={v!r}")
         elif key in _POSITIVE_OPTIONS and number and v <= 0:
             out.append(f"{key}={v!r}")
-        elif key in ("base", "scale") and number and (not math.isfinite(v) or v <= 0 or v > 1e100 or v < 1e-100):
+        elif key in _POSITIVE_REALS and number and (not math.isfinite(v) or v <= 0 or v > 1e100 or v < 1e-100):
+            out.append(f"{key}={v!r}")
+        elif key in ("base", "extra_base") and number and (not math.isfinite(v) or v <= 1):
+            out.append(f"{key}={v!r}")
+        elif key in _POSITIVE_REALS and v is not None and not number:
+            out.append(f"{key}={v!r}")
+        elif key in ("init_std", "unreachable", "z") and (not number or not math.isfinite(v) or v > 1e100):
+            out.append(f"{key}={v!r}")
+        elif key in _FLAG_OPTIONS and v is not None and not (isinstance(v, bool) or v in (0, 1)):
             out.append(f"{key}={v!r}")
     return out
 

@@ -28,6 +28,10 @@ from .exceptions import LimitError, SpecError
 __all__ = ["Limits", "DEFAULT_LIMITS", "Deadline", "check_limit", "resolve_limits", "node_budget"]
 
 
+#: Largest ``record_timeout`` (10⁶ s, 11.6 days); ``None`` turns the timeout off.
+MAX_RECORD_TIMEOUT = 1e6
+
+
 @dataclass(frozen=True)
 class Limits:
     """Per-record limits (``None`` = unlimited).
@@ -47,7 +51,9 @@ class Limits:
         ``max(1024, max_graph_nodes_per_edge * (edges + 1))`` nodes; pass ``num_nodes``
         explicitly for sparser graphs.
     record_timeout : float or None
-        Seconds one record may take in ``encode`` before it goes to the errors file.
+        Seconds one record may take in ``encode`` before it goes to the errors file; at most
+        :data:`MAX_RECORD_TIMEOUT` (a timer beyond that overflows the platform's clock: use
+        ``None`` for no timeout).
     max_memory_bytes : int or None
         Address-space limit of an ``encode`` worker process (under Ray: the address space a
         task may add to what its worker already maps). Wherever records are encoded (workers,
@@ -136,7 +142,15 @@ def _parse_value(key: str, value: str | int | float | None) -> int | float | Non
         raise SpecError(f"limit {key}: must be a finite number > 0 ('none' turns it off), got {value!r}")
     if number <= 0:
         raise SpecError(f"limit {key}: must be positive, got {value!r}")
+    _check_timeout_bound(key, number, value, "'none'")
     return number
+
+
+def _check_timeout_bound(key: str, number: float, given: Any, off: str) -> None:
+    if key == "record_timeout" and number > MAX_RECORD_TIMEOUT:
+        raise SpecError(
+            f"limit {key}: must be at most {MAX_RECORD_TIMEOUT:g} seconds ({off} turns it off), got {given!r}"
+        )
 
 
 def _check_value(key: str, value: Any) -> None:
@@ -151,6 +165,7 @@ def _check_value(key: str, value: Any) -> None:
         raise SpecError(f"limit {key}: must be a finite number > 0 (None turns it off), got {value!r}")
     if value <= 0:
         raise SpecError(f"limit {key}: must be positive, got {value!r}")
+    _check_timeout_bound(key, float(value), value, "None")
 
 
 DEFAULT_LIMITS = Limits()

@@ -44,6 +44,10 @@ def _refused(tmp_path: Path, capsys, *extra: str) -> str:
         (["--record-timeout", "inf"], "--record-timeout"),
         (["--record-timeout", "-inf"], "--record-timeout"),
         (["--record-timeout", "0"], "--record-timeout"),
+        # finite but past the platform's timer (OverflowError in setitimer per record, found by fuzz.py --args cli)
+        (["--record-timeout", "1e308"], "--record-timeout"),
+        (["--record-timeout", "99999999999999999999"], "--record-timeout"),
+        (["--limit", "record_timeout=1e308"], "--limit record_timeout"),
         (["--limit", "record_timeout=inf"], "--limit record_timeout"),
         (["--limit", "record_timeout=nan"], "--limit record_timeout"),
         (["--limit", "record_timeout=-1"], "--limit record_timeout"),
@@ -61,6 +65,15 @@ def test_limits_refuse_non_finite_and_non_positive_values_in_the_api(field, valu
     with pytest.raises(SpecError, match=f"limit {field}"):
         Limits(**{field: value})
     assert getattr(Limits(**{field: None}), field) is None  # None still turns the limit off
+
+
+def test_record_timeout_bound_is_inclusive_and_none_still_turns_it_off():
+    from structpos.limits import MAX_RECORD_TIMEOUT
+
+    assert Limits(record_timeout=MAX_RECORD_TIMEOUT).record_timeout == MAX_RECORD_TIMEOUT
+    with pytest.raises(SpecError, match="at most"):
+        Limits(record_timeout=MAX_RECORD_TIMEOUT * 1.5)
+    assert Limits().with_overrides({"record_timeout": "none"}).record_timeout is None
 
 
 def test_finite_limits_still_work_end_to_end(tmp_path, capsys):

@@ -141,7 +141,117 @@ BAD_OPTIONS = [
     (lambda: alibi_slopes(0), SpecError, "num_heads"),
     (lambda: pair_axes(4, 2, "per_head"), SpecError, "allocation"),
     (lambda: unit_indices(torch.zeros(3, 2, dtype=torch.long), mode="local"), SpecError, "mode"),
+    # found by benchmarks/fuzz.py --args encoders (issue 20): sizes that failed in torch's allocator or
+    # in int(); wrong types and values built silently; every registered encoder's options
+    (lambda: StructuralRoPE(2**40, 1), SpecError, "head_dim must be a positive even integer ≤ 65536"),
+    (lambda: StructuralRoPE(16, 2**40, "interleaved"), SpecError, r"num_axes must be an integer in \[1, 1048576\]"),
+    (lambda: StructuralRoPE(8, 2, learnable="yes"), SpecError, "learnable must be True or False"),
+    (lambda: AWRoPE(2**40), SpecError, "head_dim"),
+    (lambda: AWRoPE(8, feature_dim=0), SpecError, "feature_dim"),  # checked though phase='given' ignores it
+    (lambda: AWRoPE(8, hidden=-1), SpecError, "hidden"),
+    (lambda: HierarchicalRoPE(8, levels=3), SpecError, "sequence of level names"),
+    (lambda: SPDBias(2, max_distance=2**40), SpecError, "max_distance"),
+    (lambda: SPDBias(2**19, max_distance=2**19), SpecError, "SPDBias table .* more than 268435456"),
+    (lambda: SPDBias("8"), SpecError, "num_heads"),
+    (lambda: SPDBias(True), SpecError, "num_heads"),
+    (lambda: SPDBias(2.5), SpecError, "num_heads"),
+    (lambda: WIRE(8, k=1, scale=0.0), SpecError, "scale must be a finite number > 0"),
+    (lambda: WIRE(8, k=1, scale=-1.0), SpecError, "scale"),
+    (lambda: WIRE(8, k=1, scale=1e-300), SpecError, "underflows"),
 ]
+
+
+def _newer_encoder_bad_options():
+    from structpos.encoders.additive import LapPEEmbedding
+    from structpos.encoders.bipe import BiPE
+    from structpos.encoders.comrope import ComRoPE
+    from structpos.encoders.cope import CoPE
+    from structpos.encoders.extra_planes import ExtraPlaneRoPE
+    from structpos.encoders.fire import FIRE
+    from structpos.encoders.grape import GRAPE, GRAPEAdditive
+    from structpos.encoders.liere import LieRE
+    from structpos.encoders.peg import PEGBias
+    from structpos.encoders.spe import SPE
+    from structpos.encoders.string import STRING
+    from structpos.encoders.tpe import TraversalOrderAttention
+    from structpos.encoders.tree_embedding import TreePositionEmbedding
+
+    return [
+        (lambda: LapPEEmbedding(k=True, dim=4), "k must be an integer"),
+        (lambda: LapPEEmbedding(k=0, dim=4), "k must be an integer ≥ 1"),
+        (lambda: LapPEEmbedding(k=float("nan"), dim=4), "k must be"),
+        (lambda: LapPEEmbedding(k=4, dim="8"), "dim must be"),
+        (lambda: LapPEEmbedding(k=2**40, dim=2), "k must be an integer in"),
+        (lambda: LapPEEmbedding(k=4, dim=4, sign_flip="no"), "sign_flip must be True or False"),
+        (lambda: BiPE(8, dim=None), "BiPE: dim"),
+        (lambda: BiPE(8, dim=4, max_offset=None), "max_offset"),
+        (lambda: ComRoPE(8, 1, block_size="8"), "block_size"),
+        (lambda: ComRoPE(8, 1, init="random", base=float("inf")), "base"),
+        (lambda: CoPE(2**40, 2), "head_dim"),
+        (lambda: CoPE(8, 2, scale=float("-inf")), "scale"),
+        (lambda: CoPE(8, 2, scale=1e-300), "scale"),  # 0 in float32: the term would vanish
+        (lambda: ExtraPlaneRoPE(8, None, 8), "extra_dim"),
+        (lambda: ExtraPlaneRoPE(8, 4, None), "num_axes"),
+        (lambda: ExtraPlaneRoPE(8, 4, 2, token_axis="8"), "token_axis"),
+        (lambda: FIRE("8"), "num_heads"),
+        (lambda: FIRE(2**40), "num_heads"),
+        (lambda: FIRE(2, unreachable=1e308), "unreachable"),
+        (lambda: GRAPE(8, 1, mode="mixture", rank="2"), "rank"),
+        (lambda: GRAPE(8, 1, learn_basis="yes"), "learn_basis"),
+        (lambda: GRAPEAdditive(8, 1, num_heads=None), "num_heads"),
+        (lambda: LieRE(8, 1, init="random", init_std=float("nan")), "init_std"),
+        (lambda: LieRE("8", 1), "head_dim"),
+        (lambda: STRING(8, 1, learnable_freqs="yes"), "learnable_freqs"),
+        (lambda: PEGBias("8"), "num_heads"),
+        (lambda: PEGBias(2, hidden=0), "hidden"),
+        (lambda: SPE(2**40), "out_dim"),
+        (lambda: SPE(8, num_filters=2.5), "num_filters"),
+        (lambda: TraversalOrderAttention(float("nan"), 2), "head_dim"),
+        (lambda: TraversalOrderAttention(8, None), "num_heads"),
+        (lambda: TraversalOrderAttention(8, 2, gate=None), "gate"),
+        (lambda: TreePositionEmbedding(None), "dim"),
+        (lambda: TreePositionEmbedding(2.5), "dim"),
+        (lambda: TreePositionEmbedding(4, max_sibling=2**40), "max_sibling"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(35))
+def test_newer_encoders_refuse_bad_options_with_spec_error(case):
+    cases = _newer_encoder_bad_options()
+    assert len(cases) == 35
+    make, match = cases[case]
+    with pytest.raises(SpecError, match=match):
+        make()
+
+
+def test_size_bounds_are_inclusive():
+    from structpos.encoders._checks import MAX_HEAD_DIM, MAX_TABLE_ENTRIES, check_count, check_table_size
+
+    assert StructuralRoPE(MAX_HEAD_DIM, 1).inv_freq.numel() == MAX_HEAD_DIM // 2  # the largest head_dim builds
+    assert check_count(2**20, "n") == 2**20 and check_count(2**40, "n", maximum=None) == 2**40
+    # a memory cap, not a size: a long-context model may raise the lazily grown table's cap past 2²⁰
+    assert StructuralRoPE(8, 1, max_table_extent=2**22).cache.max_extent == 2**22
+    check_table_size("t", MAX_TABLE_ENTRIES // 4, 4)  # exactly at the bound: no error
+    with pytest.raises(SpecError):
+        check_table_size("t", MAX_TABLE_ENTRIES // 4 + 1, 4)
+
+
+def test_lap_pe_and_aw_rope_shape_errors():
+    from structpos.encoders.additive import LapPEEmbedding
+
+    emb = LapPEEmbedding(k=2, dim=4)
+    with pytest.raises(ShapeError, match="eigvecs must be a floating tensor"):
+        emb(torch.zeros(3, 3))
+    with pytest.raises(ShapeError, match="eigvals must have shape"):
+        emb(torch.zeros(3, 2), torch.zeros(5))
+    # learned phases: node features of the wrong width are a ShapeError, also on a graph without edges
+    aw = AWRoPE(8, phase="learned", feature_dim=8)
+    q = torch.randn(1, 2, 8)
+    no_edges = torch.zeros(2, 0, dtype=torch.long)
+    with pytest.raises(ShapeError, match="feature_dim = 8"):
+        aw(q, q, no_edges, h=torch.randn(1, 4))
+    qo, ko = aw(q, q, no_edges, h=torch.randn(1, 8))
+    assert torch.equal(qo, q) and torch.equal(ko, q)  # no edge: nothing transported
 
 
 @pytest.mark.parametrize("make,error,match", BAD_OPTIONS)

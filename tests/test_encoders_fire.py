@@ -168,8 +168,13 @@ def test_float64_gradcheck_on_theta_c_and_threshold():
 def test_errors():
     with pytest.raises(SpecError, match="num_heads"):
         FIRE(0)
-    with pytest.raises(SpecError, match="c > 0"):
+    with pytest.raises(SpecError, match="c must be a finite number > 0"):
         FIRE(2, c=0.0)
+    # each option fine alone, but ψ(threshold) = log1p(c·threshold) would be inf / 0 in float32
+    with pytest.raises(SpecError, match="must be finite and > 0"):
+        FIRE(2, c=1e308)
+    with pytest.raises(SpecError, match="must be finite and > 0"):
+        FIRE(2, threshold=1e-300)
     with pytest.raises(ShapeError, match="query_scale"):
         FIRE(2)(torch.zeros(3, 3), torch.zeros(4))
     with pytest.raises(ShapeError, match="query_scale"):

@@ -21,7 +21,7 @@ def test_encoder_generator_reaches_every_encoder_and_hostile_values():
     from structpos.encoders.registry import ENCODERS
 
     rng = random.Random(0)
-    cases = [fuzz.encoder_input(rng) for _ in range(600)]
+    cases = [fuzz.encoder_input(rng) for _ in range(3000)]  # 19 encoders: ~160 cases each
     assert {name for name, _, _ in cases} == set(ENCODERS)
     head_dims = {repr(o.get("head_dim")) for _, o, _ in cases if "head_dim" in o}
     assert {"8", "0", "-8", "7", "nan"} <= head_dims  # valid, zero, negative, odd, non-finite
@@ -30,6 +30,24 @@ def test_encoder_generator_reaches_every_encoder_and_hostile_values():
     assert any(o.get("k") == 0 for n, o, _ in cases if n == "wire")
     assert any(o.get("allocation") == "diagonal" for _, o, _ in cases)
     assert {c["values"] for _, _, c in cases} >= {"small", "nan", "inf", "huge", "negative"}  # the t / coords values
+
+
+def test_encoder_generator_reaches_every_constructor_option():
+    """Every parameter of every registered encoder's constructor gets values (tensors left to fuzz_encoders.py)."""
+    import inspect
+
+    from structpos.encoders.registry import ENCODERS
+
+    rng = random.Random(0)
+    seen: dict[str, set] = {}
+    for _ in range(3000):
+        name, options, _ = fuzz.encoder_input(rng)
+        seen.setdefault(name, set()).update(options)
+    for name in ENCODERS:
+        params = list(inspect.signature(ENCODERS.load(name).__init__).parameters.values())[1:]
+        wanted = {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        missing = wanted - fuzz._TENSOR_OPTIONS - {"check", "scaling"} - seen[name]
+        assert not missing, f"{name}: {sorted(missing)}"
 
 
 def test_cli_generator_reaches_every_option(tmp_path):
@@ -96,7 +114,24 @@ def test_run_args_counts_every_case_once(target):
 
 def test_hostile_options_are_the_ones_to_refuse():
     assert fuzz.hostile_options({"head_dim": 8, "num_axes": 2, "base": 10000.0, "K": 0, "max_distance": 0}) == []
+    # a huge base is legitimate where no frequency underflows (head_dim = 2: the one pair has ω = 1)
+    assert fuzz.hostile_options({"head_dim": 2, "base": 1e308}) == [] and fuzz.hostile_options({"base": 1.0})
+    assert fuzz.hostile_options({"scale": 1e-300, "learnable": "yes", "token_axis": -1}) == [
+        "scale=1e-300",
+        "learnable='yes'",
+    ]
     found = fuzz.hostile_options(
         {"head_dim": "8", "num_axes": True, "k": 0, "dim": 2.5, "base": float("inf"), "scale": -1.0}
     )
     assert found == ["head_dim='8'", "num_axes=True", "k=0", "dim=2.5", "base=inf", "scale=-1.0"]
+
+
+@pytest.mark.parametrize("target", fuzz.ARG_TARGETS)
+def test_argument_fuzz_finds_no_escape_and_no_hostile_option_accepted(target):
+    """A bounded run of ``benchmarks/fuzz.py --args`` (the full one: ``--n 2000 --seed 100``, see RESULTS.md)
+    stays at 0: every case works, or fails with a StructposError / usage exit; no encoder builds with
+    an option :func:`fuzz.hostile_options` lists. 200 cases per target, a per-case limit far above need."""
+    r = fuzz.run_args(target, 200, seed=100, timeout=60)
+    assert r["other"] == 0, r["findings"]
+    assert r["accepted_hostile"] == {}
+    assert r["ok"] > 0 and r["structpos_errors"] > 0

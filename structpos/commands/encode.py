@@ -254,8 +254,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help=f"seconds one record may take before it is an error (default {_default_timeout()}; "
-        "same as --limit record_timeout=SECONDS)",
+        help=f"seconds one record may take before it is an error (default {_default_timeout()}, at most 1e6; "
+        "same as --limit record_timeout=SECONDS; --limit record_timeout=none turns it off)",
     )
     run = p.add_argument_group("running")
     run.add_argument("--out", required=True, help="output directory (created; locked while the run lasts)")
@@ -309,17 +309,17 @@ def config_from_args(args: argparse.Namespace):
     structpos.exceptions.SpecError: --retry-errors: only makes sense with --resume
     """
     from ..exceptions import SpecError
-    from ..limits import DEFAULT_LIMITS
+    from ..limits import DEFAULT_LIMITS, MAX_RECORD_TIMEOUT
     from ..pipeline import DEFAULT_SHARD_SIZE, EncodeConfig
 
     overrides: dict[str, str | int | float | None] = dict(x for x in args.limit if isinstance(x, tuple))
     counts = [x for x in args.limit if isinstance(x, int)]
     max_records = args.max_records if args.max_records is not None else (counts[-1] if counts else None)
     if args.record_timeout is not None:
-        if not (math.isfinite(args.record_timeout) and args.record_timeout > 0):
+        if not (math.isfinite(args.record_timeout) and 0 < args.record_timeout <= MAX_RECORD_TIMEOUT):
             raise SpecError(
-                f"must be a finite number of seconds > 0 (--limit record_timeout=none turns it off), "
-                f"got {args.record_timeout:g}",
+                f"must be a finite number of seconds in (0, {MAX_RECORD_TIMEOUT:g}] "
+                f"(--limit record_timeout=none turns it off), got {args.record_timeout:g}",
                 name="--record-timeout",
             )
         overrides["record_timeout"] = str(args.record_timeout)

@@ -37,17 +37,22 @@ import torch
 from ..exceptions import ShapeError, SpecError
 
 __all__ = [
+    "MAX_HEAD_DIM",
+    "MAX_SIZE",
+    "MAX_TABLE_ENTRIES",
     "QK_LAYOUTS",
     "QKLayout",
     "as_real_tensor",
     "check_choice",
     "check_count",
     "check_every_axis_used",
+    "check_flag",
     "check_finite_values",
     "check_head_dim",
     "check_qk",
     "check_real",
     "check_sections",
+    "check_table_size",
     "from_blhd",
     "is_compiling",
     "to_blhd",
@@ -55,6 +60,13 @@ __all__ = [
 
 QKLayout = Literal["blhd", "bhld"]
 QK_LAYOUTS: tuple[str, ...] = ("blhd", "bhld")
+
+#: Largest ``head_dim`` accepted (2¹⁶): wider is a typo, and its tables would not fit in memory.
+MAX_HEAD_DIM = 2**16
+#: Default upper bound of :func:`check_count` (2²⁰ heads, axes, features, buckets, ...).
+MAX_SIZE = 2**20
+#: Largest parameter table (or buffer) an option may ask for: 2²⁸ entries, 1 GiB of float32.
+MAX_TABLE_ENTRIES = 2**28
 
 
 def is_compiling() -> bool:
@@ -76,7 +88,7 @@ def _is_int(value: Any) -> bool:
 
 
 def check_head_dim(head_dim: Any, name: str = "head_dim") -> int:
-    """``head_dim`` as an ``int`` after checking it is a positive even integer.
+    """``head_dim`` as an ``int`` after checking it is a positive even integer ≤ :data:`MAX_HEAD_DIM`.
 
     Parameters
     ----------
@@ -93,7 +105,7 @@ def check_head_dim(head_dim: Any, name: str = "head_dim") -> int:
     Raises
     ------
     SpecError
-        Not an integer, not positive, or odd.
+        Not an integer, not positive, odd, or above :data:`MAX_HEAD_DIM`.
 
     Examples
     --------
@@ -103,14 +115,20 @@ def check_head_dim(head_dim: Any, name: str = "head_dim") -> int:
     Traceback (most recent call last):
     ...
     structpos.exceptions.SpecError: head_dim must be a positive even integer, got -2
+    >>> check_head_dim(2**40)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: head_dim must be a positive even integer ≤ 65536, got 1099511627776
     """
     if not _is_int(head_dim) or head_dim <= 0 or head_dim % 2:
         raise SpecError(f"{name} must be a positive even integer, got {head_dim!r}")
+    if head_dim > MAX_HEAD_DIM:
+        raise SpecError(f"{name} must be a positive even integer ≤ {MAX_HEAD_DIM}, got {head_dim!r}")
     return int(head_dim)
 
 
-def check_count(value: Any, name: str, minimum: int = 1) -> int:
-    """``value`` as an ``int`` after checking it is an integer ``≥ minimum``.
+def check_count(value: Any, name: str, minimum: int = 1, maximum: int | None = MAX_SIZE) -> int:
+    """``value`` as an ``int`` after checking it is an integer in ``[minimum, maximum]``.
 
     Parameters
     ----------
@@ -120,6 +138,9 @@ def check_count(value: Any, name: str, minimum: int = 1) -> int:
         The option's name, for the message.
     minimum : int
         The smallest value allowed.
+    maximum : int or None
+        The largest value allowed (default :data:`MAX_SIZE`, so that a stray ``2**40`` is a clear
+        error rather than a failed allocation); ``None``: unbounded.
 
     Returns
     -------
@@ -129,7 +150,7 @@ def check_count(value: Any, name: str, minimum: int = 1) -> int:
     Raises
     ------
     SpecError
-        Not an integer (``bool`` included) or below ``minimum``.
+        Not an integer (``bool`` included), below ``minimum`` or above ``maximum``.
 
     Examples
     --------
@@ -139,10 +160,84 @@ def check_count(value: Any, name: str, minimum: int = 1) -> int:
     Traceback (most recent call last):
     ...
     structpos.exceptions.SpecError: k must be an integer ≥ 1, got 0
+    >>> check_count(2**40, "num_heads")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: num_heads must be an integer in [1, 1048576], got 1099511627776
     """
     if not _is_int(value) or value < minimum:
         raise SpecError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise SpecError(f"{name} must be an integer in [{minimum}, {maximum}], got {value!r}")
     return int(value)
+
+
+def check_table_size(what: str, *sizes: int) -> None:
+    """Refuse options whose product (a parameter table's entries) exceeds :data:`MAX_TABLE_ENTRIES`.
+
+    Each size may be within its own bound while the table they make is not (``num_heads`` ×
+    ``max_distance`` buckets): this turns the allocation's failure into a clear error up front.
+
+    Parameters
+    ----------
+    what : str
+        The table and the options that size it, for the message (``"SPDBias table (max_distance + 2) × num_heads"``).
+    *sizes : int
+        Its dimensions.
+
+    Raises
+    ------
+    SpecError
+        The product of ``sizes`` exceeds :data:`MAX_TABLE_ENTRIES`.
+
+    Examples
+    --------
+    >>> check_table_size("table", 2**10, 2**10)
+    >>> check_table_size("table", 2**20, 2**20)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: table would hold 1048576 × 1048576 = 1099511627776 entries, more than 268435456
+    """
+    total = math.prod(sizes)
+    if total > MAX_TABLE_ENTRIES:
+        dims = " × ".join(str(int(n)) for n in sizes)
+        raise SpecError(f"{what} would hold {dims} = {total} entries, more than {MAX_TABLE_ENTRIES}")
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` as a ``bool`` after checking it is one (``True``/``False``, or the integers 0/1).
+
+    A string such as ``"no"`` would be truthy: refused rather than read as ``True``.
+
+    Parameters
+    ----------
+    value : bool
+        The option's value.
+    name : str
+        The option's name, for the message.
+
+    Returns
+    -------
+    bool
+        ``value``.
+
+    Raises
+    ------
+    SpecError
+        Anything else.
+
+    Examples
+    --------
+    >>> check_flag(True, "sign_flip")
+    True
+    >>> check_flag("no", "sign_flip")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: sign_flip must be True or False, got 'no'
+    """
+    if isinstance(value, bool) or (_is_int(value) and value in (0, 1)):
+        return bool(value)
+    raise SpecError(f"{name} must be True or False, got {value!r}")
 
 
 def check_real(

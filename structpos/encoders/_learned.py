@@ -19,8 +19,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..exceptions import ShapeError, SpecError
-from ._checks import QK_LAYOUTS, QKLayout, check_qk, from_blhd, is_compiling, to_blhd
+from ..exceptions import ShapeError
+from ._checks import (
+    QK_LAYOUTS,
+    QKLayout,
+    check_choice,
+    check_count,
+    check_head_dim,
+    check_qk,
+    from_blhd,
+    is_compiling,
+    to_blhd,
+)
 from .rope import check_cu_seqlens, positions_from_cu_seqlens
 
 __all__ = ["LearnedRotary", "apply_matrices", "cayley", "rope_generator", "skew"]
@@ -145,13 +155,8 @@ class LearnedRotary(nn.Module):
 
     def __init__(self, head_dim: int, num_axes: int, qk_layout: QKLayout = "blhd"):
         super().__init__()
-        if head_dim < 2 or head_dim % 2:
-            raise SpecError(f"head_dim must be a positive even number, got {head_dim}")
-        if num_axes < 1:
-            raise SpecError(f"num_axes must be ≥ 1, got {num_axes}")
-        if qk_layout not in QK_LAYOUTS:
-            raise SpecError(f"qk_layout must be one of {QK_LAYOUTS}, got {qk_layout!r}")
-        self.head_dim, self.num_axes, self.qk_layout = int(head_dim), int(num_axes), qk_layout
+        self.head_dim, self.num_axes = check_head_dim(head_dim), check_count(num_axes, "num_axes")
+        self.qk_layout = check_choice(qk_layout, "qk_layout", QK_LAYOUTS)
 
     def _per_head(self) -> bool:
         """Not expressible as one cos/sin table: HF integration applies it in the attention function."""

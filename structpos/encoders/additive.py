@@ -23,6 +23,7 @@ from torch import nn
 from ..coords.tree import depth, root_path, sibling_index
 from ..exceptions import ShapeError, SpecError
 from ..structure import StructureError
+from ._checks import as_real_tensor, check_count, check_flag, check_table_size
 from ._tree import as_parent
 
 __all__ = ["tree_path_pe", "tree_depth_sibling", "LapPEEmbedding"]
@@ -168,8 +169,11 @@ class LapPEEmbedding(nn.Module):
 
     def __init__(self, k: int, dim: int, use_eigvals: bool = True, sign_flip: bool = True):
         super().__init__()
-        self.k, self.use_eigvals, self.sign_flip = int(k), use_eigvals, sign_flip
-        self.proj = nn.Linear(2 * k if use_eigvals else k, dim)
+        self.k, self.dim = check_count(k, "k"), check_count(dim, "dim")
+        self.use_eigvals, self.sign_flip = check_flag(use_eigvals, "use_eigvals"), check_flag(sign_flip, "sign_flip")
+        width = 2 * self.k if self.use_eigvals else self.k
+        check_table_size("LapPEEmbedding projection (k or 2k) × dim", width, self.dim)
+        self.proj = nn.Linear(width, self.dim)
 
     def forward(self, eigvecs: torch.Tensor, eigvals: torch.Tensor | None = None) -> torch.Tensor:
         """Features ``(…, N, dim)`` of ``eigvecs`` ``(…, N, k)`` (and ``eigvals``); see the class.
@@ -177,12 +181,16 @@ class LapPEEmbedding(nn.Module):
         Raises
         ------
         ShapeError
-            ``eigvecs`` does not end in ``k``.
+            ``eigvecs`` is not a real tensor ``(…, N, k)``, or ``eigvals`` is neither ``(…, k)`` nor ``(…, N, k)``.
         SpecError
             ``eigvals`` is missing while ``use_eigvals``.
         """
-        if eigvecs.shape[-1] != self.k:
-            raise ShapeError(f"eigvecs must end in k = {self.k}, got shape {tuple(eigvecs.shape)}")
+        if not isinstance(eigvecs, torch.Tensor):
+            eigvecs = as_real_tensor(eigvecs, "eigvecs")
+        if eigvecs.dim() < 2 or eigvecs.shape[-1] != self.k or not eigvecs.is_floating_point():
+            raise ShapeError(
+                f"eigvecs must be a floating tensor (…, N, k = {self.k}), got {eigvecs.dtype} {tuple(eigvecs.shape)}"
+            )
         missing = torch.isnan(eigvecs)
         vecs = eigvecs.nan_to_num(0.0)
         if self.training and self.sign_flip:
@@ -192,9 +200,19 @@ class LapPEEmbedding(nn.Module):
         if self.use_eigvals:
             if eigvals is None:
                 raise SpecError("LapPEEmbedding(use_eigvals=True) needs eigvals")
-            vals = eigvals.to(vecs.dtype)
+            vals = torch.as_tensor(eigvals).to(vecs.dtype)
             if vals.dim() == vecs.dim() - 1:
                 vals = vals.unsqueeze(-2)
-            vals = vals.expand_as(vecs)
+            if vals.shape[-1] != self.k or vals.dim() != vecs.dim():
+                raise ShapeError(
+                    f"eigvals must have shape (…, k = {self.k}) or (…, N, k) for eigvecs {tuple(eigvecs.shape)}, "
+                    f"got {tuple(torch.as_tensor(eigvals).shape)}"
+                )
+            try:
+                vals = vals.expand_as(vecs)
+            except RuntimeError:
+                raise ShapeError(
+                    f"eigvals of shape {tuple(eigvals.shape)} do not broadcast to eigvecs {tuple(eigvecs.shape)}"
+                ) from None
             feats.append(torch.where(missing | torch.isnan(vals), torch.zeros_like(vals), vals))
         return self.proj(torch.cat(feats, dim=-1).to(self.proj.weight.dtype))

@@ -24,7 +24,7 @@ from ..coords._graph_utils import as_graph
 from ..coords.distance import hop_distances as _coords_spd
 from ..exceptions import ShapeError
 from ..structure import Structure
-from ._checks import check_count
+from ._checks import check_count, check_table_size
 from ._tree import as_parent
 
 __all__ = ["tree_distance", "shortest_path_distance", "SPDBias", "alibi_slopes", "alibi_distance_bias"]
@@ -115,7 +115,7 @@ def shortest_path_distance(
             num_nodes = int(ei.max()) + 1 if ei.size else 0
         g = as_graph(ei, num_nodes, name="<edge_index>")
     if max_distance is not None:
-        max_distance = check_count(max_distance, "max_distance", minimum=0)
+        max_distance = check_count(max_distance, "max_distance", minimum=0, maximum=None)
     return _coords_spd(g, max_dist=max_distance, directed=directed)
 
 
@@ -152,6 +152,7 @@ class SPDBias(nn.Module):
         super().__init__()
         self.num_heads = check_count(num_heads, "num_heads")
         self.max_distance = check_count(max_distance, "max_distance", minimum=0)
+        check_table_size("SPDBias table (max_distance + 2) × num_heads", self.max_distance + 2, self.num_heads)
         self.table = nn.Embedding(self.max_distance + 2, self.num_heads)
         nn.init.zeros_(self.table.weight)
 

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
-from ._checks import check_choice, check_count, check_head_dim, check_real
+from ._checks import check_choice, check_count, check_flag, check_head_dim, check_real, check_table_size
 from ._rotary import check_layout, rope_inv_freq
 
 __all__ = [
@@ -179,7 +179,9 @@ class LearnedEdgePhase(nn.Module):
 
     def __init__(self, feature_dim: int, hidden: int = 32):
         super().__init__()
-        self.psi = nn.Sequential(nn.Linear(2 * feature_dim, hidden), nn.GELU(), nn.Linear(hidden, 1))
+        self.feature_dim, hidden = check_count(feature_dim, "feature_dim"), check_count(hidden, "hidden")
+        check_table_size("LearnedEdgePhase weight (2·feature_dim) × hidden", 2 * self.feature_dim, hidden)
+        self.psi = nn.Sequential(nn.Linear(2 * self.feature_dim, hidden), nn.GELU(), nn.Linear(hidden, 1))
 
     def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """``(E,)`` phases of the edges ``(2, E)`` from node features ``h`` ``(N, feature_dim)``.
@@ -187,8 +189,19 @@ class LearnedEdgePhase(nn.Module):
         Raises
         ------
         ShapeError
-            ``edge_index`` not an integer ``(2, E)`` tensor or naming a node outside ``0..N−1``.
+            ``h`` not a floating ``(N, feature_dim)`` tensor; ``edge_index`` not an integer ``(2, E)``
+            tensor or naming a node outside ``0..N−1``.
         """
+        if (
+            not isinstance(h, torch.Tensor)
+            or not h.is_floating_point()
+            or h.dim() != 2
+            or h.shape[1] != self.feature_dim
+        ):
+            given = f"{h.dtype} {tuple(h.shape)}" if isinstance(h, torch.Tensor) else type(h).__name__
+            raise ShapeError(
+                f"node features h must be a floating (N, feature_dim = {self.feature_dim}) tensor; given {given}"
+            )
         ei = _check_edges(edge_index, h.shape[0]).to(h.device)
         hu, hv = h[ei[0]], h[ei[1]]
         diff = self.psi(torch.cat([hu, hv], -1)) - self.psi(torch.cat([hv, hu], -1))
@@ -425,8 +438,13 @@ class AWRoPE(nn.Module):
         z = check_real(z, "z", low=0.0, high=1.0, high_open=True)
         check_choice(mode, "mode", ("sparse", "exact"))
         check_choice(phase, "phase", ("given", "coords", "learned"))
-        K, num_axes = check_count(K, "K", minimum=0), check_count(num_axes, "num_axes")
+        K, num_axes = check_count(K, "K", minimum=0, maximum=2**16), check_count(num_axes, "num_axes")
+        # checked even where unused (phase != "learned"): a bad value is refused, never silently kept
+        feature_dim = None if feature_dim is None else check_count(feature_dim, "feature_dim")
+        hidden = check_count(hidden, "hidden")
+        learnable, check = check_flag(learnable, "learnable"), check_flag(check, "check")
         self.head_dim, self.z, self.K, self.mode, self.phase = head_dim, z, K, mode, phase
+        self.num_axes, self.feature_dim = num_axes, feature_dim
         self.layout, self.check = check_layout(layout), check
         self.register_buffer("omega", rope_inv_freq(self.head_dim, base), persistent=False)
         if phase == "coords":
@@ -438,7 +456,6 @@ class AWRoPE(nn.Module):
         elif phase == "learned":
             if feature_dim is None:
                 raise SpecError("phase='learned' needs feature_dim")
-            feature_dim, hidden = check_count(feature_dim, "feature_dim"), check_count(hidden, "hidden")
             self.edge_phase = LearnedEdgePhase(feature_dim, hidden)
 
     def extra_repr(self) -> str:

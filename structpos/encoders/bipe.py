@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
-from ._checks import QKLayout
+from ._checks import QKLayout, check_choice, check_count, check_table_size
 from .rope import PairLayout, StructuralRoPE
 
 __all__ = ["BiPE", "sinusoidal_table"]
@@ -142,10 +142,9 @@ class BiPE(StructuralRoPE):
         inv_freq: torch.Tensor | None = None,
         qk_layout: QKLayout = "blhd",
     ):
-        if absolute not in ("learned", "sinusoidal"):
-            raise SpecError(f"BiPE: absolute must be 'learned' or 'sinusoidal', got {absolute!r}")
-        if dim < 1 or max_offset < 0:
-            raise SpecError(f"BiPE: dim must be >= 1 and max_offset >= 0, got {dim}, {max_offset}")
+        check_choice(absolute, "BiPE: absolute", ("learned", "sinusoidal"))
+        dim, max_offset = check_count(dim, "BiPE: dim"), check_count(max_offset, "BiPE: max_offset", minimum=0)
+        check_table_size("BiPE offset table (max_offset + 2) × dim", max_offset + 2, dim)
         if absolute == "sinusoidal" and dim % 2:
             raise SpecError(f"BiPE: sinusoidal offsets need an even dim, got {dim}")
         super().__init__(

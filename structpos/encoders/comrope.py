@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from ..exceptions import SpecError
-from ._checks import QKLayout
+from ._checks import QKLayout, check_choice, check_count, check_real
 from ._learned import LearnedRotary, skew
 from ._rotary import apply_rotary, check_layout, layout_permutation, rope_inv_freq
 
@@ -122,11 +122,12 @@ class ComRoPE(LearnedRotary):
         qk_layout: QKLayout = "blhd",
     ):
         super().__init__(head_dim, num_axes, qk_layout)
-        if variant not in ("ap", "ld"):
-            raise SpecError(f"variant must be 'ap' or 'ld', got {variant!r}")
-        if init not in ("rope", "random"):
-            raise SpecError(f"init must be 'rope' or 'random', got {init!r}")
-        if block_size < 2 or block_size % 2 or head_dim % block_size:
+        check_choice(variant, "variant", ("ap", "ld"))
+        check_choice(init, "init", ("rope", "random"))
+        init_std = check_real(init_std, "init_std", low=0.0)
+        base = check_real(base, "base", low=1.0, low_open=True)  # checked also with init="random"
+        block_size = check_count(block_size, "block_size", minimum=2)
+        if block_size % 2 or head_dim % block_size:
             raise SpecError(f"block_size must be even, ≥ 2 and divide head_dim = {head_dim}, got {block_size}")
         self.variant, self.block_size, self.layout = variant, int(block_size), check_layout(layout)
         num_blocks = head_dim // block_size

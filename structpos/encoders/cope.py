@@ -55,7 +55,19 @@ import torch
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
-from ._checks import QK_LAYOUTS, QKLayout, check_qk, to_blhd
+from ._checks import (
+    MAX_HEAD_DIM,
+    QK_LAYOUTS,
+    QKLayout,
+    check_choice,
+    check_count,
+    check_qk,
+    check_real,
+    check_table_size,
+    to_blhd,
+)
+
+_F32 = torch.finfo(torch.float32)
 
 __all__ = ["CoPE", "cope_positions", "interpolate_position_logits", "unit_boundaries"]
 
@@ -232,12 +244,14 @@ class CoPE(nn.Module):
 
     def __init__(self, head_dim: int, max_positions: int, scale: float | None = None, qk_layout: QKLayout = "blhd"):
         super().__init__()
-        if head_dim < 1 or max_positions < 1:
-            raise SpecError(f"CoPE needs head_dim ≥ 1 and max_positions ≥ 1, got {head_dim} and {max_positions}")
-        if qk_layout not in QK_LAYOUTS:
-            raise SpecError(f"qk_layout must be one of {QK_LAYOUTS}, got {qk_layout!r}")
-        self.head_dim, self.max_positions, self.qk_layout = int(head_dim), int(max_positions), qk_layout
-        self.scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+        self.head_dim = check_count(head_dim, "CoPE: head_dim", maximum=MAX_HEAD_DIM)
+        self.max_positions = check_count(max_positions, "CoPE: max_positions")
+        check_table_size("CoPE embedding max_positions × head_dim", self.max_positions, self.head_dim)
+        self.qk_layout = check_choice(qk_layout, "qk_layout", QK_LAYOUTS)
+        if scale is None:
+            self.scale = 1.0 / math.sqrt(self.head_dim)
+        else:  # in (tiny, max) of float32: 1e-300 would round to 0 and silently switch the term off
+            self.scale = check_real(scale, "scale", low=_F32.tiny, high=_F32.max)
         self.embedding = nn.Parameter(torch.randn(self.max_positions, self.head_dim) / math.sqrt(self.head_dim))
 
     def extra_repr(self) -> str:

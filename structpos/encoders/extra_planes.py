@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
+from ._checks import check_count, check_head_dim
 from .rope import StructuralRoPE
 
 __all__ = ["ExtraPlaneRoPE"]
@@ -82,6 +83,8 @@ class ExtraPlaneRoPE(nn.Module):
     True
     """
 
+    _structural_axes: torch.Tensor  # a buffer: the coordinate axes the extra planes read
+
     def __init__(
         self,
         head_dim: int,
@@ -93,9 +96,11 @@ class ExtraPlaneRoPE(nn.Module):
         allocation: Literal["interleaved", "sectioned"] = "interleaved",
     ):
         super().__init__()
-        if num_axes < 2:
+        check_head_dim(head_dim)
+        extra_dim = check_head_dim(extra_dim, "extra_dim")
+        if not check_count(num_axes, "num_axes") >= 2:
             raise SpecError(f"ExtraPlaneRoPE needs num_axes ≥ 2 (token index + structure), got {num_axes}")
-        if not -num_axes <= token_axis < num_axes:
+        if not check_count(token_axis, "token_axis", minimum=-num_axes) < num_axes:
             raise SpecError(f"token_axis {token_axis} is outside the {num_axes} axes")
         if extra_dim < 2 * (num_axes - 1):
             raise SpecError(

@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
+from ._checks import check_count, check_real, check_table_size
 
 __all__ = ["FIRE", "row_max_distance"]
 
@@ -113,15 +114,27 @@ class FIRE(nn.Module):
         self, num_heads: int, hidden: int = 32, c: float = 1.0, threshold: float = 512.0, unreachable: float = 0.0
     ):
         super().__init__()
-        if num_heads < 1 or hidden < 1:
-            raise SpecError(f"FIRE needs num_heads ≥ 1 and hidden ≥ 1, got {num_heads} and {hidden}")
-        if not (c > 0 and threshold > 0):
-            raise SpecError(f"FIRE needs c > 0 and threshold > 0, got c={c}, threshold={threshold}")
-        self.num_heads, self.hidden, self.unreachable = int(num_heads), int(hidden), float(unreachable)
+        self.num_heads, self.hidden = check_count(num_heads, "FIRE: num_heads"), check_count(hidden, "FIRE: hidden")
+        check_table_size("FIRE output layer hidden × num_heads", self.hidden, self.num_heads)
+        c = check_real(c, "FIRE: c", low=0.0, low_open=True)
+        threshold = check_real(threshold, "FIRE: threshold", low=0.0, low_open=True)
+        self.unreachable = check_real(unreachable, "FIRE: unreachable", low=-1e30, high=1e30)  # finite in fp32
         self.mlp = nn.Sequential(nn.Linear(1, self.hidden), nn.ReLU(), nn.Linear(self.hidden, self.num_heads))
         # shape (1,), read as [0]: FlexAttention's backward cannot send gradients to 0-d captured tensors
         self.c = nn.Parameter(torch.tensor([float(c)]))
         self.threshold = nn.Parameter(torch.tensor([float(threshold)]))
+        self._check_float32(c, threshold)
+
+    def _check_float32(self, c: float, threshold: float) -> None:
+        """``c`` finite and ``ψ(L_thr)`` finite and > 0 in float32: every ratio ``ψ(d)/ψ(max(L, L_thr))``
+        is then in ``[0, 1]`` (``c = 1e308`` is inf in float32; ``L_thr = 1e-300`` is 0, a division by 0)."""
+        with torch.no_grad():
+            den = self.psi(self.threshold.detach())[0]
+            if not (torch.isfinite(self.c).all() and torch.isfinite(den) and den > 0):
+                raise SpecError(
+                    f"FIRE: c={c!r} and threshold={threshold!r} give ψ(threshold) = log(1 + c·threshold) = "
+                    f"{float(den):g} in float32; it must be finite and > 0 (it divides every ψ(d))"
+                )
 
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}, hidden={self.hidden}, unreachable={self.unreachable}"

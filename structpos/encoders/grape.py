@@ -52,7 +52,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
-from ._checks import QKLayout, from_blhd
+from ._checks import QKLayout, check_choice, check_count, check_flag, check_table_size, from_blhd
 from ._learned import LearnedRotary, cayley, rope_generator, skew
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 from .attention_bias import alibi_slopes
@@ -212,10 +212,11 @@ class GRAPE(LearnedRotary):
         qk_layout: QKLayout = "blhd",
     ):
         super().__init__(head_dim, num_axes, qk_layout)
-        if mode not in ("commuting", "mixture"):
-            raise SpecError(f"mode must be 'commuting' or 'mixture', got {mode!r}")
-        if init not in ("rope", "random"):
-            raise SpecError(f"init must be 'rope' or 'random', got {init!r}")
+        check_choice(mode, "mode", ("commuting", "mixture"))
+        check_choice(init, "init", ("rope", "random"))
+        learn_basis = check_flag(learn_basis, "learn_basis")
+        if rank is not None:
+            check_count(rank, "rank")
         self.mode, self.layout = mode, check_layout(layout)
         pairs = head_dim // 2
         omega = rope_inv_freq(head_dim, base)
@@ -225,12 +226,12 @@ class GRAPE(LearnedRotary):
         if mode == "commuting":
             self.freqs = nn.Parameter(omega)
             if learn_basis:
+                check_table_size("GRAPE basis head_dim × head_dim", head_dim, head_dim)
                 self.basis_param = nn.Parameter(torch.zeros(head_dim, head_dim))
             self.rank = pairs
             return
         self.rank = pairs if rank is None else int(rank)
-        if self.rank < 1:
-            raise SpecError(f"rank must be ≥ 1, got {self.rank}")
+        check_table_size("GRAPE planes rank × head_dim", self.rank, head_dim)
         if init == "rope":
             if self.rank != pairs:
                 raise SpecError(f"init='rope' needs rank = head_dim/2 = {pairs}, got {self.rank}")
@@ -412,6 +413,8 @@ class GRAPEAdditive(LearnedRotary):
         qk_layout: QKLayout = "blhd",
     ):
         super().__init__(head_dim, num_axes, qk_layout)
+        num_heads, learnable = check_count(num_heads, "num_heads"), check_flag(learnable, "learnable")
+        check_table_size("GRAPEAdditive slopes num_heads × num_axes", num_heads, num_axes)
         if slopes is None:
             w = alibi_slopes(num_heads)[:, None].expand(num_heads, num_axes).clone()
         else:

@@ -163,6 +163,8 @@ class HierarchicalRoPE(StructuralRoPE):
             if levels not in LEVEL_PRESETS:
                 raise SpecError(f"unknown level preset {levels!r}; known: {sorted(LEVEL_PRESETS)}")
             levels = LEVEL_PRESETS[levels]
+        if not isinstance(levels, Sequence) or not all(isinstance(v, str) for v in levels):
+            raise SpecError(f"levels must be a preset name or a sequence of level names, got {levels!r}")
         levels = tuple(levels)
         if len(set(levels)) != len(levels) or not levels:
             raise SpecError(f"levels must be distinct and non-empty, got {levels}")

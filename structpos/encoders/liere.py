@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from ..exceptions import SpecError
-from ._checks import QKLayout
+from ._checks import QKLayout, check_choice, check_real, check_table_size
 from ._learned import LearnedRotary, apply_matrices, rope_generator, skew
 from ._rotary import check_layout
 from .rope import StructuralRoPE
@@ -108,6 +108,10 @@ class LieRE(LearnedRotary):
         qk_layout: QKLayout = "blhd",
     ):
         super().__init__(head_dim, num_axes, qk_layout)
+        check_choice(init, "init", ("rope", "random"))
+        init_std = check_real(init_std, "init_std", low=0.0)
+        check_real(base, "base", low=1.0, low_open=True)  # checked also with init="random"
+        check_table_size("LieRE generators num_axes × head_dim × head_dim", num_axes, head_dim, head_dim)
         if init == "rope":
             check_layout(layout)
             rope = StructuralRoPE(head_dim, num_axes, allocation, sections, base, layout)

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ..exceptions import ShapeError
+from ._checks import check_count, check_table_size
 
 __all__ = ["PEGBias"]
 
@@ -45,7 +46,8 @@ class PEGBias(nn.Module):
 
     def __init__(self, num_heads: int, hidden: int = 16):
         super().__init__()
-        self.num_heads = int(num_heads)
+        self.num_heads, hidden = check_count(num_heads, "PEGBias: num_heads"), check_count(hidden, "PEGBias: hidden")
+        check_table_size("PEGBias output layer hidden × num_heads", hidden, self.num_heads)
         self.mlp = nn.Sequential(nn.Linear(1, hidden), nn.SiLU(), nn.Linear(hidden, self.num_heads))
 
     @staticmethod

@@ -42,6 +42,7 @@ from ._checks import (
     check_count,
     check_every_axis_used,
     check_finite_values,
+    check_flag,
     check_head_dim,
     check_qk,
     check_real,
@@ -331,8 +332,9 @@ class StructuralRoPE(nn.Module):
         self.allocation, self.layout, self.qk_layout = allocation, check_layout(layout), qk_layout
         self.base = check_real(base, "base", low=1.0, low_open=True)
         self.num_heads = None if num_heads is None else check_count(num_heads, "num_heads")
-        self.learnable = bool(learnable)
-        max_table_extent = check_count(max_table_extent, "max_table_extent")
+        self.learnable = check_flag(learnable, "learnable")
+        # a memory cap, not a size: tables grow to the extent coordinates need (long contexts may raise it past 2²⁰)
+        max_table_extent = check_count(max_table_extent, "max_table_extent", maximum=2**31 - 1)
         self.sections = list(sections) if sections is not None else None
         self._init_inv_freq(inv_freq)
         axis_map = self._init_allocation(mixing)

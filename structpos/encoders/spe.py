@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from ..exceptions import ShapeError
+from ._checks import check_count, check_table_size
 
 __all__ = ["SPE"]
 
@@ -65,7 +66,14 @@ class SPE(nn.Module):
 
     def __init__(self, out_dim: int, num_filters: int = 8, hidden: int = 32):
         super().__init__()
-        self.out_dim, self.num_filters = int(out_dim), int(num_filters)
+        self.out_dim, self.num_filters = (
+            check_count(out_dim, "SPE: out_dim"),
+            check_count(num_filters, "SPE: num_filters"),
+        )
+        hidden = check_count(hidden, "SPE: hidden")
+        for what, n in (("num_filters", self.num_filters), ("out_dim", self.out_dim)):
+            check_table_size(f"SPE layer hidden × {what}", 2 * hidden, n)
+        check_table_size("SPE layer hidden × hidden", 2 * hidden, hidden)
         self.phi = _mlp(1, hidden, self.num_filters)
         self.psi_diag = _mlp(self.num_filters, hidden, hidden)
         self.psi_pair = _mlp(self.num_filters, hidden, hidden)

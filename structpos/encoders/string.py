@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..exceptions import SpecError
-from ._checks import QKLayout
+from ._checks import QKLayout, check_flag, check_table_size
 from ._learned import LearnedRotary, cayley, rope_generator, skew
 from ._rotary import apply_rotary
 from .rope import StructuralRoPE
@@ -113,6 +113,8 @@ class STRING(LearnedRotary):
         qk_layout: QKLayout = "blhd",
     ):
         super().__init__(head_dim, num_axes, qk_layout)
+        learnable_freqs = check_flag(learnable_freqs, "learnable_freqs")
+        check_table_size("STRING basis head_dim × head_dim", head_dim, head_dim)
         if allocation == "per_head":
             raise SpecError("STRING shares one basis across heads: allocation='per_head' is not supported")
         self.rope = StructuralRoPE(

@@ -31,7 +31,8 @@ import math
 import torch
 from torch import nn
 
-from ..exceptions import ShapeError, SpecError
+from ..exceptions import ShapeError
+from ._checks import check_count, check_flag, check_head_dim, check_table_size
 from .rope import PairLayout, StructuralRoPE
 
 __all__ = ["TraversalOrderAttention"]
@@ -95,10 +96,13 @@ class TraversalOrderAttention(nn.Module):
         inv_freq: torch.Tensor | None = None,
     ):
         super().__init__()
-        if num_heads < 1 or num_orders < 1:
-            raise SpecError(
-                f"TraversalOrderAttention: num_heads and num_orders must be >= 1, got {num_heads}, {num_orders}"
-            )
+        check_head_dim(head_dim)
+        check_count(num_heads, "TraversalOrderAttention: num_heads")
+        check_count(num_orders, "TraversalOrderAttention: num_orders")
+        gate = check_flag(gate, "gate")
+        check_table_size(
+            "TraversalOrderAttention gate num_heads × head_dim × num_orders", num_heads, head_dim, num_orders
+        )
         self.head_dim, self.num_heads, self.num_orders = int(head_dim), int(num_heads), int(num_orders)
         self.rope = StructuralRoPE(head_dim, 1, base=base, layout=layout, inv_freq=inv_freq)
         self.gate_weight: nn.Parameter | None = None

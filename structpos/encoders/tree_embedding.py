@@ -27,7 +27,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..exceptions import ShapeError, SpecError
+from ..exceptions import ShapeError
+from ._checks import check_count, check_real, check_table_size
 
 __all__ = ["TreePositionEmbedding", "clip_tree_index"]
 
@@ -110,10 +111,10 @@ class TreePositionEmbedding(nn.Module):
     def __init__(self, dim: int, max_depth: int = 32, max_sibling: int = 64, init_std: float = 0.02):
         super().__init__()
         for what, value in (("dim", dim), ("max_depth", max_depth), ("max_sibling", max_sibling)):
-            if int(value) < 1:
-                raise SpecError(f"TreePositionEmbedding: {what} must be >= 1, got {value}")
-        if not init_std >= 0:
-            raise SpecError(f"TreePositionEmbedding: init_std must be >= 0, got {init_std}")
+            check_count(value, f"TreePositionEmbedding: {what}")
+        check_table_size("TreePositionEmbedding depth table (max_depth + 2) × dim", max_depth + 2, dim)
+        check_table_size("TreePositionEmbedding sibling table (max_sibling + 2) × dim", max_sibling + 2, dim)
+        init_std = check_real(init_std, "TreePositionEmbedding: init_std", low=0.0)
         self.dim, self.max_depth, self.max_sibling = int(dim), int(max_depth), int(max_sibling)
         self.depth = nn.Embedding(self.max_depth + 2, self.dim, padding_idx=self.max_depth + 1)
         self.sibling = nn.Embedding(self.max_sibling + 2, self.dim, padding_idx=self.max_sibling + 1)

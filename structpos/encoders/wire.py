@@ -36,6 +36,7 @@ from ._checks import (
     check_count,
     check_every_axis_used,
     check_finite_values,
+    check_flag,
     check_head_dim,
     check_real,
     from_blhd,
@@ -160,7 +161,7 @@ class WIRE(nn.Module):
     ------
     SpecError
         ``k`` not an integer ``≥ 1``; ``head_dim`` odd or not positive; ``base ≤ 1``; ``scale``
-        not finite; unknown ``layout`` or ``qk_layout``; non-finite ``omega``; or, with
+        not a finite number > 0, or one that overflows or underflows ``Ω`` in float32; unknown ``layout`` or ``qk_layout``; non-finite ``omega``; or, with
         the default ``Ω``, ``k > D/2`` (spectral coordinates ``D/2 … k−1`` would be read by no
         pair and ignored).
     ShapeError
@@ -201,17 +202,20 @@ class WIRE(nn.Module):
     ):
         super().__init__()
         self.head_dim, self.k = check_head_dim(head_dim), check_count(k, "k")
+        learnable = check_flag(learnable, "learnable")
         self.layout, self.qk_layout = check_layout(layout), check_choice(qk_layout, "qk_layout", QK_LAYOUTS)
         P = self.head_dim // 2
         if omega is None:
             inv = rope_inv_freq(self.head_dim, base)
-            scale = check_real(scale, "scale")
+            scale = check_real(scale, "scale", low=0.0, low_open=True)
             pairs_per_coord = [int(c < P) for c in range(self.k)]  # pair j reads coordinate j mod k
             check_every_axis_used(pairs_per_coord, self.k, f"head_dim={self.head_dim} has {P} rotary pairs")
             omega = torch.zeros(P, k)
             omega[torch.arange(P), torch.arange(P) % k] = inv * scale
             if not torch.isfinite(omega).all():
                 raise SpecError(f"scale={scale} overflows the frequencies of Ω to inf in float32")
+            if not bool((omega != 0).any(dim=1).all()):  # a pair that never rotates
+                raise SpecError(f"scale={scale} underflows frequencies of Ω to 0 in float32")
         else:
             omega = as_real_tensor(omega, "omega")
             if omega.shape != (P, k):
