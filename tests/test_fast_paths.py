@@ -93,3 +93,68 @@ def test_rwse_equals_matrix_powers_for_every_length(symmetrize):
                 Pk = Pk @ P
                 ref.append(np.diag(Pk))
             np.testing.assert_allclose(pe[ptr[g] : ptr[g + 1]], np.stack(ref, 1), atol=1e-12)
+
+
+# ---------------------------------------------------------------- JSON: array scanner == scanner
+def _json_value(rng, depth=0):
+    r = rng.random()
+    if depth > 5 or r < 0.4:
+        pool = [0, -1, 1.5e-7, 12345678901234567890, True, False, None, "", 'a"b\\c', "é\u2028x", "\ud800", "t\tq"]
+        return (
+            pool[int(rng.integers(len(pool)))] if rng.random() < 0.9 else float(rng.choice([np.nan, np.inf, -np.inf]))
+        )
+    if r < 0.7:
+        return [_json_value(rng, depth + 1) for _ in range(int(rng.integers(0, 5)))]
+    keys = ["a", "b", 'k"q', "é", "\\", "", "x y", "\ud834"]
+    return {keys[int(rng.integers(len(keys)))]: _json_value(rng, depth + 1) for _ in range(int(rng.integers(0, 5)))}
+
+
+def _same_structure(a, b):
+    for f in ("start", "end", "parent"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    assert list(a.labels) == list(b.labels)
+    assert list(a.attrs["key"]) == list(b.attrs["key"])
+    np.testing.assert_array_equal(a.attrs["index"], b.attrs["index"])
+
+
+def test_json_array_scanner_equals_scanner_on_generated_and_shipped_json():
+    import json
+    from pathlib import Path
+
+    from structpos.parsers.json_tree import _scan_arrays, _Scanner
+
+    rng = np.random.default_rng(3)
+    texts = ['{"a":1,"a":[2,{"a":{}}],"b":[[],[[]],{}]}', "  -Infinity ", "[NaN, Infinity, -0.0e+5]", '"s"', "7"]
+    for _ in range(400):
+        v = _json_value(rng)
+        for kw in ({}, {"indent": 1}, {"ensure_ascii": False}, {"separators": (",", ":")}):
+            texts.append(" \n" + json.dumps(v, **kw) + "\r\n ")
+    texts += [p.read_text(encoding="utf-8") for p in Path(__file__).parent.glob("data/**/*.json")]
+    for text in texts:
+        fast = _scan_arrays(text, "t", 10**9, "json")
+        if fast is None:  # only a lone surrogate *character* (not an escape) sends valid JSON to the scanner
+            assert any(0xD800 <= ord(ch) <= 0xDFFF for ch in text), text[:80]
+            continue
+        _same_structure(fast, _Scanner(text, "t", 10**9).scan("json"))
+    for bad in ["[1,", "[1\u0661]", "[" * 3000 + "]" * 3000, '{"a" 1}', "[1] x", '{"a": 1'.ljust(600)]:
+        assert _scan_arrays(bad, "t", 10**9, "json") is None  # left to the scanner (its error, or its depth)
+
+
+def test_parse_json_fast_path_keeps_errors_and_limits():
+    import json
+
+    from structpos import LimitError, ParseError
+    from structpos.limits import Limits
+    from structpos.parsers.json_tree import FAST_MIN_CHARS, _Scanner, parse_json
+
+    text = json.dumps([{"id": i, "v": [i, "x", None]} for i in range(200)], indent=1)
+    assert len(text) >= FAST_MIN_CHARS
+    _same_structure(parse_json(text), _Scanner(text, "<json>", 10**9).scan("json"))
+    with pytest.raises(LimitError, match="max_nodes"):
+        parse_json(text, limits=Limits(max_nodes=100))
+    bad = text[:-1] + "\n,"
+    with pytest.raises(ParseError) as slow:
+        _Scanner(bad, "<json>", 10**9).scan("json")
+    with pytest.raises(ParseError) as fast:
+        parse_json(bad)
+    assert str(fast.value) == str(slow.value)
