@@ -158,3 +158,44 @@ def test_parse_json_fast_path_keeps_errors_and_limits():
     with pytest.raises(ParseError) as fast:
         parse_json(bad)
     assert str(fast.value) == str(slow.value)
+
+
+# ---------------------------------------------------------------- CSV: array columns and row-sliced grid
+def _csv_texts():
+    from pathlib import Path
+
+    rng = np.random.default_rng(4)
+    alphabet = ["a", "b", ",", '"', '""', "\r\n", "\n", "\r", " ", "é", "\t"]
+    texts = ["".join(rng.choice(alphabet, int(rng.integers(0, 40)))) for _ in range(1500)]
+    texts += [p.read_text(encoding="utf-8") for p in Path(__file__).parent.glob("data/**/*.csv")]
+    texts.append("".join(f'{i},"t, {i}","a""b",plain\r\n' for i in range(500)))
+    return texts
+
+
+def test_csv_array_columns_equal_regex_scanner():
+    from structpos import ParseError
+    from structpos.parsers.table_csv import _scan, _scan_regex
+
+    for text in _csv_texts():
+        try:
+            ref = _scan_regex(text, ",", '"', None, "t")
+        except ParseError:
+            continue
+        got = _scan(text, ",", '"', None, "t", as_lists=False)
+        for f in ("row_start", "row_end", "row_count", "cell_start", "cell_end", "cell_text"):
+            assert list(getattr(got, f)) == list(getattr(ref, f)), (f, text)
+
+
+def test_row_sliced_grid_equals_cell_by_cell_grid():
+    from structpos.parsers.table_csv import parse_csv_table
+
+    for text in _csv_texts():
+        try:
+            s = parse_csv_table(text, header=False)
+        except Exception:
+            continue
+        cells = np.flatnonzero(s.attrs["row"] >= 0)
+        grid = [[None] * s.table.n_cols for _ in range(s.table.n_rows)]  # the construction it replaces
+        for i in cells.tolist():
+            grid[s.attrs["row"][i]][s.attrs["col"][i]] = s.node_texts[i]
+        assert s.table.grid == grid, text
