@@ -18,6 +18,7 @@ its ``NaN``/``Infinity`` extension).
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from json.decoder import scanstring
@@ -203,23 +204,28 @@ def _scan_arrays(text: str, name: str, max_nodes: int, fmt: str) -> Structure | 
     >>> _scan_arrays("[1, 2", "t", 100, "json") is None  # bad JSON: left to the scanner's error
     True
     """
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the throwaway value of the check: ~1 object per node, no cycles to find
     try:
         json.loads(text)
     except (ValueError, RecursionError):
         return None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     c = _codes(text)
     if c is None:
         return None
     n = len(c)
-    cls = _CLASS[np.minimum(c, 127)]
     rq = _real_quotes(c)
     s_open, s_close = rq[0::2], rq[1::2]  # string spans [s_open, s_close]
     depth = np.zeros(n + 1, dtype=np.int8)  # +1 inside a string (quotes included), parity kept
     depth[s_open] = 1
     depth[s_close + 1] -= 1
     outside = np.cumsum(depth[:n], dtype=np.int8) == 0
-    tok = np.flatnonzero(outside & (cls != _WS_C))  # structural characters and scalar characters
-    tcl = cls[tok]
+    # outside strings, valid JSON has ASCII only and no control characters but whitespace (all <= 32)
+    tok = np.flatnonzero(outside & (c > 32))  # structural characters and scalar characters
+    tcl = _CLASS[np.minimum(c[tok], 127)]
     # scalars: maximal runs of "other" characters outside strings
     sc = tok[tcl == _OTHER_C]
     brk = np.flatnonzero(np.diff(sc) != 1)
@@ -227,7 +233,7 @@ def _scan_arrays(text: str, name: str, max_nodes: int, fmt: str) -> Structure | 
     sc_end = sc[np.concatenate([brk, [sc.size - 1]])] + 1 if sc.size else sc
     # strings: a key when the next token after it is ':'
     struct = tok[tcl != _OTHER_C]
-    scl = cls[struct]
+    scl = tcl[tcl != _OTHER_C]
     after = np.searchsorted(struct, s_close, side="right")
     is_key = np.append(scl, _WS_C)[after] == _COLON_C  # (past the last token: not a key)
     # brackets: levels and matching
@@ -241,7 +247,7 @@ def _scan_arrays(text: str, name: str, max_nodes: int, fmt: str) -> Structure | 
     # the nodes, in preorder (= text order of their starts)
     kind = np.concatenate(
         [
-            np.where(cls[o_pos] == _OBJ_C, 0, 1),  # 0 object, 1 array
+            np.where(c[o_pos] == ord("{"), 0, 1),  # 0 object, 1 array
             np.where(is_key, 2, 3),  # 2 member, 3 string
             np.where(
                 c[sc_start] == ord("t"),
@@ -261,7 +267,7 @@ def _scan_arrays(text: str, name: str, max_nodes: int, fmt: str) -> Structure | 
     kind = kind[node_order]
     node_of_open = np.empty(N, dtype=np.int64)
     node_of_open[node_order] = np.arange(N, dtype=np.int64)  # the opens come first in node_order's input
-    parent, in_obj = _parents(start, kind, cls, bpos, opening, o_pos, o_lvl, node_of_open[: o_pos.size], n)
+    parent, in_obj = _parents(start, kind, c, bpos, opening, o_pos, o_lvl, node_of_open[: o_pos.size], n)
     is_member = kind == 2
     end[is_member] = end[np.flatnonzero(is_member) + 1]
     # attributes: element indices of array children, keys of members
@@ -293,7 +299,7 @@ def _scan_arrays(text: str, name: str, max_nodes: int, fmt: str) -> Structure | 
     )
 
 
-def _parents(start, kind, cls, bpos, opening, o_pos, o_lvl, o_node, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _parents(start, kind, c, bpos, opening, o_pos, o_lvl, o_node, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Parent of each node and whether it is a value inside an object (its member is its parent).
 
     The innermost container open at a node's start is the last opener before it at the level
@@ -311,7 +317,7 @@ def _parents(start, kind, cls, bpos, opening, o_pos, o_lvl, o_node, n: int) -> t
     cont_pos = o_pos[cont]
     inside = enclosing > 0
     parent = np.where(inside, o_node[cont], -1)
-    in_obj = inside & (cls[cont_pos] == _OBJ_C) & (kind != 2)
+    in_obj = inside & (c[cont_pos] == ord("{")) & (kind != 2)
     return np.where(in_obj, np.arange(N, dtype=np.int64) - 1, parent), in_obj
 
 
