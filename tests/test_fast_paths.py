@@ -199,3 +199,36 @@ def test_row_sliced_grid_equals_cell_by_cell_grid():
         for i in cells.tolist():
             grid[s.attrs["row"][i]][s.attrs["col"][i]] = s.node_texts[i]
         assert s.table.grid == grid, text
+
+
+def test_parse_json_equals_scanner_on_mutated_documents():
+    """Byte-level mutations of a document past ``FAST_MIN_CHARS``: the same Structure or the same error."""
+    import json
+
+    from structpos import StructposError
+    from structpos.parsers.json_tree import FAST_MIN_CHARS, _Scanner, parse_json
+
+    rng = np.random.default_rng(5)
+    base = json.dumps([_json_value(rng) for _ in range(40)], ensure_ascii=True, indent=1)
+    assert len(base) >= FAST_MIN_CHARS
+    pieces = list('{}[]:,"\\ 0-1eE.tfn\n') + ["true", "null", '"k":', "\\u00e9", "\\ud800", "é"]
+    for _ in range(300):
+        chars = list(base)
+        for _ in range(int(rng.integers(1, 4))):
+            i = int(rng.integers(len(chars)))
+            op = rng.integers(3)
+            if op == 0:
+                del chars[i]
+            elif op == 1:
+                chars.insert(i, pieces[int(rng.integers(len(pieces)))])
+            else:
+                chars[i] = pieces[int(rng.integers(len(pieces)))]
+        text = "".join(chars)
+        try:
+            want = _Scanner(text, "<json>", 10**9).scan("json")
+        except StructposError as e:
+            with pytest.raises(type(e)) as got:
+                parse_json(text)
+            assert str(got.value) == str(e)
+            continue
+        _same_structure(parse_json(text), want)
