@@ -26,9 +26,9 @@ Grammars come from per-language wheels (``tree-sitter-python``, ...): languages
 Language and Parser objects are cached (parsers per thread).
 
 Speed: one ``TreeCursor`` walk (:func:`_walk`, shared by full and ``named_only`` trees, with
-fields and ``MISSING`` flags in the same pass) appending kind ids and byte offsets to int64
-``array("q")`` buffers (``goto_first_child``/``goto_next_sibling``/``goto_parent`` and a parent
-stack), which numpy then reads without a copy; kind ids map to labels and named-ness through per-language tables. The
+fields and ``MISSING`` flags in the same pass) collecting kind ids and byte offsets into Python lists
+(``goto_first_child``/``goto_next_sibling``/``goto_parent`` and a parent stack), then
+``np.fromiter``; kind ids map to labels and named-ness through per-language tables. The
 walk costs ~0.7x the bare parse (six binding calls per node); ``node.children`` recursion,
 a breadth-first ``children`` walk and ``QueryCursor`` captures all measured slower, and
 ``Parser.parse`` holds the GIL (checked with py-tree-sitter 0.26), so a parsing thread cannot
@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import threading
 import time
-from array import array
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -242,8 +241,11 @@ def _walk(tree, keep: list[bool] | None, fields: bool, missing: bool):
     node is the whole cost; see the module docstring).
     """
     cur = tree.walk()
-    # int64 buffers: appending is as cheap as to a list, and numpy reads them without a copy
-    kinds, starts, ends, parents, field_ids = (array("q") for _ in range(5))
+    kinds: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    parents: list[int] = []
+    field_ids: list[int] = []
     flags: list[bool] = []
     add_kind, add_start, add_end, add_parent = kinds.append, starts.append, ends.append, parents.append
     first_child, next_sibling, go_up = cur.goto_first_child, cur.goto_next_sibling, cur.goto_parent
@@ -316,9 +318,9 @@ def _read_source(source, name: str | None, lang_name: str, limits: Limits | None
     raise wrong_type(source, name)
 
 
-def _ints(values: array) -> np.ndarray:
-    """An ``array("q")`` of the walk as an int64 numpy array over the same buffer (no copy)."""
-    return np.frombuffer(values, dtype=np.int64) if len(values) else np.zeros(0, dtype=np.int64)
+def _ints(values: list[int]) -> np.ndarray:
+    """A list of Python ints as int64 (``fromiter`` skips ``np.array``'s type discovery)."""
+    return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
 def _resolve_language(language) -> tuple[Any, str]:
