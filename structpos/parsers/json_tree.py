@@ -15,7 +15,7 @@ limited by memory; strings are decoded with :func:`json.decoder.scanstring` and 
 matched with :data:`json.scanner.NUMBER_RE`, exactly as :func:`json.loads` does (including
 its ``NaN``/``Infinity`` extension). Texts of at least :data:`FAST_MIN_CHARS` characters that
 ``json.loads`` accepts take an array scanner instead (:func:`_scan_arrays`: numpy passes over the
-characters, 3–5× faster on large files), which builds the same Structure.
+characters, 2–3× faster on large files), which builds the same Structure.
 """
 
 from __future__ import annotations
