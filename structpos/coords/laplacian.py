@@ -56,7 +56,16 @@ from scipy.sparse.csgraph import connected_components
 from ..exceptions import EigenConvergenceError
 from ..structure import Structure
 from ._eigen import batched_eigh
-from ._graph_utils import SENTINEL, Graph, adjacency, as_graph, as_graphs, canonical_phase, packed_edges
+from ._graph_utils import (
+    SENTINEL,
+    Graph,
+    adjacency,
+    as_graph,
+    as_graphs,
+    canonical_phase,
+    canonical_sign_rows,
+    packed_edges,
+)
 from ._schedule import run_dense_groups
 from ._sparse_eigen import SparseMethod, smallest_eigenpairs
 from ._spectrum import (
@@ -283,21 +292,22 @@ def _group_pe(A: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
     cols = c[:, None] + np.arange(k)
     valid = cols < real_modes[:, None]
     c0 = int(c[0])
+    # the kept eigenvectors as contiguous rows (G, k, S): every later pass reduces along the last axis
     if c0 + k <= S and (c == c0).all():  # the usual case: one column range for the whole group
         ev = np.where(valid, w[:, c0 : c0 + k], 0.0)
-        V = U[:, :, c0 : c0 + k]
+        Vt = np.ascontiguousarray(U[:, :, c0 : c0 + k].transpose(0, 2, 1))
     else:
         cols = np.minimum(cols, S - 1)
         ev = np.where(valid, np.take_along_axis(w, cols, axis=1), 0.0)
-        V = np.take_along_axis(U, np.broadcast_to(cols[:, None, :], (G, S, k)), axis=2)
+        Vt = np.take_along_axis(U.transpose(0, 2, 1), np.broadcast_to(cols[:, :, None], (G, k, S)), axis=1)
     nxt_col = c + k
     has_next = nxt_col < real_modes
     nxt = np.take_along_axis(w, np.minimum(nxt_col, S - 1)[:, None], axis=1)[:, 0]
     ambiguous = ambiguous_modes(ev, valid, nxt, has_next)
-    V = canonical_phase(V) * valid[:, None, :] + 0.0  # (+0.0 turns -0.0 into 0.0)
-    R = L @ V - V * ev[:, None, :]
-    res = float(np.sqrt(np.max((R * R).sum(axis=1)))) if R.size else 0.0
-    return V, ev, valid, ambiguous, res
+    Vt = canonical_sign_rows(Vt) * valid[:, :, None] + 0.0  # (+0.0 turns -0.0 into 0.0)
+    R = Vt @ L - Vt * ev[:, :, None]  # L is symmetric: the rows of (L V − V Λ)ᵀ
+    res = float(np.sqrt(np.max((R * R).sum(axis=2)))) if R.size else 0.0
+    return Vt.transpose(0, 2, 1), ev, valid, ambiguous, res
 
 
 # ---------------------------------------------------------------- large sparse graphs

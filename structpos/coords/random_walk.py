@@ -235,15 +235,18 @@ def _dense_rwse(A: np.ndarray, K: int, symmetric: bool) -> np.ndarray:
     babies[:, 0] = M
     for j in range(1, s):
         np.matmul(babies[:, j - 1], M, out=babies[:, j])
-    # rows[b, i, r, m] = [M^{r+1}]_{mi}: the second factor laid out for one contiguous einsum
-    rows = np.ascontiguousarray(babies.transpose(0, 2, 1, 3) if symmetric else babies.transpose(0, 3, 1, 2))
-    blocks = [babies.diagonal(axis1=-2, axis2=-1).transpose(0, 2, 1)]  # (B, S, s): k = 1..s
+    out = np.empty((B, S, K), dtype=M.dtype)  # s <= K
+    out[:, :, :s] = babies.diagonal(axis1=-2, axis2=-1).transpose(0, 2, 1)  # k = 1..s
+    # second factor [M^{r+1}]_{mi} with m contiguous: for symmetric M the rows of the powers
+    # themselves ([M^r]_mi = [M^r]_im, no copy), else the transposed powers laid out once
+    rows = babies if symmetric else np.ascontiguousarray(babies.transpose(0, 1, 3, 2))
     giant = babies[:, s - 1]
     for g in range(s, K, s):  # k = g+1 .. g+s from the giant step M^g, g = s, 2s, ...
         if g > s:
             giant = giant @ babies[:, s - 1]
-        blocks.append(np.einsum("bim,birm->bir", giant, rows))
-    return np.concatenate(blocks, axis=2)[:, :, :K]
+        r = min(s, K - g)
+        out[:, :, g : g + r] = np.einsum("bim,brim->bir", giant, rows[:, :r])
+    return out
 
 
 def _sparse_rwse(g: Graph, K: int, symmetrize: bool, *, block_rows: int = 2048) -> np.ndarray:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -194,12 +195,31 @@ def place_cells(
     return row, col, rs, cs
 
 
+def _row_major(row: np.ndarray, col: np.ndarray, n_rows: int) -> bool:
+    """Cells listed row by row, each row's cells in columns ``0, 1, 2, …`` (no holes)."""
+    if row.size == 0:
+        return True
+    if bool((row[1:] < row[:-1]).any()):
+        return False
+    first = np.searchsorted(row, row, side="left")
+    return bool((col == np.arange(row.size) - first).all())
+
+
 def _expanded_grid(
     texts: list[str], row: np.ndarray, col: np.ndarray, rs: np.ndarray, cs: np.ndarray, n_rows: int, n_cols: int
 ):
     """``n_rows × n_cols`` list grid of texts, merged cells repeated, ``None`` in holes."""
-    grid: list[list[str | None]] = [[None] * n_cols for _ in range(n_rows)]
     simple = bool((rs == 1).all() and (cs == 1).all())
+    if simple and _row_major(row, col, n_rows):  # CSV and most HTML: one slice of the texts per row
+        counts = np.bincount(row, minlength=n_rows).tolist()
+        values = cast("list[str | None]", texts)
+        out: list[list[str | None]] = []
+        k = 0
+        for c in counts:
+            out.append(values[k : k + c] + [None] * (n_cols - c) if c < n_cols else values[k : k + c])
+            k += c
+        return out
+    grid: list[list[str | None]] = [[None] * n_cols for _ in range(n_rows)]
     if simple:
         for t, r, c in zip(texts, row.tolist(), col.tolist()):
             grid[r][c] = t
