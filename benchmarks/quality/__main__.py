@@ -65,7 +65,11 @@ def parse_args(argv=None):
 
 
 def load_results(out: Path) -> dict:
-    """Merge ``out/results/<task>.s<seed>.json`` (one file per task and seed) into one results dict."""
+    """Merge ``out/results/<task>.s<seed>[.<more>].json`` into one results dict.
+
+    A task and seed may have several files (encodings added by a later run, e.g. ``.cpu``); a run
+    of the same task, encoding and seed is kept once, the first in file-name order.
+    """
     parts = [json.loads(p.read_text()) for p in sorted((out / "results").glob("*.s*.json"))]
     if not parts:
         raise SystemExit(f"no results in {out / 'results'}")
@@ -83,11 +87,19 @@ def load_results(out: Path) -> dict:
         "command": parts[0].get("command", ""),
     }
     sizes = {p["size"] for p in parts}
+    merged["machine"] = "; ".join(dict.fromkeys(p["machine"] for p in parts))
     if len(sizes) > 1:
         merged["size"] = "mixed (" + ", ".join(sorted(sizes)) + ")"
+    seen = set()
     for p in parts:
-        merged["tasks"].setdefault(p["task"], p["tasks"][p["task"]])
-        merged["runs"] += p["runs"]
+        desc = merged["tasks"].setdefault(p["task"], dict(p["tasks"][p["task"]]))
+        for key in ("encodings", "params"):  # a later run may add encodings to a task
+            desc[key] = {**desc.get(key, {}), **p["tasks"][p["task"]].get(key, {})}
+        for r in p["runs"]:  # the probe and heuristics are recorded by every file of a seed: keep one
+            key = (r["task"], r["encoding"], r["seed"])
+            if key not in seen:
+                seen.add(key)
+                merged["runs"].append(r)
         merged["sweep"] += p.get("sweep", [])
         merged["chosen_lr"].setdefault(p["task"], {}).update(p.get("chosen_lr", {}))
         merged["wall_s"][p["task"]] = max(merged["wall_s"].get(p["task"], 0), p.get("elapsed_s", 0))
