@@ -135,7 +135,7 @@ class Task:
         keys = [spec.key] if spec.key else []
         if spec.bias:
             keys.append(spec.bias)
-        if spec.kind == "lappe":
+        if spec.kind in ("lappe", "spe"):
             keys.append(spec.key + "_eigvals")
         if spec.kind == "awrope":
             keys.append("edges")

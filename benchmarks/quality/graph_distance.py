@@ -35,7 +35,7 @@ from structpos.encoders import spectral_coords
 from ._common import Task
 from .model import Enc
 
-K_LAP, K_RW, MAX_D = 8, 16, 8
+K_LAP, K_RW, MAX_D, K_ANCHOR = 8, 16, 8, 4
 
 
 def random_graph(n: int, family: str, rng: np.random.Generator) -> nx.Graph:
@@ -62,7 +62,7 @@ FAMILIES = ("er", "tree", "grid", "ws", "ba")
 
 def graph_features(s, n: int, edges_dir: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-node PE arrays of a graph Structure (the library's own output)."""
-    c = structpos.compute_coords(s, f"lap:{K_LAP},rw:{K_RW}")
+    c = structpos.compute_coords(s, f"lap:{K_LAP},rw:{K_RW},peg:{K_LAP},anchor:{K_ANCHOR}")
     ei, _ = s.edges()
     ei = np.asarray(ei)
     k = min(K_LAP, n - 1)
@@ -76,6 +76,8 @@ def graph_features(s, n: int, edges_dir: np.ndarray | None = None) -> dict[str, 
         "wire": wire * np.sqrt(n),  # spectral coordinates are O(1/√N): per-node scale near 1
         "edges": und if edges_dir is None else edges_dir,
         "awpos": np.nan_to_num(c["lap"][:, :2]).astype(np.float32) * np.sqrt(n),
+        "pair_peg": np.nan_to_num(c["peg"]).astype(np.float32),
+        "anchor": c["anchor_dist"].astype(np.float32),
     }
 
 
@@ -106,6 +108,9 @@ def graph_encodings() -> dict[str, Enc]:
         "rwse": Enc("linear", "rw", K_RW, about="RWSE(16), additive"),
         "wire": Enc("wire", "wire", K_LAP, {"scale": 4.0}, about="WIRE on 8 Laplacian modes"),
         "awrope": Enc("awrope", "awpos", 2, {"K": 6}, about="AW-RoPE, phases from 2 LapPE coordinates"),
+        "spe": Enc("spe", "lap", K_LAP, about="SPE: V·diag(φ(λ))·Vᵀ + equivariant DeepSets, additive"),
+        "peg": Enc("peg", "pair_peg", about="PEG: learned bias of spectral distances ‖z_u − z_v‖"),
+        "anchors": Enc("linear", "anchor", K_ANCHOR, about="NT-LLM: hop distances to 4 greedy k-centre anchors"),
         "spd_bias": Enc(
             "bias", "pair_spd", opts={"max_distance": MAX_D}, role="ceiling", about="SPD bias: fed d(u, v), the label"
         ),

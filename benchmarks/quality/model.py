@@ -46,6 +46,8 @@ from structpos.encoders import (
 )
 from structpos.encoders.bipe import BiPE
 from structpos.encoders.cope import CoPE
+from structpos.encoders.peg import PEGBias
+from structpos.encoders.spe import SPE
 from structpos.encoders.registry import build as build_encoder
 from structpos.encoders.tpe import TraversalOrderAttention
 
@@ -73,7 +75,9 @@ class Enc:
     on ``key``'s axes), ``"bipe"`` (BiPE: ``key`` = (segment, offset); learned offset table added
     to the embeddings, RoPE on the segment), ``"tpe"`` (2D-TPE: TraversalOrderAttention over the
     ``dim`` orders of ``key`` replaces the attention) or ``"cope"`` (CoPE logit bias; with
-    ``key`` the per-token gates are given — 1 at structural-unit boundaries — instead of learned).
+    ``key`` the per-token gates are given — 1 at structural-unit boundaries — instead of learned),
+    ``"spe"`` (SPE on the eigenvectors ``key`` and eigenvalues ``key + "_eigvals"``, additive) or
+    ``"peg"`` (PEGBias, a learned per-head function of the ``pair_`` distances ``key``).
     ``bias`` names a
     ``pair_`` array for an SPDBias added on top of any kind (e.g. 1-D RoPE + a tree-distance bias).
     ``role`` is one of :data:`ROLES`.
@@ -104,6 +108,7 @@ class Encoding(nn.Module):
         hd = d // heads
         o = dict(spec.opts)
         self.rope = self.embed = self.lin = self.lappe = self.spd = self.extra_qk = self.tpe = self.cope = None
+        self.spe = self.peg = None
         self.extra_dim = 0
         if spec.bias:
             self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
@@ -121,6 +126,10 @@ class Encoding(nn.Module):
             self.tpe = TraversalOrderAttention(hd, heads, num_orders=spec.dim, base=o.get("base", 1000.0))
         elif spec.kind == "cope":
             self.cope = CoPE(hd, int(o.get("max_positions", 32)))
+        elif spec.kind == "spe":
+            self.spe = SPE(out_dim=d)
+        elif spec.kind == "peg":
+            self.peg = PEGBias(heads)
         elif spec.kind == "rope":
             # interleaved: every axis gets high and low frequencies (sectioned would leave the last axis of a
             # 16-dim head only the slowest pairs, near-constant over short inputs)
@@ -160,9 +169,9 @@ class Encoding(nn.Module):
             self.lappe = LapPEEmbedding(spec.dim, d, use_eigvals=True, sign_flip=True)
         elif spec.kind == "bias":
             self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
-        elif spec.kind not in ("none", "plane", "learned", "bipe", "tpe", "cope"):
+        elif spec.kind not in ("none", "plane", "learned", "bipe", "tpe", "cope", "spe", "peg"):
             raise ValueError(f"unknown encoding kind {spec.kind!r}")
-        if spec.kind in ("linear", "lappe"):  # projected features at unit RMS, like the token embeddings
+        if spec.kind in ("linear", "lappe", "spe"):  # projected features at unit RMS, like the token embeddings
             self.feat_norm = nn.LayerNorm(d)
 
     def features(self, batch) -> torch.Tensor | None:
@@ -176,6 +185,9 @@ class Encoding(nn.Module):
             return self.feat_norm(self.lin(batch[k].float()))
         if self.lappe is not None:
             return self.feat_norm(self.lappe(batch[k].float(), batch[k + "_eigvals"].float()))
+        if self.spe is not None:  # every node of a graph carries its eigenvalues: take the first node's
+            out = self.spe(batch[k].float(), batch[k + "_eigvals"][:, 0].float(), node_mask=batch["mask"])
+            return self.feat_norm(out)
         return None
 
     def extra_planes(self, h: torch.Tensor, layer: int, q, k):
@@ -208,6 +220,8 @@ class Encoding(nn.Module):
         if self.cope is not None:
             gates = batch[self.spec.key][..., 0].float() if self.spec.key else None
             return self.cope(q, k, gates)
+        if self.peg is not None:
+            return self.peg(batch[self.spec.key].float())
         if self.spd is None:
             return None
         return self.spd(batch[self.spec.bias or self.spec.key].long())
