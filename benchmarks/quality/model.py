@@ -47,8 +47,8 @@ from structpos.encoders import (
 from structpos.encoders.bipe import BiPE
 from structpos.encoders.cope import CoPE
 from structpos.encoders.peg import PEGBias
-from structpos.encoders.spe import SPE
 from structpos.encoders.registry import build as build_encoder
+from structpos.encoders.spe import SPE
 from structpos.encoders.tpe import TraversalOrderAttention
 
 __all__ = ["ROLES", "Enc", "Encoding", "Transformer", "build_model", "collate", "count_parameters"]
