@@ -84,7 +84,7 @@ def load_results(out: Path) -> dict:
         "runs": [],
         "sweep": [],
         "chosen_lr": {},
-        "command": parts[0].get("command", ""),
+        "command": "; ".join(dict.fromkeys(p["command"] for p in parts if p.get("command"))),
     }
     sizes = {p["size"] for p in parts}
     merged["machine"] = "; ".join(dict.fromkeys(p["machine"] for p in parts))
