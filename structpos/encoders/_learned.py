@@ -31,7 +31,7 @@ from ._checks import (
     is_compiling,
     to_blhd,
 )
-from .rope import check_cu_seqlens, positions_from_cu_seqlens
+from .rope import check_same_tokens, resolve_coords
 
 __all__ = ["LearnedRotary", "apply_matrices", "cayley", "rope_generator", "skew"]
 
@@ -197,30 +197,7 @@ class LearnedRotary(nn.Module):
 
     def _resolve_coords(self, x: torch.Tensor, coords, cu_seqlens) -> torch.Tensor:
         """Float coordinates ``(*tokens, A)`` (compute dtype) for ``x`` in ``(…, L, H, D)`` order."""
-        tokens = x.shape[:-2]
-        if cu_seqlens is not None:
-            if x.dim() != 3:
-                raise ShapeError(f"cu_seqlens needs packed (T, H, D) inputs, given {tuple(x.shape)}")
-            cu_seqlens = torch.as_tensor(cu_seqlens, device=x.device)
-        if coords is None:
-            if x.dim() == 3:
-                pos = (
-                    positions_from_cu_seqlens(cu_seqlens, tokens[0])
-                    if cu_seqlens is not None
-                    else torch.arange(tokens[0], device=x.device)
-                )
-            else:
-                pos = torch.arange(tokens[1], device=x.device).expand(tokens)
-            coords = pos[..., None].expand(*tokens, self.num_axes)
-        else:
-            coords = self._check_coords(coords, x)
-            if coords.shape[:-1] != tokens:
-                raise ShapeError(
-                    f"coords must have shape {(*tuple(tokens), self.num_axes)} (the token shape of q/k, "
-                    f"then {self.num_axes} axes), given {tuple(coords.shape)}"
-                )
-            if cu_seqlens is not None and not is_compiling():
-                check_cu_seqlens(cu_seqlens, tokens[0])
+        coords = resolve_coords(x, coords, cu_seqlens, self.num_axes, self._check_coords)
         return coords.to(self.compute_dtype(x, coords))
 
     @staticmethod
@@ -306,11 +283,7 @@ class LearnedRotary(nn.Module):
         if k_coords is not None:
             return self.rotate(q, coords, cu_seqlens, mask=mask), self.rotate(k, k_coords, cu_seqlens, mask=mask)
         q, k = self._check_x(q, "q"), self._check_x(k, "k")
-        if q.shape[:-2] != k.shape[:-2]:
-            raise ShapeError(
-                f"q and k must have the same tokens (pass k_coords otherwise): q {tuple(q.shape)}, k {tuple(k.shape)} "
-                "in (…, L, H, D) order"
-            )
+        check_same_tokens(q, k)
         coords = self._masked(self._resolve_coords(q, coords, cu_seqlens), mask)
         return from_blhd(self._transform(q, coords), self.qk_layout), from_blhd(
             self._transform(k, coords.to(self.compute_dtype(k, coords))), self.qk_layout

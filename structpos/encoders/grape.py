@@ -56,7 +56,7 @@ from ._checks import QKLayout, check_choice, check_count, check_flag, check_tabl
 from ._learned import LearnedRotary, cayley, rope_generator, skew
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 from .attention_bias import alibi_slopes
-from .rope import pair_axes
+from .rope import check_same_tokens, pair_axes
 
 __all__ = ["GRAPE", "GRAPEAdditive", "forget_gate_coords", "rodrigues_exp"]
 
@@ -525,11 +525,7 @@ class GRAPEAdditive(LearnedRotary):
         q, k = self._check_x(q, "q"), self._check_x(k, "k")
         qc = self._masked(self._resolve_coords(q, coords, cu_seqlens), mask)
         if k_coords is None:
-            if q.shape[:-2] != k.shape[:-2]:
-                raise ShapeError(
-                    f"q and k must have the same tokens (pass k_coords otherwise): q {tuple(q.shape)}, "
-                    f"k {tuple(k.shape)} in (…, L, H, D) order"
-                )
+            check_same_tokens(q, k)
             kc = qc
         else:
             kc = self._masked(self._resolve_coords(k, k_coords, cu_seqlens), mask)

@@ -26,7 +26,7 @@ from tables cached per ``(extent, device, dtype)`` (:mod:`.rope_tables`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Sequence
 
 import torch
@@ -155,6 +155,91 @@ def positions_from_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Ten
     t = torch.arange(total, device=cu.device)
     seq = torch.searchsorted(cu[1:], t, right=True)
     return t - cu[seq]
+
+
+def resolve_coords(
+    x: torch.Tensor,
+    coords,
+    cu_seqlens,
+    num_axes: int,
+    check: Callable[[Any, torch.Tensor], torch.Tensor],
+) -> torch.Tensor:
+    """Per-token coordinates ``(*tokens, A)`` for ``x`` in ``(…, L, H, D)`` order.
+
+    Given ``coords`` are passed through ``check(coords, x)`` and must have ``x``'s token shape;
+    without them the token index (restarting per packed sequence with ``cu_seqlens``) stands on
+    every axis. The one front end of every rotary encoder with the ``StructuralRoPE`` call shape.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(B, L, H, D)`` or packed ``(T, H, D)``.
+    coords : array-like or None
+        ``(B, L, A)`` / ``(T, A)``.
+    cu_seqlens : torch.Tensor or None
+        Sequence offsets of packed input.
+    num_axes : int
+        ``A``.
+    check : callable
+        The encoder's own dtype / axis / finiteness check of given coordinates.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(*tokens, A)`` coordinates.
+
+    Raises
+    ------
+    ShapeError
+        ``cu_seqlens`` with padded input, coordinates of another token shape, bad ``cu_seqlens``.
+
+    Examples
+    --------
+    >>> resolve_coords(torch.zeros(5, 1, 2), None, torch.tensor([0, 3, 5]), 2, None)[:, 0].tolist()
+    [0, 1, 2, 0, 1]
+    """
+    tokens = x.shape[:-2]
+    if cu_seqlens is not None:
+        if x.dim() != 3:
+            raise ShapeError(f"cu_seqlens needs packed (T, H, D) inputs, given {tuple(x.shape)}")
+        cu_seqlens = torch.as_tensor(cu_seqlens, device=x.device)
+    if coords is None:
+        if x.dim() == 3:
+            pos = (
+                positions_from_cu_seqlens(cu_seqlens, tokens[0])
+                if cu_seqlens is not None
+                else torch.arange(tokens[0], device=x.device)
+            )
+        else:
+            pos = torch.arange(tokens[1], device=x.device).expand(tokens)
+        return pos[..., None].expand(*tokens, num_axes)
+    coords = check(coords, x)
+    if coords.shape[:-1] != tokens:
+        raise ShapeError(
+            f"coords must have shape {(*tuple(tokens), num_axes)} (the token shape of q/k, "
+            f"then {num_axes} axes), given {tuple(coords.shape)}"
+        )
+    if cu_seqlens is not None and not is_compiling():
+        check_cu_seqlens(cu_seqlens, tokens[0])
+    return coords
+
+
+def check_same_tokens(q: torch.Tensor, k: torch.Tensor) -> None:
+    """Raise :class:`~structpos.exceptions.ShapeError` unless ``q`` and ``k`` (``(…, L, H, D)``) share tokens.
+
+    Examples
+    --------
+    >>> check_same_tokens(torch.zeros(1, 3, 2, 4), torch.zeros(1, 3, 1, 4))  # fewer key heads: fine
+    >>> check_same_tokens(torch.zeros(1, 3, 2, 4), torch.zeros(1, 4, 2, 4))
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: q and k must have the same tokens (pass k_coords otherwise): q (1, 3, 2, 4), k (1, 4, 2, 4) in (…, L, H, D) order
+    """
+    if q.shape[:-2] != k.shape[:-2]:
+        raise ShapeError(
+            f"q and k must have the same tokens (pass k_coords otherwise): q {tuple(q.shape)}, k {tuple(k.shape)} "
+            "in (…, L, H, D) order"
+        )
 
 
 def check_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
@@ -642,31 +727,8 @@ class StructuralRoPE(nn.Module):
         return coords
 
     def _resolve_coords(self, x: torch.Tensor, coords, cu_seqlens) -> torch.Tensor:
-        """Coordinates ``(*tokens, A)`` for ``x`` already in ``(…, L, H, D)`` order."""
-        tokens = x.shape[:-2]
-        if cu_seqlens is not None:
-            if x.dim() != 3:
-                raise ShapeError(f"cu_seqlens needs packed (T, H, D) inputs, given {tuple(x.shape)}")
-            cu_seqlens = torch.as_tensor(cu_seqlens, device=x.device)
-        if coords is None:
-            if x.dim() == 3:
-                pos = (
-                    positions_from_cu_seqlens(cu_seqlens, tokens[0])
-                    if cu_seqlens is not None
-                    else torch.arange(tokens[0], device=x.device)
-                )
-            else:
-                pos = torch.arange(tokens[1], device=x.device).expand(tokens)
-            return pos[..., None].expand(*tokens, self.num_axes)
-        coords = self._check_coords(coords, x)
-        if coords.shape[:-1] != tokens:
-            raise ShapeError(
-                f"coords must have shape {(*tuple(tokens), self.num_axes)} (the token shape of q/k, "
-                f"then {self.num_axes} axes), given {tuple(coords.shape)}"
-            )
-        if cu_seqlens is not None and not is_compiling():
-            check_cu_seqlens(cu_seqlens, tokens[0])
-        return coords
+        """Coordinates ``(*tokens, A)`` for ``x`` already in ``(…, L, H, D)`` order (:func:`resolve_coords`)."""
+        return resolve_coords(x, coords, cu_seqlens, self.num_axes, self._check_coords)
 
     def _head_slice(self, cos: torch.Tensor, heads: int) -> torch.Tensor:
         """cos/sin for a tensor with ``heads`` heads (GQA keys share a q-head group's axis)."""
@@ -774,11 +836,7 @@ class StructuralRoPE(nn.Module):
         if k_coords is not None:
             return self.rotate(q, coords, cu_seqlens, mask=mask), self.rotate(k, k_coords, cu_seqlens, mask=mask)
         q, k = self._check_x(q, "q"), self._check_x(k, "k")
-        if q.shape[:-2] != k.shape[:-2]:
-            raise ShapeError(
-                f"q and k must have the same tokens (pass k_coords otherwise): q {tuple(q.shape)}, k {tuple(k.shape)} "
-                "in (…, L, H, D) order"
-            )
+        check_same_tokens(q, k)
         coords = self._resolve_coords(q, coords, cu_seqlens)
         cos, sin = self.cos_sin(coords, q.dtype, mask)
         q_rot = self._rotate_with(q, cos, sin)
