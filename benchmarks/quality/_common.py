@@ -249,7 +249,7 @@ class Task:
             return float("nan")
         fit = getattr(self, "_probe", None)
         if fit is None:
-            fit = self._probe = _fit_probe(self.train, self.probe_keys, self.mode)
+            fit = self._probe = lookup_table(self.train, self.probe_keys, self.mode)
         return fit(examples)
 
     def reference_runs(self, seed: int) -> list[dict[str, Any]]:
@@ -307,8 +307,13 @@ def _features(e: dict[str, np.ndarray], keys: list[str]) -> np.ndarray:
     return np.concatenate([np.asarray(e[k]).reshape(n, -1) for k in keys], 1)
 
 
-def _fit_probe(train: Examples, keys: list[str], mode: str) -> Callable[[Examples], float]:
-    """The coordinates-only probe: a lookup table over integer features, else a linear classifier."""
+def lookup_table(train: Examples, keys: list[str], mode: str) -> Callable[[Examples], float]:
+    """``accuracy(examples)`` of the majority label per value of the per-token ``keys`` (unseen values:
+    the overall majority), fitted on ``train``; a linear classifier when the features are real.
+
+    The coordinates-only probe reads the position keys; heuristics read content keys (the previous
+    token, the word form).
+    """
     feats = [_features(e, keys) for e in train]
     integer = all(np.issubdtype(f.dtype, np.integer) for f in feats)
     if mode == "tag":

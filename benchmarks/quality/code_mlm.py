@@ -41,7 +41,7 @@ from structpos.align import token_coords
 from structpos.coords.tree import tree_distance as tree_distance_nodes
 from structpos.encoders import tree_path_pe, unit_indices
 
-from ._common import Task, _tag_accuracy, shuffled_rows
+from ._common import Task, lookup_table, shuffled_rows
 from .model import Enc
 
 WINDOW, LONG_WINDOW = 64, 192
@@ -229,16 +229,7 @@ class CodeMLM(Task):
 
     def heuristics(self):
         """Majority token, and the most frequent masked token after the previous visible token (bigram)."""
-        out = super().heuristics()
-        after: dict[int, Counter] = {}
-        for e in self.train:
-            for p, t in zip(e["prev"], e["tgt"]):
-                if t >= 0:
-                    after.setdefault(int(p), Counter())[int(t)] += 1
-        best = {p: c.most_common(1)[0][0] for p, c in after.items()}
-        top = Counter(int(t) for e in self.train for t in e["tgt"] if t >= 0).most_common(1)[0][0]
-        out["bigram"] = lambda exs: _tag_accuracy(exs, lambda e: np.array([best.get(int(p), top) for p in e["prev"]]))
-        return out
+        return super().heuristics() | {"bigram": lookup_table(self.train, ["prev"], self.mode)}
 
     def build(self, size: str = "full", seed: int = 0) -> None:
         rng = np.random.default_rng(2000 + seed)

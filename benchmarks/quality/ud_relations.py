@@ -43,7 +43,7 @@ from structpos.align import token_coords
 from structpos.encoders import tree_distance, tree_path_pe
 from structpos.parsers._dependency import dependency_structure, heads_to_preorder
 
-from ._common import Task, _tag_accuracy, shuffled_rows, ud_file
+from ._common import Task, lookup_table, shuffled_rows, ud_file
 from .model import Enc, build_model, collate, cosine_schedule
 
 VOCAB = 2000
@@ -252,16 +252,7 @@ class UDRelations(Task):
 
     def heuristics(self):
         """Majority relation, and the majority relation of each word form (unknown forms: majority)."""
-        out = super().heuristics()
-        per: dict[int, Counter] = {}
-        for e in self.train:
-            for f, t in zip(e["tok"], e["tgt"]):
-                if t >= 0:
-                    per.setdefault(int(f), Counter())[int(t)] += 1
-        best = {f: c.most_common(1)[0][0] for f, c in per.items()}
-        top = Counter(int(t) for e in self.train for t in e["tgt"] if t >= 0).most_common(1)[0][0]
-        out["form"] = lambda exs: _tag_accuracy(exs, lambda e: np.array([best.get(int(f), top) for f in e["tok"]]))
-        return out
+        return super().heuristics() | {"form": lookup_table(self.train, ["tok"], self.mode)}
 
     def build(self, size: str = "full", seed: int = 0) -> None:
         device = self.device
