@@ -68,8 +68,6 @@ class Task:
     name = ""
     data = "generated"  # or "real: ..."
     claim = ""  # the SEEDS.md claim tested
-    claimed: ClassVar[list[str]] = []  # encodings the claim says should win
-    baselines: ClassVar[list[str]] = ["rope1d", "nope"]
     mode = "tag"  # "tag" (per-token classes) or "pointer" (pick one token)
     causal = False
     metric = "acc"
@@ -271,8 +269,6 @@ class Task:
             "name": self.name,
             "data": self.data,
             "claim": self.claim,
-            "claimed": self.claimed,
-            "baselines": self.baselines,
             "roles": self.roles(),
             "splits": {k: len(v) for k, v in self.splits.items()},
             "train": len(self.train),

@@ -33,7 +33,6 @@ import numpy as np
 
 MIN_SEEDS = 5
 FLOOR = 0.02  # absolute accuracy (or loss) a winner must clear the heuristics and the probe by
-SCORED_ROLES = ("claimed", "baseline", "zero", "control", "ceiling", "oracle")
 
 
 # ---------------------------------------------------------------------- numbers
@@ -180,15 +179,9 @@ def _zero_lines(by_seed: dict[str, dict[int, float]], roles: dict[str, str]) -> 
 def verdict_of(out: dict[str, Any], name: str) -> Verdict:
     desc = out["tasks"][name]
     by_seed = scores_by_seed(out["runs"], name, desc["main_split"], desc.get("verdict_on_loss", False))
-    roles = desc.get("roles") or _legacy_roles(desc)
+    roles = desc["roles"]
     size = out["size"] if out["size"] in ("full", "quick") else "mixed"
     return task_verdict(by_seed, roles, size)
-
-
-def _legacy_roles(desc: dict[str, Any]) -> dict[str, str]:
-    roles = {e: "claimed" for e in desc.get("claimed", [])}
-    roles |= {e: "baseline" for e in desc.get("baselines", [])}
-    return roles
 
 
 # ---------------------------------------------------------------------- rendering
@@ -219,7 +212,7 @@ def _role(enc: str, roles: dict[str, str]) -> str:
 def task_section(out: dict[str, Any], name: str) -> list[str]:
     desc, runs = out["tasks"][name], out["runs"]
     main = desc["main_split"]
-    roles = desc.get("roles") or _legacy_roles(desc)
+    roles = desc["roles"]
     v = verdict_of(out, name)
     splits = list(desc["splits"])
     loss = desc.get("verdict_on_loss") or desc.get("report_loss")
@@ -327,7 +320,7 @@ def write_plot(out: dict[str, Any], path: Path) -> None:
     palette = {"claimed": "tab:green", "baseline": "tab:gray", "zero": "tab:blue", "ceiling": "tab:purple"}
     for ax, (name, desc) in zip(axes.flat, tasks):
         stats = summarise(out["runs"], name, desc["main_split"])
-        roles = desc.get("roles") or _legacy_roles(desc)
+        roles = desc["roles"]
         encs = sorted(stats, key=lambda e: -stats[e][0])
         colors = [
             "black" if e == "probe" or e.startswith("h_") else palette.get(roles.get(e, ""), "tab:orange") for e in encs
