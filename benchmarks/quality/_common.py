@@ -80,7 +80,6 @@ class Task:
     out_dim = 1
     layers = 2
     probe_keys: ClassVar[list[str]] = []  # per-token coordinate arrays the coordinates-only probe reads
-    verdict_on_loss = False  # the claim is about the loss (lower wins), not the accuracy
     report_loss = False  # show the loss columns beside the accuracy
     directed_edges = ""  # an example key of directed edges that AW-RoPE walks instead of ``edges``
 
@@ -236,10 +235,6 @@ class Task:
         out["cpu_s"] = round(time.process_time() - c0, 2)
         return out
 
-    def score(self, run: dict[str, Any], split: str) -> float:
-        """The number the verdict compares: accuracy, or the negated loss for a claim about the loss."""
-        return -run[f"{split}_loss"] if self.verdict_on_loss else run[f"{split}_acc"]
-
     # ------------------------------------------------------------------ probe and heuristics
     def probe_accuracy(self, examples: Examples) -> float:
         """Accuracy of the coordinates-only probe fitted on ``self.train`` (see the module docstring)."""
@@ -275,7 +270,6 @@ class Task:
             "val": len(self.val),
             "main_split": self.main_split,
             "metric": self.metric,
-            "verdict_on_loss": self.verdict_on_loss,
             "report_loss": self.report_loss,
             "probe_keys": self.probe_keys,
             "info": self.info,

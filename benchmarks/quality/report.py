@@ -1,7 +1,6 @@
 """RESULTS.md and results.png from the runner's JSON, with verdicts computed from the numbers.
 
-**The verdict rule** (per claimed encoding, on the task's main split; the score is accuracy,
-or the negated loss where the claim is about the loss):
+**The verdict rule** (per claimed encoding, on the task's main split's accuracy):
 
 1. Pair it with the best baseline (highest mean; 1-D RoPE / NoPE / the symmetric encodings)
    seed by seed — both were trained on the same data build, order and initialisation — and
@@ -36,15 +35,13 @@ FLOOR = 0.02  # absolute accuracy (or loss) a winner must clear the heuristics a
 
 
 # ---------------------------------------------------------------------- numbers
-def scores_by_seed(
-    runs: list[dict[str, Any]], task: str, split: str, on_loss: bool = False
-) -> dict[str, dict[int, float]]:
-    """``encoding → {seed: score}`` on ``split`` (accuracy, or −loss for a claim about the loss)."""
-    key = f"{split}_{'loss' if on_loss else 'acc'}"
+def scores_by_seed(runs: list[dict[str, Any]], task: str, split: str) -> dict[str, dict[int, float]]:
+    """``encoding → {seed: accuracy}`` on ``split``."""
+    key = f"{split}_acc"
     out: dict[str, dict[int, float]] = {}
     for r in runs:
         if r["task"] == task and key in r and r[key] is not None and not math.isnan(r[key]):
-            out.setdefault(r["encoding"], {})[int(r["seed"])] = -float(r[key]) if on_loss else float(r[key])
+            out.setdefault(r["encoding"], {})[int(r["seed"])] = float(r[key])
     return out
 
 
@@ -178,7 +175,7 @@ def _zero_lines(by_seed: dict[str, dict[int, float]], roles: dict[str, str]) -> 
 
 def verdict_of(out: dict[str, Any], name: str) -> Verdict:
     desc = out["tasks"][name]
-    by_seed = scores_by_seed(out["runs"], name, desc["main_split"], desc.get("verdict_on_loss", False))
+    by_seed = scores_by_seed(out["runs"], name, desc["main_split"])
     roles = desc["roles"]
     size = out["size"] if out["size"] in ("full", "quick") else "mixed"
     return task_verdict(by_seed, roles, size)
@@ -215,20 +212,17 @@ def task_section(out: dict[str, Any], name: str) -> list[str]:
     roles = desc["roles"]
     v = verdict_of(out, name)
     splits = list(desc["splits"])
-    loss = desc.get("verdict_on_loss") or desc.get("report_loss")
+    loss = desc.get("report_loss")
     cols = [(s, "acc") for s in splits] + ([(s, "loss") for s in splits] if loss else [])
     table = {(s, m): summarise(runs, name, s, m) for s, m in cols}
     stats = table[(main, "acc")]
-    by_seed = scores_by_seed(runs, name, main, desc.get("verdict_on_loss", False))
+    by_seed = scores_by_seed(runs, name, main)
     base = v.baseline
     params = desc.get("params", {})
     lrs = out.get("chosen_lr", {}).get(name, {})
     lines = [f"## {name}", "", f"**Verdict: {v.word}.** Claim: {desc['claim']}", ""]
     lines += [f"- {x}" for x in v.lines + v.zero]
-    head = " | ".join(
-        f"{s} {m}{' ★' if s == main and m == ('loss' if desc.get('verdict_on_loss') else 'acc') else ''}"
-        for s, m in cols
-    )
+    head = " | ".join(f"{s} {m}{' ★' if s == main and m == 'acc' else ''}" for s, m in cols)
     lines += [
         "",
         f"| encoding | role | {head} | paired Δ vs `{base}` (95 % CI) | params (enc) | lr | seeds | what |",

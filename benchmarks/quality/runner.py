@@ -24,9 +24,9 @@ def seed_list(spec: str, size: str) -> list[int]:
     return list(range(int(spec)))
 
 
-def pick_lr(runs: list[dict], task) -> dict:
-    """The sweep run with the best validation score (ties: the smaller rate)."""
-    return max(runs, key=lambda r: (task.score(r, "val"), -r["lr"]))
+def pick_lr(runs: list[dict]) -> dict:
+    """The sweep run with the best validation accuracy (ties: the smaller rate)."""
+    return max(runs, key=lambda r: (r["val_acc"], -r["lr"]))
 
 
 def _write_json(path: Path, obj) -> None:
@@ -109,7 +109,7 @@ def run_unit(name: str, seed: int, sweep: bool, args: argparse.Namespace, t_star
             break
         if sweep and len(lrs) > 1:
             tried = [task.train_eval(enc, seed, size, steps=steps, lr=lr, device=device) for lr in lrs]
-            best = pick_lr(tried, task)
+            best = pick_lr(tried)
             out["chosen_lr"][enc] = best["lr"]
             chosen = json.loads(lr_path.read_text()) if lr_path.exists() else {}
             _write_json(lr_path, chosen | {enc: best["lr"]})
