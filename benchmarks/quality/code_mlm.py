@@ -38,6 +38,8 @@ import torch
 
 import structpos
 from structpos.align import token_coords
+from structpos.coords.hierarchy import nearest_marked
+from structpos.coords.tree import depth as tree_depth
 from structpos.coords.tree import tree_distance as tree_distance_nodes
 from structpos.encoders import tree_path_pe, unit_indices
 
@@ -75,15 +77,6 @@ def leaf_spans(s) -> np.ndarray:
     return np.stack([s.start[leaves], s.end[leaves]], 1)
 
 
-def _propagate_down(parent: np.ndarray, depth: np.ndarray, value: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """``value[i]`` where ``keep[i]``, else the value of ``i``'s parent, level by level from the root."""
-    out = value.copy()
-    for d in range(1, int(depth.max(initial=0)) + 1):
-        at = np.flatnonzero((depth == d) & ~keep)
-        out[at] = out[parent[at]]
-    return out
-
-
 def token_features(s, offsets: np.ndarray) -> dict[str, np.ndarray]:
     """Per-token tree coordinates of the tokens at ``offsets`` in the parsed code ``s``.
 
@@ -95,10 +88,8 @@ def token_features(s, offsets: np.ndarray) -> dict[str, np.ndarray]:
     node = np.maximum(tc["node"], 0)  # an unaligned token reads the root's coordinates
     names, inverse = np.unique(np.asarray(s.labels).astype(str), return_inverse=True)
     stmt = np.array([any(w in x for w in STATEMENT_WORDS) for x in names], dtype=bool)[inverse]
-    depth = structpos.compute_coords(s, "tree")["depth"]
-    ids = np.arange(s.num_nodes)
-    top = _propagate_down(parent, depth, ids, depth <= 1)  # the root's child that holds each node
-    unit = _propagate_down(parent, depth, np.where(stmt, ids, -1), stmt | (depth == 0))
+    top = nearest_marked(parent, tree_depth(parent) <= 1)  # the root's child that holds each node
+    unit = nearest_marked(parent, stmt)  # the nearest statement-like ancestor-or-self
     unit = np.where(unit < 0, top, unit)
     aligned = tc["node"] >= 0
     return {
