@@ -165,3 +165,22 @@ def test_rendered_markdown_carries_verdict_ci_and_roles(tmp_path):
     text = path.read_text()
     assert "**Verdict: yes.**" in text and "coordinates-only probe" in text and "zero-structure control" in text
     assert "100 (10)" in text and "[+" in text  # parameter counts and a paired interval
+
+
+def test_a_failed_sweep_releases_the_seeds_waiting_for_its_rates(tmp_path):
+    """Seeds wait for the first seed's learning rates; a sweep that stops on an error must say so,
+    or they would wait forever (no deadline: the wait is bounded only by that marker)."""
+    from benchmarks.quality import runner
+
+    path = tmp_path / "t.lr.json"
+    with pytest.raises(RuntimeError):
+        with runner._failure_published(path, sweep=True):
+            runner._publish(path, "rope1d", 3e-3)
+            raise RuntimeError("the sweep broke")
+    assert runner._chosen_lr(path, "rope1d", float("inf")) == 3e-3  # what it published stays
+    assert runner._chosen_lr(path, "tree_plane", float("inf")) is None  # the rest: no wait
+    other = tmp_path / "u.lr.json"
+    with pytest.raises(RuntimeError):
+        with runner._failure_published(other, sweep=False):  # a non-sweeping unit publishes nothing
+            raise RuntimeError("a seed broke")
+    assert not other.exists()

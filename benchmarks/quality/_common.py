@@ -120,12 +120,9 @@ class Task:
     def roles(self) -> dict[str, str]:
         return {name: spec.role for name, spec in self.encodings.items()}
 
-    def parameter_counts(self) -> dict[str, list[int]]:
+    def parameter_counts(self, encodings: list[str] | None = None) -> dict[str, list[int]]:
         """``encoding → [all trainable parameters, the encoding's own]`` (from a freshly built model)."""
-        out = {}
-        for enc in self.encodings:
-            out[enc] = list(count_parameters(self.model(enc, 0)))
-        return out
+        return {enc: list(count_parameters(self.model(enc, 0))) for enc in encodings or self.encodings}
 
     def keys(self, enc: str) -> list[str]:
         spec = self.encodings[enc]

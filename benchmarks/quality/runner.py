@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -35,16 +36,40 @@ def _write_json(path: Path, obj) -> None:
     tmp.replace(path)  # readers never see half a file
 
 
+SWEEP_FAILED = "__sweep_failed__"
+"""The key a sweeping unit writes into ``<task>.lr.json`` when it stops on an error: nobody waits on it."""
+
+
 def _chosen_lr(path: Path, enc: str, wait_until: float) -> float | None:
-    """The rate the first seed's sweep chose for ``enc`` (waits for it, up to ``wait_until``)."""
+    """The rate the first seed's sweep chose for ``enc`` (waits for it, up to ``wait_until``);
+    ``None`` past the deadline or once the sweep has failed."""
     while True:
         if path.exists():
             chosen = json.loads(path.read_text())
             if enc in chosen:
                 return chosen[enc]
+            if SWEEP_FAILED in chosen:
+                return None
         if time.perf_counter() > wait_until:
             return None
         time.sleep(0.5)
+
+
+def _publish(lr_path: Path, key: str, value) -> None:
+    """Add ``key: value`` to the rates file the other seeds read."""
+    chosen = json.loads(lr_path.read_text()) if lr_path.exists() else {}
+    _write_json(lr_path, chosen | {key: value})
+
+
+@contextmanager
+def _failure_published(lr_path: Path, sweep: bool):
+    """A sweeping unit that stops on an error says so in the rates file, so no other seed waits on it."""
+    try:
+        yield
+    except BaseException:
+        if sweep:
+            _publish(lr_path, SWEEP_FAILED, True)
+        raise
 
 
 def _device_name(device: str) -> str:
@@ -87,45 +112,45 @@ def run_unit(name: str, seed: int, sweep: bool, args: argparse.Namespace, t_star
         "chosen_lr": {},
     }
     steps = int(task.steps[size] * args.steps)
-    t0 = time.perf_counter()
     deadline = t_start + args.deadline if args.deadline else float("inf")
+    t0 = time.perf_counter()
 
     def save():
         out["elapsed_s"] = round(time.perf_counter() - t0, 1)
         _write_json(path, out)
 
-    tb = time.perf_counter()
-    task.prepare(size, seed, device)
-    out["tasks"][name] = task.describe() | {
-        "build_s": round(time.perf_counter() - tb, 1),
-        "encodings": {e: task.encodings[e].about for e in encs},
-        "params": {e: c for e, c in task.parameter_counts().items() if e in encs},
-        "steps": steps,
-    }
-    out["runs"] += task.reference_runs(seed)
-    save()
-    for enc in encs:
-        if time.perf_counter() > deadline:
-            break
-        if sweep and len(lrs) > 1:
-            tried = [task.train_eval(enc, seed, size, steps=steps, lr=lr, device=device) for lr in lrs]
-            best = pick_lr(tried)
-            out["chosen_lr"][enc] = best["lr"]
-            chosen = json.loads(lr_path.read_text()) if lr_path.exists() else {}
-            _write_json(lr_path, chosen | {enc: best["lr"]})
-            out["sweep"] += tried
-            out["runs"].append(best)
-        else:
-            lr = _chosen_lr(lr_path, enc, deadline) if len(lrs) > 1 else lrs[0]
-            if lr is None:
-                break
-            out["chosen_lr"][enc] = lr
-            out["runs"].append(task.train_eval(enc, seed, size, steps=steps, lr=lr, device=device))
-        if not args.no_progress:
-            r = out["runs"][-1]
-            print(
-                f"{name}/{enc}/s{seed} lr={r['lr']:g} {task.main_split}={r[task.main_split + '_acc']:.3f}", flush=True
-            )
+    with _failure_published(lr_path, sweep):
+        task.prepare(size, seed, device)
+        out["tasks"][name] = task.describe() | {
+            "build_s": round(time.perf_counter() - t0, 1),
+            "encodings": {e: task.encodings[e].about for e in encs},
+            "params": task.parameter_counts(encs),
+            "steps": steps,
+        }
+        out["runs"] += task.reference_runs(seed)
         save()
-    save()
+        for enc in encs:
+            if time.perf_counter() > deadline:
+                break
+            if sweep and len(lrs) > 1:
+                tried = [task.train_eval(enc, seed, size, steps=steps, lr=lr, device=device) for lr in lrs]
+                best = pick_lr(tried)
+                out["chosen_lr"][enc] = best["lr"]
+                _publish(lr_path, enc, best["lr"])
+                out["sweep"] += tried
+                out["runs"].append(best)
+            else:
+                lr = _chosen_lr(lr_path, enc, deadline) if len(lrs) > 1 else lrs[0]
+                if lr is None:
+                    break
+                out["chosen_lr"][enc] = lr
+                out["runs"].append(task.train_eval(enc, seed, size, steps=steps, lr=lr, device=device))
+            if not args.no_progress:
+                r = out["runs"][-1]
+                print(
+                    f"{name}/{enc}/s{seed} lr={r['lr']:g} {task.main_split}={r[task.main_split + '_acc']:.3f}",
+                    flush=True,
+                )
+            save()
+        save()
     return f"{name}/s{seed}"
