@@ -110,7 +110,7 @@ class Encoding(nn.Module):
         self.rope = self.embed = self.lin = self.lappe = self.spd = self.extra_qk = self.tpe = self.cope = None
         self.spe = self.peg = None
         self.extra_dim = 0
-        if spec.bias:
+        if spec.bias or spec.kind == "bias":  # a distance bias alone, or on top of another kind
             self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
         if spec.kind == "plane":
             self.extra_dim = int(o.get("extra_dim", 8))
@@ -167,9 +167,7 @@ class Encoding(nn.Module):
             self.lin = nn.Linear(spec.dim, d)
         elif spec.kind == "lappe":
             self.lappe = LapPEEmbedding(spec.dim, d, use_eigvals=True, sign_flip=True)
-        elif spec.kind == "bias":
-            self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
-        elif spec.kind not in ("none", "plane", "learned", "bipe", "tpe", "cope", "spe", "peg"):
+        elif spec.kind not in ("none", "bias"):
             raise ValueError(f"unknown encoding kind {spec.kind!r}")
         if spec.kind in ("linear", "lappe", "spe"):  # projected features at unit RMS, like the token embeddings
             self.feat_norm = nn.LayerNorm(d)
