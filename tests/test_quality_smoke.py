@@ -148,6 +148,7 @@ def test_code_window_coordinates_come_from_the_masked_source():
     """No leak: re-parse the window's top-level statements with the masked tokens replaced (string
     surgery written here), and every token's depth and distances must equal the example's."""
     from benchmarks.quality.code_mlm import MASK_TEXT, enclosing_span
+    from structpos.coords.code_levels import code_levels
 
     task = built("code_mlm")
     for ex in task.train[:3]:
@@ -180,6 +181,12 @@ def test_code_window_coordinates_come_from_the_masked_source():
         g = nx.Graph([(int(p), i) for i, p in enumerate(tree.parent) if p >= 0])
         lengths = nx.single_source_shortest_path_length(g, nodes[0])
         assert np.array_equal(ex["pair_tdist"][0], [lengths[v] for v in nodes])
+        # HiRoPE levels of the library's `hirope` family, token level recounted over the window
+        lv = code_levels(tree.labels, tree.parent, f["language"])
+        fs = [int(lv["function"][v]) for v in nodes]
+        ss = [int(lv["statement"][v]) for v in nodes]
+        ts = [sum((fs[j], ss[j]) == (fs[i], ss[i]) for j in range(i)) for i in range(n)]
+        assert np.array_equal(ex["hiro_ast"], np.stack([fs, ss, ts], 1))
 
 
 def test_tree_root_bp_equals_brute_force_enumeration():

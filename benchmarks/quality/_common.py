@@ -127,8 +127,7 @@ class Task:
     def keys(self, enc: str) -> list[str]:
         spec = self.encodings[enc]
         keys = [spec.key] if spec.key else []
-        if spec.bias:
-            keys.append(spec.bias)
+        keys += [k for k in (spec.bias, spec.tree) if k]
         if spec.kind in ("lappe", "spe"):
             keys.append(spec.key + "_eigvals")
         if spec.kind == "awrope":

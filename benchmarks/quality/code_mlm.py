@@ -12,7 +12,9 @@ parsed the unmasked source: a (depth, sibling) lookup table alone then scored 0.
 RoPE's bigram). From that parse: ``structpos.align.token_coords(tree, spans, "tree")`` (depth,
 sibling index), the tree-path PE (:func:`structpos.encoders.tree_path_pe`), HiRoPE-style
 levels (top-level definition, statement, token; :func:`structpos.encoders.unit_indices`) and
-tree distances (:func:`structpos.coords.tree.tree_distance`).
+tree distances (:func:`structpos.coords.tree.tree_distance`); the library's own HiRoPE levels (the
+``hirope`` family, per-language function / statement / token rules) feed ``hirope_ast``, and learned
+depth / sibling embeddings on top of 1-D RoPE (``tree_embed``) are the tree-enhanced encoders' form.
 
 Label: the masked token's string. The coordinates-only probe is a (depth, sibling) → token
 lookup table; the heuristics are the majority token and the bigram (most frequent masked
@@ -38,6 +40,7 @@ import torch
 
 import structpos
 from structpos.align import token_coords
+from structpos.coords.code_levels import hirope_token_levels
 from structpos.coords.hierarchy import nearest_marked
 from structpos.coords.tree import depth as tree_depth
 from structpos.coords.tree import tree_distance as tree_distance_nodes
@@ -169,6 +172,8 @@ def encode_window(f, lo: int, hi: int, vocab: dict[str, int], rng: np.random.Gen
     tgt = np.where(masked & (ids != UNK), ids, -100)
     tree, offsets = masked_parse(f, lo, hi, masked)
     c = token_features(tree, offsets)
+    levels = token_coords(tree, offsets, "hirope")
+    ast = hirope_token_levels(levels["hirope_function"], levels["hirope_statement"])
     pos = np.arange(n, dtype=np.int64)[:, None]
     ds = np.stack([c["depth"], c["sibling"]], 1).astype(np.int64)
     units = torch.from_numpy(np.stack([c["top"], c["unit"], np.arange(n)], 1))
@@ -183,6 +188,9 @@ def encode_window(f, lo: int, hi: int, vocab: dict[str, int], rng: np.random.Gen
         "tree_shuf": np.concatenate([shuffled_rows(ds, rng), pos], 1),
         "path": c["path"].astype(np.float32),
         "hiro": unit_indices(units, mode="within").numpy(),
+        # the library's HiRoPE levels of the masked parse (an unaligned token reads level 0)
+        "hiro_ast": np.maximum(np.stack([ast["function"], ast["statement"], ast["token"]], 1), 0),
+        "ds_zero": zero,
         "pair_tdist": tree_distance_nodes(tree.parent, c["node"]),
         "pair_zero": np.zeros((n, n), np.int64),
         "node": c["node"],
@@ -212,6 +220,15 @@ class CodeMLM(Task):
             "tree_bias": Enc("rope", "pos", 1, bias="pair_tdist", about="1-D RoPE + tree-distance attention bias"),
             "tree_path": Enc("linear", "path", PATH_DEPTH * PATH_WIDTH, about="additive tree-path PE"),
             "hirope": Enc("hier", "hiro", 3, {"levels": "code"}, about="HiRoPE-style (definition, statement, token)"),
+            "hirope_ast": Enc(
+                "hier", "hiro_ast", 3, {"levels": "code"}, about="HiRoPE levels of the `hirope` family (per language)"
+            ),
+            "tree_embed": Enc(
+                "rope", "pos", 1, tree="ds", about="1-D RoPE + learned depth/sibling embeddings (TreePositionEmbedding)"
+            ),
+            "tree_embed_zero": Enc(
+                "rope", "pos", 1, tree="ds_zero", role="zero", about="tree_embed, depth = sibling = 0"
+            ),
             "tree_plane_zero": Enc("plane", "tree_zero", 3, role="zero", about="tree_plane, depth = sibling = 0"),
             "tree_rope_zero": Enc("rope", "tree_zero", 3, role="zero", about="tree_rope, depth = sibling = 0"),
             "tree_bias_zero": Enc("rope", "pos", 1, bias="pair_zero", role="zero", about="tree_bias, all distances 0"),

@@ -50,6 +50,7 @@ from structpos.encoders.peg import PEGBias
 from structpos.encoders.registry import build as build_encoder
 from structpos.encoders.spe import SPE
 from structpos.encoders.tpe import TraversalOrderAttention
+from structpos.encoders.tree_embedding import TreePositionEmbedding
 
 __all__ = ["ROLES", "Enc", "Encoding", "Transformer", "build_model", "collate", "count_parameters"]
 
@@ -79,7 +80,11 @@ class Enc:
     ``"spe"`` (SPE on the eigenvectors ``key`` and eigenvalues ``key + "_eigvals"``, additive) or
     ``"peg"`` (PEGBias, a learned per-head function of the ``pair_`` distances ``key``).
     ``bias`` names a
-    ``pair_`` array for an SPDBias added on top of any kind (e.g. 1-D RoPE + a tree-distance bias).
+    ``pair_`` array for an SPDBias added on top of any kind (e.g. 1-D RoPE + a tree-distance bias);
+    ``tree`` names a per-token ``(depth, sibling)`` array whose learned embeddings
+    (:class:`~structpos.encoders.TreePositionEmbedding`, depth clipped at ``opts["max_depth"]``,
+    sibling at ``opts["max_sibling"]``) are added to the token embeddings on top of any kind
+    (tree-enhanced code encoders: 1-D positions + tree position embeddings).
     ``role`` is one of :data:`ROLES`.
     """
 
@@ -90,13 +95,14 @@ class Enc:
     about: str = ""
     role: str = "claimed"
     bias: str = ""
+    tree: str = ""
 
     def __post_init__(self):
         if self.role not in ROLES:
             raise ValueError(f"role {self.role!r} is not one of {ROLES}")
 
     def __hash__(self):  # opts is a dict
-        return hash((self.kind, self.key, self.dim, self.bias, tuple(sorted(self.opts.items()))))
+        return hash((self.kind, self.key, self.dim, self.bias, self.tree, tuple(sorted(self.opts.items()))))
 
 
 class Encoding(nn.Module):
@@ -108,7 +114,7 @@ class Encoding(nn.Module):
         hd = d // heads
         o = dict(spec.opts)
         self.rope = self.embed = self.lin = self.lappe = self.spd = self.extra_qk = self.tpe = self.cope = None
-        self.spe = self.peg = None
+        self.spe = self.peg = self.tree_pos = None
         self.extra_dim = 0
         if spec.bias or spec.kind == "bias":  # a distance bias alone, or on top of another kind
             self.spd = SPDBias(heads, max_distance=int(o.get("max_distance", 12)))
@@ -171,8 +177,21 @@ class Encoding(nn.Module):
             raise ValueError(f"unknown encoding kind {spec.kind!r}")
         if spec.kind in ("linear", "lappe", "spe"):  # projected features at unit RMS, like the token embeddings
             self.feat_norm = nn.LayerNorm(d)
+        if spec.tree:  # last, so the parameters of the kind it sits on start as they do without it
+            # depth + sibling rows at N(0, 1/2) each: their sum has the token embeddings' scale
+            max_depth, max_sibling = int(o.get("max_depth", 16)), int(o.get("max_sibling", 32))
+            self.tree_pos = TreePositionEmbedding(d, max_depth, max_sibling, init_std=2**-0.5)
 
     def features(self, batch) -> torch.Tensor | None:
+        """What the encoding adds to the token embeddings, ``(B, L, d)``, or ``None``."""
+        out = self.kind_features(batch)
+        if self.tree_pos is None:
+            return out
+        ds = batch[self.spec.tree].long()
+        tree = self.tree_pos.position(ds[..., 0], ds[..., 1])
+        return tree if out is None else out + tree
+
+    def kind_features(self, batch) -> torch.Tensor | None:
         k = self.spec.key
         if self.embed is not None:
             ids = batch[k].long().clamp(-1, self.max_id) + 1  # -1 (no id) -> row 0
