@@ -87,7 +87,6 @@ def truncate(s: Structure, max_nodes: int) -> Structure:
         node_ids=None if s.node_ids is None else s.node_ids[:m],
         edge_attr=None if s.edge_attr is None or edge_index is None else s.edge_attr[keep],
         truncated_from=n,
-        meta=None,
     )
 
 

@@ -145,7 +145,7 @@ def hop_distance(s: Structure) -> np.ndarray:
     """
     from ..coords import compute
 
-    undirected = dataclasses.replace(s, directed=False, meta=None) if s.directed else s
+    undirected = dataclasses.replace(s, directed=False) if s.directed else s
     d = compute(undirected, "spd")["spd"].astype(float)
     d[d < 0] = np.inf
     return d
