@@ -141,11 +141,14 @@ DOCUMENT_ATTRS = (
     Column(PARAGRAPH, "int64", (), "ordinal of the enclosing block (-1 outside blocks)"),
     Column(SENTENCE, "int64", (), "ordinal of the enclosing sentence in its block (-1 outside)"),
     Column(TOKEN, "int64", (), "ordinal of a token in its sentence (-1 for non-tokens)"),
-    *_SECTION_ATTRS,
 )
 """Plain-text documents (see :mod:`structpos.coords.hierarchy` for the ids)."""
 
-MARKDOWN_ATTRS = (*DOCUMENT_ATTRS, Column(LEVEL, "int64", (), "heading level of a section (0 for other nodes)"))
+MARKDOWN_ATTRS = (
+    *DOCUMENT_ATTRS,
+    *_SECTION_ATTRS,
+    Column(LEVEL, "int64", (), "heading level of a section (0 for other nodes)"),
+)
 """Markdown documents."""
 
 GRAMMAR_ATTRS = (Column(IS_TOKEN, "bool", (), "a lark token (a leaf), not a rule"),)
@@ -217,7 +220,15 @@ def check_node_attrs(structure: Structure, declared: Sequence[Column], *, kind: 
 
 # ------------------------------------------------------------------------ named accessors
 class TableCells(NamedTuple):
-    """The five table arrays of :data:`TABLE_ATTRS` (int64, one entry per node)."""
+    """The five table arrays of :data:`TABLE_ATTRS` (int64, one entry per node; see :func:`table_cells`).
+
+    Examples
+    --------
+    >>> import structpos
+    >>> t = table_cells(structpos.parse("a,b\\n1,2\\n", "table"))
+    >>> t.col[t.is_cell].tolist(), t.header[t.is_cell].tolist()
+    ([0, 1, 0, 1], [1, 1, 0, 0])
+    """
 
     row: np.ndarray
     col: np.ndarray

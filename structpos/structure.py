@@ -37,14 +37,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
 
-from .exceptions import StructureError
+from .exceptions import ShapeError, SpecError, StructureError
 
-__all__ = ["Structure", "StructureError", "TableInfo", "CodeInfo", "SentenceInfo", "raise_at_first"]
+__all__ = [
+    "STRUCTURE_KINDS",
+    "Structure",
+    "StructureError",
+    "StructureKind",
+    "TableInfo",
+    "CodeInfo",
+    "SentenceInfo",
+    "raise_at_first",
+]
+
+StructureKind = Literal["tree", "table", "document", "graph"]
+"""What a node set *is*: ``Structure.kind``. A closed set: a kind registered from outside (an
+input kind, a :data:`~structpos.parsers.kinds.PARSERS` name, a plain ``str``) still produces one
+of these four (a parser of a new format builds a tree, a table, a document or a graph)."""
+
+STRUCTURE_KINDS: tuple[str, ...] = get_args(StructureKind)
+"""The values of :data:`StructureKind`, in order."""
 
 
 def raise_at_first(
@@ -195,8 +212,8 @@ class Structure:
 
     Parameters
     ----------
-    kind : str
-        ``"tree"``, ``"table"``, ``"document"`` or ``"graph"``.
+    kind : {"tree", "table", "document", "graph"}
+        What the node set is (:data:`StructureKind`); not the input kind (``"json"``, ``"code"``, ...).
     labels : sequence of str
         One label per node (its length is the node count ``N``).
     start, end : array_like of int, optional
@@ -228,8 +245,10 @@ class Structure:
 
     Raises
     ------
-    ValueError
-        If an array's length differs from the node count.
+    SpecError
+        ``kind`` is not one of :data:`STRUCTURE_KINDS`.
+    ShapeError
+        An array's length differs from the node count.
 
     Examples
     --------
@@ -241,7 +260,7 @@ class Structure:
     1
     """
 
-    kind: str
+    kind: StructureKind
     """``"tree"``, ``"table"``, ``"document"`` or ``"graph"`` (what the node set *is*)."""
     labels: ArrayLike
     """``(N,)`` object array of node labels/kinds (strings)."""
@@ -265,6 +284,8 @@ class Structure:
     truncated_from: int | None = None
 
     def __post_init__(self) -> None:
+        if self.kind not in STRUCTURE_KINDS:
+            raise SpecError(f"Structure kind {self.kind!r} is not one of {', '.join(STRUCTURE_KINDS)}", name=self.name)
         labels = self.labels
         if not isinstance(labels, np.ndarray) or labels.dtype != object:
             arr = np.empty(len(labels), dtype=object)
@@ -284,12 +305,12 @@ class Structure:
         for k, v in list(self.attrs.items()):
             v = np.asarray(v)
             if v.shape[:1] != (n,):
-                raise ValueError(f"attribute {k!r} has shape {v.shape}, expected leading dimension {n}")
+                raise ShapeError(f"attribute {k!r} has shape {v.shape}, expected leading dimension {n}", name=self.name)
             self.attrs[k] = v
         if self.start.shape != (n,) or self.end.shape != (n,):
-            raise ValueError("start/end must have one entry per node")
+            raise ShapeError(f"start/end must have one entry per node ({n})", name=self.name)
         if self.parent is not None and self.parent.shape != (n,):
-            raise ValueError("parent must have one entry per node")
+            raise ShapeError(f"parent must have one entry per node ({n})", name=self.name)
 
     # ------------------------------------------------------------------ basics
     @property
