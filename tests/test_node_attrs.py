@@ -160,3 +160,26 @@ def test_no_module_reads_a_node_attribute_by_a_string_literal(tmp_path):
     probe = tmp_path / "probe.py"  # the scan does find each form
     probe.write_text('def f(s):\n    return s.attrs["row"], s.attrs.get("col"), "x" in s.attrs, s.attrs[ROW]\n')
     assert _attr_literal_reads(probe) == ["probe.py:2"] * 3
+
+
+def test_the_encode_dispatch_holds_registered_kinds_to_their_declaration_but_not_an_override():
+    from structpos.pipeline.dispatch import parse_payload
+
+    entry = dataclasses.replace(
+        PARSERS["table"], name="extra_table", target=_table_with_colour, suffixes={}, sniff=None
+    )
+    PARSERS.add(entry)
+    try:
+        with pytest.raises(ParseError, match="r1: attribute 'colour' is not declared for input kind 'extra_table'"):
+            parse_payload("a,b\n1,2\n", "extra_table", "r1")
+        # an extra_parsers override of a built-in kind is the run's own parser: not held to the entry
+        s = parse_payload("a,b\n1,2\n", "table", "r1", extra_parsers={"table": f"{__name__}:_table_with_colour"})
+        assert "colour" in s.attrs
+    finally:
+        PARSERS.remove("extra_table")
+
+
+def _table_with_colour(text: str, name: str = "<t>") -> Structure:
+    s = structpos.parse(text, "table", name=name)
+    s.attrs["colour"] = s.attrs[na.ROW]
+    return s
