@@ -8,8 +8,11 @@ literals (``s.attrs[ROW]``; :func:`table_cells` for the five table arrays with t
 
 :func:`check_node_attrs` holds a structure to a declaration: every attribute declared, of the
 declared dtype and number of dimensions, and every non-optional one present.
-:func:`structpos.parse` calls it on what each built-in parser returns. A kind registered from
-outside may leave ``node_attrs`` at ``None``: its attributes are then free-form (not checked).
+:func:`structpos.parse` and the encode pipeline call it on what each registered kind's parser
+returns. A kind registered from outside (a :class:`~structpos.parsers.kinds.ParserKind` added to
+``PARSERS``) declares its attributes the same way, or leaves ``node_attrs`` at ``None``: its
+attributes are then free-form (not checked), as are those of a parser given to ``structpos
+encode`` through ``extra_parsers`` (a bare ``"module:function"``, no entry to declare them in).
 
 A declared dtype ``"str"`` means a string per node: a NumPy object array (whose entries may be
 ``None``, as a JSON key is for a node that has none) or a unicode array.
