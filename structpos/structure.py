@@ -21,8 +21,7 @@ cheaply and every coordinate computation can be vectorized:
   dependency trees, whose word spans do not nest), ``format``, ``node_texts`` (decoded text per
   node when it differs from the source slice: table cells), ``node_ids`` and ``edge_attr``
   (graphs), and one record per kind: :class:`TableInfo` (``table``), :class:`CodeInfo`
-  (``code``), :class:`SentenceInfo` (``sentence``). ``meta`` is a read-only view of them under
-  the old key names, and ``Structure(meta={...})`` still accepts those keys (and no others).
+  (``code``), :class:`SentenceInfo` (``sentence``).
 
 Examples
 --------
@@ -37,15 +36,32 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import InitVar, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
 
-from .exceptions import StructureError
+from .exceptions import ShapeError, SpecError, StructureError
 
-__all__ = ["Structure", "StructureError", "TableInfo", "CodeInfo", "SentenceInfo", "raise_at_first"]
+__all__ = [
+    "STRUCTURE_KINDS",
+    "Structure",
+    "StructureError",
+    "StructureKind",
+    "TableInfo",
+    "CodeInfo",
+    "SentenceInfo",
+    "raise_at_first",
+]
+
+StructureKind = Literal["tree", "table", "document", "graph"]
+"""What a node set *is*: ``Structure.kind``. A closed set: a kind registered from outside (an
+input kind, a :data:`~structpos.parsers.kinds.PARSERS` name, a plain ``str``) still produces one
+of these four (a parser of a new format builds a tree, a table, a document or a graph)."""
+
+STRUCTURE_KINDS: tuple[str, ...] = get_args(StructureKind)
+"""The values of :data:`StructureKind`, in order."""
 
 
 def raise_at_first(
@@ -180,32 +196,8 @@ class SentenceInfo:
     comments: dict[str, Any] = field(default_factory=dict)
 
 
-# old ``meta`` key -> (field, attribute of the per-kind record or None)
-_LEGACY_KEYS: dict[str, tuple[str, str | None]] = {
-    "nested_spans": ("nested_spans", None),
-    "format": ("format", None),
-    "text": ("node_texts", None),
-    "node_ids": ("node_ids", None),
-    "edge_attr": ("edge_attr", None),
-    "truncated_from": ("truncated_from", None),
-    "grid": ("table", "grid"),
-    "header_rows": ("table", "header_rows"),
-    "n_rows": ("table", "n_rows"),
-    "n_cols": ("table", "n_cols"),
-    "table_index": ("table", "table_index"),
-    "language": ("code", "language"),
-    "has_error": ("code", "has_error"),
-    "named_only": ("code", "named_only"),
-    "parser": ("code", "parser"),
-    "sent_id": ("sentence", "sent_id"),
-    "sentence_index": ("sentence", "index"),
-    "text_synthesized": ("sentence", "text_synthesized"),
-    "metadata": ("sentence", "comments"),
-}
 ArrayLike = Any
 """Anything :func:`numpy.asarray` takes; every array field is a numpy array after ``__post_init__``."""
-
-_RECORDS: dict[str, type] = {"table": TableInfo, "code": CodeInfo, "sentence": SentenceInfo}
 
 
 def _as_int_array(x, n: int, fill: int) -> np.ndarray:
@@ -220,8 +212,8 @@ class Structure:
 
     Parameters
     ----------
-    kind : str
-        ``"tree"``, ``"table"``, ``"document"`` or ``"graph"``.
+    kind : {"tree", "table", "document", "graph"}
+        What the node set is (:data:`StructureKind`); not the input kind (``"json"``, ``"code"``, ...).
     labels : sequence of str
         One label per node (its length is the node count ``N``).
     start, end : array_like of int, optional
@@ -250,25 +242,25 @@ class Structure:
         Per-kind facts recorded by the table, code and CoNLL-U / spaCy parsers.
     truncated_from : int, optional
         Node count before :func:`structpos.viz.truncate` cut the structure.
-    meta : dict, optional
-        Old-style keys (see ``_LEGACY_KEYS``) mapped onto the fields above; others raise ValueError.
 
     Raises
     ------
-    ValueError
-        If an array's length differs from the node count, or ``meta`` has an unknown key.
+    SpecError
+        ``kind`` is not one of :data:`STRUCTURE_KINDS`.
+    ShapeError
+        An array's length differs from the node count.
 
     Examples
     --------
     >>> g = Structure("graph", ["a", "b"], edge_index=[[0, 1], [1, 0]])
     >>> g.is_tree, g.edges()[0].tolist()
     (False, [[0, 1], [1, 0]])
-    >>> t = Structure("table", ["table"], meta={"header_rows": 1})
-    >>> t.table.header_rows, t.meta["header_rows"]
-    (1, 1)
+    >>> t = Structure("table", ["table"], table=TableInfo(header_rows=1))
+    >>> t.table.header_rows
+    1
     """
 
-    kind: str
+    kind: StructureKind
     """``"tree"``, ``"table"``, ``"document"`` or ``"graph"`` (what the node set *is*)."""
     labels: ArrayLike
     """``(N,)`` object array of node labels/kinds (strings)."""
@@ -290,11 +282,10 @@ class Structure:
     code: CodeInfo | None = None
     sentence: SentenceInfo | None = None
     truncated_from: int | None = None
-    meta: InitVar[dict[str, Any] | None] = None
 
-    def __post_init__(self, meta: dict[str, Any] | None = None) -> None:
-        if meta:
-            self._apply_legacy(meta)
+    def __post_init__(self) -> None:
+        if self.kind not in STRUCTURE_KINDS:
+            raise SpecError(f"Structure kind {self.kind!r} is not one of {', '.join(STRUCTURE_KINDS)}", name=self.name)
         labels = self.labels
         if not isinstance(labels, np.ndarray) or labels.dtype != object:
             arr = np.empty(len(labels), dtype=object)
@@ -314,45 +305,12 @@ class Structure:
         for k, v in list(self.attrs.items()):
             v = np.asarray(v)
             if v.shape[:1] != (n,):
-                raise ValueError(f"attribute {k!r} has shape {v.shape}, expected leading dimension {n}")
+                raise ShapeError(f"attribute {k!r} has shape {v.shape}, expected leading dimension {n}", name=self.name)
             self.attrs[k] = v
         if self.start.shape != (n,) or self.end.shape != (n,):
-            raise ValueError("start/end must have one entry per node")
+            raise ShapeError(f"start/end must have one entry per node ({n})", name=self.name)
         if self.parent is not None and self.parent.shape != (n,):
-            raise ValueError("parent must have one entry per node")
-
-    def _apply_legacy(self, meta: dict[str, Any]) -> None:
-        for key, value in meta.items():
-            if key == "from_object":
-                self.format = "json-object" if value else self.format
-                continue
-            if key not in _LEGACY_KEYS:
-                raise ValueError(
-                    f"{self.name}: unknown meta key {key!r}; use the Structure fields "
-                    f"({', '.join(sorted(_LEGACY_KEYS))})"
-                )
-            fld, attr = _LEGACY_KEYS[key]
-            if attr is None:
-                setattr(self, fld, value)
-                continue
-            record = getattr(self, fld)
-            if record is None:
-                record = _RECORDS[fld]()
-                setattr(self, fld, record)
-            setattr(record, attr, value)
-
-    def _meta_view(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, (fld, attr) in _LEGACY_KEYS.items():
-            value = getattr(self, fld)
-            if attr is not None:
-                value = None if value is None else getattr(value, attr)
-                if value is None:
-                    continue
-            elif value is None or (fld == "format" and not value) or (fld == "nested_spans" and value):
-                continue
-            out[key] = value
-        return out
+            raise ShapeError(f"parent must have one entry per node ({n})", name=self.name)
 
     # ------------------------------------------------------------------ basics
     @property
@@ -492,10 +450,3 @@ class Structure:
         if self.attrs:
             extra.append("attrs=" + ",".join(self.attrs))
         return f"Structure(kind={self.kind!r}, name={self.name!r}, nodes={self.num_nodes}, {' '.join(extra)})"
-
-
-# ``meta`` is an init-only argument of the dataclass; once the class exists it becomes this view
-Structure.meta = property(  # type: ignore[attr-defined]
-    Structure._meta_view,
-    doc="Read-only dict of the typed fields under their old ``meta`` key names (for old code; prefer the fields).",
-)

@@ -201,7 +201,7 @@ def test_code_parse_with_a_language_made_after_the_helper_started():
     s = parse(src, "code", language=lang)
     ref = tree_sitter.Parser(lang).parse(src)
     assert s.num_nodes == ref.root_node.descendant_count
-    assert s.labels[0] == "module" and not s.meta["has_error"]
+    assert s.labels[0] == "module" and not s.code.has_error
 
 
 def _die() -> None:
@@ -263,8 +263,8 @@ def test_earley_parse_stops_at_record_timeout_and_agrees_with_the_unguarded_pars
 def test_code_language_is_never_a_silent_default(tmp_path):
     with pytest.raises(SpecError, match="language"):
         parse("x = 1\n", "code")
-    assert parse("fn main() {}", "code", name="m.rs").meta["language"] == "rust"  # from the name's suffix
-    assert parse("x = 1\n", "code", language="python").meta["language"] == "python"
+    assert parse("fn main() {}", "code", name="m.rs").code.language == "rust"  # from the name's suffix
+    assert parse("x = 1\n", "code", language="python").code.language == "python"
 
 
 def test_known_suffix_wins_over_sniffing(tmp_path):
@@ -272,8 +272,8 @@ def test_known_suffix_wins_over_sniffing(tmp_path):
     p = tmp_path / "cells.csv"
     p.write_text(text, encoding="utf-8")
     for s in (parse(p, "table"), parse(text, "table", name="cells.csv"), parse(text, "table", format="csv")):
-        assert s.meta["format"] == "csv" and s.meta["n_rows"] == 2 and s.meta["n_cols"] == 2
-    assert parse(text, "table").meta["format"] == "html"  # no suffix, no format: content decides
+        assert s.format == "csv" and s.table.n_rows == 2 and s.table.n_cols == 2
+    assert parse(text, "table").format == "html"  # no suffix, no format: content decides
 
 
 def test_html_spans_are_clamped_as_html_does():
@@ -283,7 +283,7 @@ def test_html_spans_are_clamped_as_html_does():
     cell = int(np.flatnonzero(s.labels != "row")[1])
     assert s.attrs["colspan"][cell] == 1000  # HTML clamps colspan to 1000
     assert s.attrs["rowspan"][cell] == 2  # rowspan clamps to 65534, then to the end of the row group
-    assert s.meta["n_cols"] == 1001
+    assert s.table.n_cols == 1001
 
 
 def test_html_huge_spans_fail_fast():
@@ -297,7 +297,7 @@ def test_html_huge_spans_fail_fast():
     with pytest.raises(LimitError, match="max_table_cells"):
         parse(wide, "table", format="html")
     ok = "<table><tr>" + "<td colspan=1000>x" * 2000 + "</table>"
-    assert parse(ok, "table", format="html", limits=Limits(max_table_cells=2_000_000)).meta["n_cols"] == 2_000_000
+    assert parse(ok, "table", format="html", limits=Limits(max_table_cells=2_000_000)).table.n_cols == 2_000_000
 
 
 def test_csv_ragged_grid_counts_padded_cells():

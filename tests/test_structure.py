@@ -1,4 +1,4 @@
-"""Structure's typed fields (instead of a free ``meta`` dict) and the compatibility of old ``meta`` keys."""
+"""Structure's typed fields (no free ``meta`` dict), its declared node attributes and its invariants."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import structpos
-from structpos.structure import _LEGACY_KEYS, CodeInfo, SentenceInfo, Structure, TableInfo, raise_at_first
+from structpos.structure import CodeInfo, SentenceInfo, Structure, TableInfo, raise_at_first
 
 
 def test_every_parser_fills_typed_fields_not_a_dict():
@@ -27,38 +27,26 @@ def test_every_parser_fills_typed_fields_not_a_dict():
     assert structpos.parse('{"a": 1}', "json").format == "json"
 
 
-def test_old_meta_keys_map_onto_fields_and_unknown_keys_fail():
-    s = Structure("tree", ["a"], meta={"nested_spans": False, "sent_id": "x", "n_cols": 3, "language": "go"})
-    assert s.nested_spans is False and s.sentence.sent_id == "x" and s.table.n_cols == 3 and s.code.language == "go"
-    assert s.meta == {
-        "nested_spans": False,
-        "sent_id": "x",
-        "sentence_index": 0,
-        "text_synthesized": False,
-        "metadata": {},
-        "n_cols": 3,
-        "grid": [],
-        "n_rows": 0,
-        "language": "go",
-        "has_error": False,
-        "named_only": False,
-        "parser": "tree-sitter",
-    }
-    with pytest.raises(ValueError, match="unknown meta key 'colour'"):
-        Structure("tree", ["a"], meta={"colour": 1})
-    # every documented key round-trips through the view
-    for key in _LEGACY_KEYS:
-        value = {"nested_spans": False, "format": "x", "header_rows": 2}.get(
-            key, [1] if key not in ("sentence_index", "n_rows") else 5
-        )
-        assert Structure("tree", ["a"], meta={key: value}).meta[key] == value, key
+def test_no_meta_side_channel_every_fact_is_a_declared_field():
+    """What ``meta`` carried is a dataclass field of Structure or of its per-kind record; ``meta`` is gone."""
+    fields = {f.name for f in dataclasses.fields(Structure)}
+    assert "meta" not in fields and not hasattr(Structure, "meta")
+    with pytest.raises(TypeError, match="meta"):
+        Structure("tree", ["a"], meta={"language": "go"})
+    assert {"nested_spans", "format", "node_texts", "node_ids", "edge_attr", "truncated_from"} <= fields
+    assert {"table", "code", "sentence"} <= fields
+    for record in (TableInfo, CodeInfo, SentenceInfo):  # every record field has a default: a parser fills some
+        assert all(
+            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            for f in dataclasses.fields(record)
+        ), record
 
 
 def test_fields_survive_pickle_and_replace():
     t = structpos.parse("<table><tr><th>a</th></tr><tr><td>1</td></tr></table>", "table", format="html")
     u = pickle.loads(pickle.dumps(t))
     assert u.table == t.table and u.node_texts == t.node_texts and u.format == "html"
-    v = dataclasses.replace(t, truncated_from=99, meta=None)
+    v = dataclasses.replace(t, truncated_from=99)
     assert v.truncated_from == 99 and v.table is t.table
 
 

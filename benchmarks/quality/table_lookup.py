@@ -53,7 +53,7 @@ def load_tables(limit: int | None = None) -> list[list[list[str]]]:
     grids = []
     for f in files[:limit]:
         s = structpos.parse(f, "table")
-        grid = [list(r) for r in s.meta["grid"]]
+        grid = [list(r) for r in s.table.grid]
         if len(grid) >= 4 and min(len(r) for r in grid) >= NCOLS:
             grids.append(grid)
     return grids

@@ -37,6 +37,7 @@ from typing import Literal
 import numpy as np
 
 from ..exceptions import ShapeError, SpecError
+from ..node_attrs import ROW
 from ..structure import Structure, StructureError
 from .code_levels import _leaves_before_in_group, statement_groups
 from .grid import line_col
@@ -70,7 +71,7 @@ def segment_unit_for(structure: Structure) -> str:
     """
     if structure.code is not None and structure.parent is not None:
         return "statement"
-    if structure.parent is not None and "row" in structure.attrs:
+    if structure.parent is not None and ROW in structure.attrs:
         return "cell"
     if structure.parent is not None and "sentence" in set(np.asarray(structure.labels, dtype=object).tolist()):
         return "sentence"
@@ -90,9 +91,9 @@ def _tree_segments(structure: Structure, unit: str) -> np.ndarray:
     if unit == "sentence":
         marked = np.asarray(structure.labels, dtype=object) == "sentence"
     else:  # cell
-        if "row" not in structure.attrs:
-            raise StructureError("bipe:cell needs a table (no 'row' attribute)", name=structure.name)
-        marked = np.asarray(structure.attrs["row"], dtype=np.int64) >= 0
+        if ROW not in structure.attrs:
+            raise StructureError(f"bipe:cell needs a table (no {ROW!r} attribute)", name=structure.name)
+        marked = np.asarray(structure.attrs[ROW], dtype=np.int64) >= 0
     return nearest_marked(parent, marked | roots)
 
 

@@ -20,25 +20,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import SpecError
+from ..node_attrs import table_cells
 from ..structure import Structure, StructureError, raise_at_first
 
 __all__ = ["table_coords", "cell_grid", "header_row_count"]
 
 
 def _cell_arrays(s: Structure) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(is_cell, row, col, rowspan, colspan, header)`` with defaults for missing attributes."""
-    if "row" not in s.attrs or "col" not in s.attrs:
-        raise StructureError("table coordinates need 'row' and 'col' attributes", name=s.name)
-    n = s.num_nodes
-    row = np.asarray(s.attrs["row"], dtype=np.int64)
-    col = np.asarray(s.attrs["col"], dtype=np.int64)
-    is_cell = (row >= 0) & (col >= 0)
-    rs = np.asarray(s.attrs.get("rowspan", np.where(is_cell, 1, -1)), dtype=np.int64)
-    cs = np.asarray(s.attrs.get("colspan", np.where(is_cell, 1, -1)), dtype=np.int64)
-    hd = np.asarray(s.attrs.get("header", np.where(is_cell, 0, -1)), dtype=np.int64)
-    raise_at_first(is_cell & ((rs < 1) | (cs < 1)), "cell with a span below 1", name=s.name)
-    assert row.shape == (n,)
-    return is_cell, row, col, rs, cs, hd
+    """``(is_cell, row, col, rowspan, colspan, header)`` (:func:`~structpos.node_attrs.table_cells`)."""
+    t = table_cells(s)
+    is_cell = t.is_cell
+    raise_at_first(is_cell & ((t.rowspan < 1) | (t.colspan < 1)), "cell with a span below 1", name=s.name)
+    return is_cell, t.row, t.col, t.rowspan, t.colspan, t.header
 
 
 def header_row_count(s: Structure) -> int:

@@ -29,6 +29,9 @@ The contract every parser keeps:
 * **Labels** always encode as UTF-8: lone surrogates that a format lets through (JSON/YAML
   ``"\\ud800"`` escapes in keys) become U+FFFD in labels; the ``key`` attribute keeps the value
   as the format's reference reader (``json.loads``, PyYAML) returns it.
+* **Attributes**: ``Structure.attrs`` holds only the attributes the kind declares
+  (``ParserKind.node_attrs``, names and dtypes in :mod:`structpos.node_attrs`), checked by
+  :func:`parse` on every result.
 * **No silent defaults that change results**: code needs a language (argument, or the suffix
   of the path / name); a table's format comes from the argument, then a known suffix, and
   only then from sniffing the content; networkx edge weights are read from ``weight="weight"``
@@ -76,4 +79,5 @@ def parse(obj: Any, kind: str, **options: Any) -> Structure | list[Structure]:
     >>> parse('{"a": 1}', "json").num_nodes
     3
     """
-    return get_parser(kind)(obj, **options)
+    parsed = get_parser(kind)(obj, **options)
+    return PARSERS[kind].check(parsed)

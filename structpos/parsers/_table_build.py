@@ -34,6 +34,7 @@ from typing import cast
 import numpy as np
 
 from ..limits import Limits, check_limit, resolve_limits
+from ..node_attrs import COL, COLSPAN, HEADER, ROW, ROWSPAN, TABLE_ATTRS
 from ..structure import Structure, StructureError, TableInfo
 
 __all__ = ["CellRecord", "RowRecord", "TableData", "place_cells", "build_table"]
@@ -287,12 +288,12 @@ def _build_table(data: TableData, source, name, table_span, header_rows, fmt, ta
     is_th = np.zeros(n_cells, dtype=bool) if data.is_th is None else np.asarray(data.is_th, dtype=bool)
     header_flag = ((cell_row < header_rows) | is_th).astype(np.int64)
 
-    attrs = {k: np.full(n, -1, dtype=np.int64) for k in ("row", "col", "rowspan", "colspan", "header")}
-    attrs["row"][cell_node] = cell_row
-    attrs["col"][cell_node] = cell_col
-    attrs["rowspan"][cell_node] = cell_rs
-    attrs["colspan"][cell_node] = cell_cs
-    attrs["header"][cell_node] = header_flag
+    attrs = {c.name: np.full(n, -1, dtype=np.int64) for c in TABLE_ATTRS}
+    attrs[ROW][cell_node] = cell_row
+    attrs[COL][cell_node] = cell_col
+    attrs[ROWSPAN][cell_node] = cell_rs
+    attrs[COLSPAN][cell_node] = cell_cs
+    attrs[HEADER][cell_node] = header_flag
 
     labels = np.empty(n, dtype=object)
     labels[0] = "table"

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..limits import check_limit
-from ..structure import Structure
+from ..structure import Structure, StructureKind
 
 
 class TreeBuilder:
@@ -70,7 +70,7 @@ class TreeBuilder:
         """Set the end of node ``i``'s span."""
         self.end[i] = end
 
-    def build(self, kind: str, source: str | None, name: str, **fields: Any) -> Structure:
+    def build(self, kind: StructureKind, source: str | None, name: str, **fields: Any) -> Structure:
         """The Structure; ``fields`` are its typed fields (``format=``, ``nested_spans=``, ...)."""
         attrs = {}
         n = len(self.labels)

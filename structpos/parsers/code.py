@@ -54,6 +54,7 @@ import numpy as np
 
 from ..exceptions import ParseError, SpecError
 from ..limits import Deadline, Limits, check_limit, resolve_limits
+from ..node_attrs import FIELD, IS_ERROR, IS_NAMED
 from ..structure import CodeInfo, Structure, StructureError
 from ._guard import StaleHelper, call_guarded, can_fork
 from ._input import bom_encoding, check_text, declared_encoding, decode_input, is_pathlike, read_bytes, wrong_type
@@ -446,10 +447,10 @@ def _build(
     if cols.has_error:
         is_error |= cols.missing
     to_char = ByteToChar(text, data)
-    attrs: dict[str, np.ndarray] = {"is_named": tables.named[kind], "is_error": is_error}
+    attrs: dict[str, np.ndarray] = {IS_NAMED: tables.named[kind], IS_ERROR: is_error}
     if fields:
         names = np.array([""] + [lang.field_name_for_id(i) or "" for i in range(1, lang.field_count + 1)], dtype=object)
-        attrs["field"] = names[cols.field_ids]
+        attrs[FIELD] = names[cols.field_ids]
     return Structure(
         kind="tree",
         labels=tables.labels[kind],

@@ -29,6 +29,7 @@ import numpy as np
 
 from .._optional import require
 from ..limits import Limits, check_limit, node_budget
+from ..node_attrs import FORM, HEAD, TOKEN_INDEX, UPOS
 from ..structure import SentenceInfo, Structure, StructureError, raise_at_first
 from ._dependency import dependency_structure, heads_to_preorder
 from ._input import read_text
@@ -200,10 +201,10 @@ def _sentence(tokens, k: int, name: str) -> Structure:
         start,
         end,
         {
-            "token_index": ids,
-            "head": heads,
-            "upos": [t["upos"] for t in words],
-            "form": [t["form"] for t in words],
+            TOKEN_INDEX: ids,
+            HEAD: heads,
+            UPOS: [t["upos"] for t in words],
+            FORM: [t["form"] for t in words],
         },
         source=source,
         name=sname,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from ..limits import Limits, node_budget
-from ..structure import Structure
+from ..structure import Structure, StructureKind
 from ._input import read_text
 from ._tree_builder import TreeBuilder
 
@@ -186,7 +186,7 @@ def _add_blocks(
             b.add(kind, sent, ts, te)
 
 
-def _finish(b: TreeBuilder, kind: str, text: str, name: str, format: str) -> Structure:
+def _finish(b: TreeBuilder, kind: StructureKind, text: str, name: str, format: str) -> Structure:
     """Build the Structure and attach the hierarchy ids as attributes."""
     from ..coords.hierarchy import hierarchy_ids
 

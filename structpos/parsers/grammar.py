@@ -31,6 +31,7 @@ from functools import lru_cache
 from .._optional import require
 from ..exceptions import ParseError, SpecError
 from ..limits import Deadline, Limits, node_budget, resolve_limits
+from ..node_attrs import IS_TOKEN
 from ..structure import Structure, StructureError
 from ._guard import StaleHelper, call_guarded, can_fork
 from ._input import read_text
@@ -209,7 +210,7 @@ def _describe(e, exc) -> str:
 
 
 def _to_structure(tree, text: str, name: str, Token, max_nodes: int) -> Structure:
-    b = TreeBuilder({"is_token": (False, bool)}, max_nodes=max_nodes, name=name)
+    b = TreeBuilder({IS_TOKEN: (False, bool)}, max_nodes=max_nodes, name=name)
     stack = [(tree, -1)]
     before: dict[int, int] = {}  # rule without a span -> end of the last token before it
     last_end = 0

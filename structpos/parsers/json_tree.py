@@ -31,6 +31,7 @@ import numpy as np
 
 from ..exceptions import InputError, ParseError
 from ..limits import Limits, check_limit, node_budget
+from ..node_attrs import INDEX, KEY
 from ..structure import Structure, StructureError
 from ._input import clean_label, is_pathlike, read_text
 from ._tree_builder import line_col
@@ -296,7 +297,7 @@ def _scan_arrays(text: str, name: str, max_nodes: int, fmt: str) -> Structure | 
         parent=parent,
         source=text,
         name=name,
-        attrs={"key": key_arr, "index": index},
+        attrs={KEY: key_arr, INDEX: index},
         format=fmt,
     )
 
@@ -520,7 +521,7 @@ class _Scanner:
             parent=self.parents,
             source=self.text,
             name=self.name,
-            attrs={"key": key_arr, "index": index_arr},
+            attrs={KEY: key_arr, INDEX: index_arr},
             format=fmt,
         )
 
@@ -553,7 +554,7 @@ def json_path(structure: Structure, i: int) -> list[str | int]:
     >>> value, s.node_text(4)
     ({'b': None}, '{"b": null}')
     """
-    keys, idx, parent = structure.attrs["key"], structure.attrs["index"], structure.parent
+    keys, idx, parent = structure.attrs[KEY], structure.attrs[INDEX], structure.parent
     path: list[str | int] = []
     i = int(i)
     while i >= 0:

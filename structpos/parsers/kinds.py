@@ -3,8 +3,9 @@
 An entry says everything the rest of structpos needs to know about a kind: its parse function
 (a ``"module:attribute"`` string, imported on first use), the file suffixes it reads (with the
 language or format a suffix fixes), a sniffing function, a tiny sample input (for docs and
-checks), the payload adapter the encode pipeline calls it through, and the node columns its
-structures fill (for the Parquet schema). Adding a kind is one parser module plus one
+checks), the payload adapter the encode pipeline calls it through, the node columns its
+structures fill (for the Parquet schema), and the per-node attributes (``Structure.attrs``) they
+carry, by name and dtype (:mod:`structpos.node_attrs`). Adding a kind is one parser module plus one
 :meth:`~structpos.registry.Registry.add` of a :class:`ParserKind`; ``structpos encode`` reads
 directories by :func:`kind_for_suffix`, and builds its schema from :attr:`ParserKind.columns`.
 
@@ -24,8 +25,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import node_attrs as na
 from ..exceptions import SpecError
 from ..registry import Column, Entry, Registry
+from ..structure import Structure
 
 __all__ = [
     "NODE_COLUMNS",
@@ -69,6 +72,11 @@ class ParserKind(Entry):
         The node columns its structures fill (default :data:`NODE_COLUMNS`).
     sample_options : mapping
         Parser options the sample needs (``{"language": "python"}``).
+    node_attrs : tuple of Column or None
+        The per-node attributes (``Structure.attrs``) its structures carry, by name, dtype and
+        per-node shape (``optional`` for those only some structures have); :meth:`check` holds
+        a structure to them. ``None`` (the default, for a kind registered from outside that
+        declares nothing): free-form attributes, not checked. ``()``: no attributes.
 
     Examples
     --------
@@ -83,6 +91,39 @@ class ParserKind(Entry):
     adapt: Any = "structpos.parsers.payloads:call_plain"
     columns: tuple[Column, ...] = NODE_COLUMNS
     sample_options: Mapping[str, Any] = field(default_factory=dict)
+    node_attrs: tuple[Column, ...] | None = None
+
+    def check(self, parsed: Structure | list[Structure]) -> Structure | list[Structure]:
+        """Hold what the parse function returned to :attr:`node_attrs` (nothing to hold when ``None``).
+
+        Parameters
+        ----------
+        parsed : Structure or list of Structure
+            The parse function's result.
+
+        Returns
+        -------
+        Structure or list of Structure
+            ``parsed``, unchanged.
+
+        Raises
+        ------
+        ParseError
+            An attribute not declared, of another dtype, or a declared one missing
+            (:func:`~structpos.node_attrs.check_node_attrs`).
+
+        Examples
+        --------
+        >>> PARSERS["graph"].check(Structure("graph", ["a"], attrs={"x": [1]}))
+        Traceback (most recent call last):
+        ...
+        structpos.exceptions.ParseError: <input>: attribute 'x' is not declared for input kind 'graph' (declared: none)
+        """
+        if self.node_attrs is not None:
+            for s in parsed if isinstance(parsed, list) else [parsed]:
+                if isinstance(s, Structure):
+                    na.check_node_attrs(s, self.node_attrs, kind=self.name)
+        return parsed
 
     def adapter(self) -> Callable[..., Any]:
         """The payload adapter, imported on first use.
@@ -157,6 +198,7 @@ for _kind in (
     ParserKind(
         "code",
         "structpos.parsers.code:parse_code",
+        node_attrs=na.CODE_ATTRS,
         summary="Source code through tree-sitter (the language from the argument or the suffix).",
         suffixes={s: {"language": lang} for s, lang in _CODE_SUFFIXES.items()},
         sample="def f(x):\n    return x\n",
@@ -165,6 +207,7 @@ for _kind in (
     ParserKind(
         "json",
         "structpos.parsers.json_tree:parse_json",
+        node_attrs=na.TREE_KEY_ATTRS,
         summary="JSON text: objects, members, arrays and scalars as a tree.",
         suffixes={".json": {}},
         sniff=_looks_json,
@@ -174,6 +217,7 @@ for _kind in (
     ParserKind(
         "xml",
         "structpos.parsers.xml_tree:parse_xml",
+        node_attrs=na.XML_ATTRS,
         summary="XML elements, attributes and text as a tree.",
         suffixes={".xml": {}},
         sniff=_looks_xml,
@@ -182,6 +226,7 @@ for _kind in (
     ParserKind(
         "yaml",
         "structpos.parsers.yaml_tree:parse_yaml",
+        node_attrs=na.TREE_KEY_ATTRS,
         summary="YAML mappings, sequences and scalars as a tree.",
         suffixes={".yaml": {}, ".yml": {}},
         sample="a:\n  - 1\n  - b: 2\n",
@@ -189,15 +234,22 @@ for _kind in (
     ParserKind(
         "conllu",
         "structpos.parsers.conllu_tree:parse_conllu",
+        node_attrs=na.CONLLU_ATTRS,
         summary="CoNLL-U dependency trees, one structure per sentence.",
         suffixes={".conllu": {}},
         sniff=_looks_conllu,
         sample="# text = Hi there\n1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n2\tthere\tthere\tADV\t_\t_\t1\tadvmod\t_\t_\n\n",
     ),
-    ParserKind("spacy", "structpos.parsers.spacy_doc:parse_spacy", summary="A spaCy Doc's dependency trees."),
+    ParserKind(
+        "spacy",
+        "structpos.parsers.spacy_doc:parse_spacy",
+        node_attrs=na.SPACY_ATTRS,
+        summary="A spaCy Doc's dependency trees.",
+    ),
     ParserKind(
         "table",
         "structpos.parsers.table:parse_table",
+        node_attrs=na.TABLE_ATTRS,
         summary="CSV, TSV or HTML tables (the format from the argument, the suffix, else sniffed).",
         suffixes={
             ".csv": {"format": "csv"},
@@ -211,6 +263,7 @@ for _kind in (
     ParserKind(
         "document",
         "structpos.parsers.document:parse_document",
+        node_attrs=na.DOCUMENT_ATTRS,
         summary="Plain text as paragraphs, sentences and tokens.",
         suffixes={".txt": {}},
         sample="First sentence. Second one.\n\nA new paragraph.\n",
@@ -218,6 +271,7 @@ for _kind in (
     ParserKind(
         "markdown",
         "structpos.parsers.markdown:parse_markdown",
+        node_attrs=na.MARKDOWN_ATTRS,
         summary="Markdown sections, blocks, sentences and tokens.",
         suffixes={".md": {}},
         sniff=_looks_markdown,
@@ -226,11 +280,13 @@ for _kind in (
     ParserKind(
         "grammar",
         "structpos.parsers.grammar:parse_grammar",
+        node_attrs=na.GRAMMAR_ATTRS,
         summary="Text by a lark grammar (--parser-opt grammar=...).",
     ),
     ParserKind(
         "graph",
         "structpos.parsers.graph:parse_graph",
+        node_attrs=(),
         summary="Graphs: networkx, a 2 x E edge_index, a PyG Data, or a JSON graph object.",
         sample={"edge_index": [[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]},
         adapt="structpos.parsers.payloads:graph_payload",

@@ -28,6 +28,7 @@ import re
 import numpy as np
 
 from ..limits import Limits, node_budget
+from ..node_attrs import LEVEL
 from ..structure import Structure
 from ._input import read_text
 from ._tree_builder import TreeBuilder
@@ -221,7 +222,7 @@ def parse_markdown(text: str, name: str | None = None, *, limits: Limits | None 
     lv = np.zeros(len(s), dtype=np.int64)
     for node, lvl in md.level.items():
         lv[node] = lvl
-    s.attrs["level"] = lv
+    s.attrs[LEVEL] = lv
     return s
 
 

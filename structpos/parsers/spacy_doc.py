@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..limits import Limits, check_limit, resolve_limits
+from ..node_attrs import HEAD, SENTENCE, TOKEN_INDEX, UPOS
 from ..structure import Structure, StructureError
 from ._dependency import dependency_structure, heads_to_preorder
 
@@ -121,10 +122,10 @@ def parse_spacy(doc, name: str | None = None, *, limits: Limits | None = None) -
         start,
         end,
         {
-            "token_index": idx + base,
-            "head": head_i + base,
-            "sentence": sentence,
-            "upos": [getattr(t, "pos_", "") or "" for t in tokens],
+            TOKEN_INDEX: idx + base,
+            HEAD: head_i + base,
+            SENTENCE: sentence,
+            UPOS: [getattr(t, "pos_", "") or "" for t in tokens],
         },
         source=text,
         name=name,

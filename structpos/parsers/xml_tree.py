@@ -27,6 +27,7 @@ import numpy as np
 
 from ..exceptions import ParseError
 from ..limits import Limits, node_budget
+from ..node_attrs import TAG_INDEX
 from ..structure import Structure
 from ._input import read_text
 from ._offsets import ByteToChar
@@ -71,7 +72,7 @@ class _TreeWalk:
 
     def __init__(self, text: str, name: str, max_nodes: int):
         self.text = text
-        self.b = TreeBuilder({"tag_index": (0, "int64")}, max_nodes=max_nodes, name=name)
+        self.b = TreeBuilder({TAG_INDEX: (0, "int64")}, max_nodes=max_nodes, name=name)
         self.stack: list[int] = []  # open element nodes
         self.empty: list[bool] = []  # whether each open element is an empty-element tag <a/>
         self.tag_counts: list[dict[str, int]] = [{}]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .._optional import require
 from ..limits import Deadline, Limits, node_budget, resolve_limits
+from ..node_attrs import INDEX, KEY
 from ..structure import Structure, StructureError
 from ._input import clean_label, read_text
 from ._tree_builder import TreeBuilder
@@ -132,7 +133,7 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
         raise StructureError(str(e), name=name) from None
     except RecursionError:
         raise StructureError("YAML nesting too deep for PyYAML's recursive composer", name=name) from None
-    b = TreeBuilder({"key": (None, object), "index": (-1, "int64")}, max_nodes=node_budget(limits), name=name)
+    b = TreeBuilder({KEY: (None, object), INDEX: (-1, "int64")}, max_nodes=node_budget(limits), name=name)
     constructor = yaml.constructor.SafeConstructor()
     seen: set[int] = set()
     root = -1

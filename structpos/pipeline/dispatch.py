@@ -5,7 +5,9 @@ A kind is a :data:`~structpos.parsers.kinds.PARSERS` entry, or one of the run's
 The record's name, format, limits and code language go to the parsers whose signature takes
 them; the payload reaches the parser through the kind's payload adapter (a JSON value for
 ``json`` is serialized, a graph object for ``graph`` is unpacked; see
-:mod:`structpos.parsers.payloads`).
+:mod:`structpos.parsers.payloads`). What a registered kind's parser returns is held to its
+declared node attributes (:meth:`~structpos.parsers.kinds.ParserKind.check`), as
+:func:`structpos.parse` does.
 """
 
 from __future__ import annotations
@@ -160,4 +162,7 @@ def parse_payload(
     if limits is not DEFAULT_LIMITS and parser_accepts(fn, "limits"):
         kw.setdefault("limits", limits)
     adapt = PARSERS[kind].adapter() if kind in PARSERS else call_plain
-    return adapt(fn, payload, kw, name)
+    parsed = adapt(fn, payload, kw, name)
+    if kind in PARSERS and not (extra_parsers and kind in extra_parsers):  # an override is not the entry's parser
+        PARSERS[kind].check(parsed)
+    return parsed

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..node_attrs import has_table_cells, table_cells
 from ..structure import Structure
 from .layout import hop_distance, layout, tree_depth
 from .similarity import rotary_scores
@@ -87,7 +88,6 @@ def truncate(s: Structure, max_nodes: int) -> Structure:
         node_ids=None if s.node_ids is None else s.node_ids[:m],
         edge_attr=None if s.edge_attr is None or edge_index is None else s.edge_attr[keep],
         truncated_from=n,
-        meta=None,
     )
 
 
@@ -241,9 +241,9 @@ def structural_distance(s: Structure) -> np.ndarray:
     [2.0, 3.0, 1.0, 0.0, 2.0]
     """
     ei, _ = s.edges()
-    if ei.shape[1] == 0 and "row" in s.attrs and "col" in s.attrs:
-        r = np.asarray(s.attrs["row"], dtype=float)
-        c = np.asarray(s.attrs["col"], dtype=float)
+    if ei.shape[1] == 0 and has_table_cells(s):
+        t = table_cells(s)
+        r, c = t.row.astype(float), t.col.astype(float)
         return np.abs(r[:, None] - r[None]) + np.abs(c[:, None] - c[None])
     return hop_distance(s)
 
@@ -378,12 +378,10 @@ def _draw_grid(ax, s: Structure, pos: np.ndarray, rgba: np.ndarray, show_text: b
     """Table cells as rectangles covering their row/column spans, with their text."""
     from matplotlib.patches import Rectangle
 
-    n = s.num_nodes
     cell = np.isfinite(pos).all(axis=1)
-    rs = np.maximum(np.asarray(s.attrs.get("rowspan", np.ones(n)), dtype=float), 1)
-    cs = np.maximum(np.asarray(s.attrs.get("colspan", np.ones(n)), dtype=float), 1)
-    row = np.asarray(s.attrs["row"], dtype=float)
-    col = np.asarray(s.attrs["col"], dtype=float)
+    t = table_cells(s, needed_by="a grid drawing")
+    rs, cs = np.maximum(t.rowspan, 1).astype(float), np.maximum(t.colspan, 1).astype(float)
+    row, col = t.row.astype(float), t.col.astype(float)
     with_text = show_text or cell.sum() <= 150
     for i in map(int, np.flatnonzero(cell)):
         ax.add_patch(
@@ -687,7 +685,7 @@ def show_figure(
         mat, names = _rope_matrix(s, coords, rope_coords)
         target, dlabel = s, "hops"
         if layout(s)[0] == "grid":  # a table: compare cells on the grid, not via row/table nodes
-            keep = np.flatnonzero((np.asarray(s.attrs["row"]) >= 0) & (np.asarray(s.attrs["col"]) >= 0))
+            keep = np.flatnonzero(table_cells(s).is_cell)
             target = _select(s, keep)
             mat = mat[keep]
             dlabel = "|Δrow| + |Δcol|"
@@ -726,8 +724,9 @@ def _rope_matrix(s: Structure, coords: dict[str, np.ndarray], names: list[str] |
     fallback: dict[str, np.ndarray] = {}
     if s.parent is not None:
         fallback = {"depth": tree_depth(s.parent), "preorder": np.arange(s.num_nodes)}
-    elif "row" in s.attrs and "col" in s.attrs:
-        fallback = {"row": s.attrs["row"], "col": s.attrs["col"]}
+    elif has_table_cells(s):
+        t = table_cells(s)
+        fallback = {"row": t.row, "col": t.col}
     else:
         fallback = {"index": np.arange(s.num_nodes)}
     return coordinate_matrix(fallback, n=s.num_nodes)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..coords.tree import check_parent
 from ..coords.tree import depth as tree_depth  # re-exported: depth of every node of a forest
+from ..node_attrs import has_table_cells, table_cells
 from ..structure import Structure, StructureError
 
 __all__ = ["tree_depth", "tree_layout", "grid_layout", "graph_layout", "layout"]
@@ -104,12 +105,9 @@ def grid_layout(s: Structure) -> np.ndarray:
     >>> grid_layout(structpos.parse("a,b\\n1,2\\n", "table"))[2:4].tolist()
     [[0.0, -0.0], [1.0, -0.0]]
     """
-    if "row" not in s.attrs or "col" not in s.attrs:
-        raise StructureError("grid layout needs 'row' and 'col' attributes", name=s.name)
-    row = np.asarray(s.attrs["row"], dtype=float)
-    col = np.asarray(s.attrs["col"], dtype=float)
-    rs = np.asarray(s.attrs.get("rowspan", np.ones(len(row))), dtype=float)
-    cs = np.asarray(s.attrs.get("colspan", np.ones(len(col))), dtype=float)
+    t = table_cells(s, needed_by="grid layout")
+    row, col = t.row.astype(float), t.col.astype(float)
+    rs, cs = t.rowspan.astype(float), t.colspan.astype(float)
     pos = np.stack([col + (np.maximum(cs, 1) - 1) / 2, -(row + (np.maximum(rs, 1) - 1) / 2)], axis=1)
     pos[(row < 0) | (col < 0)] = np.nan
     return pos
@@ -145,7 +143,7 @@ def hop_distance(s: Structure) -> np.ndarray:
     """
     from ..coords import compute
 
-    undirected = dataclasses.replace(s, directed=False, meta=None) if s.directed else s
+    undirected = dataclasses.replace(s, directed=False) if s.directed else s
     d = compute(undirected, "spd")["spd"].astype(float)
     d[d < 0] = np.inf
     return d
@@ -234,7 +232,7 @@ def layout(s: Structure) -> tuple[str, np.ndarray]:
     """
     if s.parent is not None and s.kind != "table":
         return "tree", tree_layout(s)
-    if "row" in s.attrs and "col" in s.attrs:
+    if has_table_cells(s):
         return "grid", grid_layout(s)
     if s.parent is not None:
         return "tree", tree_layout(s)
