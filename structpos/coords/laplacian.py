@@ -80,6 +80,7 @@ from ._spectrum import (
     solve_batch,
     solve_graph,
 )
+from ._torch_dense import lap_group_torch, resolve_device
 
 __all__ = ["laplacian_pe", "laplacian_pe_batch", "LapBatch", "lap_coords", "DENSE_MAX", "EigenConvergenceError"]
 
@@ -163,6 +164,7 @@ def laplacian_pe_batch(
     dense_max: int = DENSE_MAX,
     as_torch: bool | None = None,
     workers: int | None = None,
+    device: Any = None,
 ) -> LapBatch:
     """LapPE of many graphs at once (each graph independently; see the module docstring).
 
@@ -185,6 +187,12 @@ def laplacian_pe_batch(
         Threads decomposing size groups concurrently (LAPACK releases the GIL); ``None`` uses
         one per available core (at most 4) for batches of >= 256 graphs. The result does not
         depend on it.
+    device : str or torch.device, optional
+        ``None`` (default): numpy/LAPACK. A torch device (``"cuda"``, ``"cpu"``, …): each size
+        group's Laplacian stack is built, decomposed (``torch.linalg.eigh``), sign-fixed and
+        checked there (:mod:`._torch_dense`), one group at a time on CUDA; the output is the
+        same (numpy or CPU tensors, equal up to rounding and the basis of degenerate spaces).
+        Graphs above ``dense_max`` still use the CPU sparse path.
 
     Returns
     -------
@@ -200,7 +208,8 @@ def laplacian_pe_batch(
     ((7, 2), [[True, True], [True, True]])
     """
     k = check_k(k)
-    dense = partial(_dense_batch, k=k, dtype=dtype, bucket=bucket, workers=workers)
+    dev = resolve_device(device)
+    dense = partial(_dense_batch, k=k, dtype=dtype, bucket=bucket, workers=workers, device=dev)
     return solve_batch(
         graphs, as_graphs(graphs), dense_max, as_torch, dense, partial(_sparse_graph, k=k, dense_max=dense_max)
     )
@@ -252,9 +261,17 @@ def _component_counts(row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: 
 
 
 def _dense_batch(
-    gs: Sequence[Graph], k: int, *, dtype=np.float64, bucket: int = 1, only=None, workers: int | None = 1
+    gs: Sequence[Graph],
+    k: int,
+    *,
+    dtype=np.float64,
+    bucket: int = 1,
+    only=None,
+    workers: int | None = 1,
+    device=None,
 ) -> tuple[LapBatch, float]:
-    """Dense LapPE of the graphs ``only`` (default all) and the largest eigenpair residual."""
+    """Dense LapPE of the graphs ``only`` (default all) and the largest eigenpair residual;
+    ``device`` (a ``torch.device``) runs the group kernel in torch there."""
     sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
     table = ModeTable(sizes, k, dtype, dtype)
     idx_all = np.arange(len(gs)) if only is None else np.asarray(only, dtype=np.int64)
@@ -265,8 +282,14 @@ def _dense_batch(
     packed = packed_edges(sub)
     ncomp = _component_counts(packed[0], packed[1], packed[3], sub_sizes)
 
+    if device is None:
+        kernel = _group_pe
+    else:
+        kernel = partial(lap_group_torch, dev=device)
+        workers = 1 if device.type != "cpu" else workers  # one device queue: no gain from threads
+
     def run(local, A):
-        table.put(idx_all[local], *_group_pe(A, sub_sizes[local], ncomp[local], k, dtype))
+        table.put(idx_all[local], *kernel(A, sub_sizes[local], ncomp[local], k, dtype))
 
     run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers)
     return table.result(dtype)
