@@ -34,6 +34,7 @@ import numpy as np
 from ..exceptions import SpecError
 from ..registry import Column, Entry, Registry, no_argument
 from ..structure import Structure
+from .solver import SolverOptions
 
 __all__ = [
     "COORDS",
@@ -52,6 +53,7 @@ __all__ = [
     "MAX_TREE_WIDTH",
     "MAX_K",
     "MAX_MAGLAP_Q",
+    "SolverOptions",
 ]
 
 MAX_TREE_DEPTH = 4096

@@ -8,36 +8,33 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
-if TYPE_CHECKING:
-    from ._sparse_eigen import SparseMethod
-
 import contextlib
+from typing import Any
 
 import numpy as np
 
 SMALL = 128
 """Matrices up to this size are decomposed/multiplied with a single BLAS thread."""
 
-_controller = None
+_controller: Any = None  # a threadpoolctl.ThreadpoolController once made
+_no_controller = False  # threadpoolctl is missing: BLAS keeps its own threading
 
 
-def _limit_one(user_api: str):
-    global _controller
-    if _controller is None:
+def _limit_one(user_api: str) -> contextlib.AbstractContextManager[Any]:
+    global _controller, _no_controller
+    if _controller is None and not _no_controller:
         try:
             from threadpoolctl import ThreadpoolController
 
             _controller = ThreadpoolController()
-        except ImportError:  # optional: without it, BLAS keeps its own threading
-            _controller = False
-    if not _controller:
+        except ImportError:
+            _no_controller = True
+    if _controller is None:
         return contextlib.nullcontext()
     return _controller.limit(limits=1, user_api=user_api)
 
 
-def single_blas_thread():
+def single_blas_thread() -> contextlib.AbstractContextManager[Any]:
     """Context limiting BLAS to one thread (via ``threadpoolctl`` when installed).
 
     Stacks of small matrices gain nothing from BLAS threads, and on a busy machine
@@ -45,7 +42,7 @@ def single_blas_thread():
     return _limit_one("blas")
 
 
-def single_openmp_thread():
+def single_openmp_thread() -> contextlib.AbstractContextManager[Any]:
     """Context limiting OpenMP (torch's MKL LAPACK) to one thread in the calling thread only
     (``omp_set_num_threads`` is per thread, so workers of a pool may each enter it).
 
@@ -79,24 +76,3 @@ def batched_eigh(M: np.ndarray, dtype=np.float64, *, backend: str = "numpy") -> 
         with single_blas_thread():
             return np.linalg.eigh(M)
     return np.linalg.eigh(M)
-
-
-def choose_method(method: str, num_nodes: int, dense_max: int) -> "SparseMethod":
-    """Resolve a ``method`` argument of the spectral PEs.
-
-    ``"auto"`` is ``"dense"`` up to ``dense_max`` nodes, else ``"auto"`` (the sparse layer
-    picks per component); ``"dense"`` and the sparse methods of
-    :data:`._sparse_eigen.SPARSE_METHODS` pass; others raise.
-
-    Examples
-    --------
-    >>> choose_method("auto", 10, 1000), choose_method("auto", 5000, 1000), choose_method("amg", 10, 1000)
-    ('dense', 'auto', 'amg')
-    """
-    from ._sparse_eigen import SPARSE_METHODS
-
-    if method == "auto":
-        return "dense" if num_nodes <= dense_max else "auto"
-    if method not in SPARSE_METHODS:
-        raise ValueError(f"unknown method {method!r} (use one of {', '.join(SPARSE_METHODS)})")
-    return cast("SparseMethod", method)

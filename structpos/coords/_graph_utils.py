@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -223,10 +224,14 @@ def _check_values(gs: Sequence[Graph]) -> None:
             continue
         raise_at_first(
             ~np.isfinite(g.edge_weight) | (g.edge_weight < 0),
-            lambda e, w=g.edge_weight: f"edge weight {w[e]} is not a finite non-negative number",
+            partial(_bad_weight_message, g.edge_weight),
             name=g.name,
             where="edge",
         )
+
+
+def _bad_weight_message(weights: np.ndarray, e: int) -> str:
+    return f"edge weight {weights[e]} is not a finite non-negative number"
 
 
 def _locate(counts: np.ndarray, flat: int) -> tuple[int, int]:
@@ -283,7 +288,7 @@ def packed_edges(graphs: Sequence[Graph], *, self_loops: bool = False):
 
 def bucket_edges(
     groups: dict[int, np.ndarray], num_graphs: int, row: np.ndarray, col: np.ndarray, gid: np.ndarray
-) -> list[np.ndarray]:
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """For each size group ``S → idx`` (see :func:`group_by_size`), the edges of its graphs as
     indices into the packed edge arrays and their flat positions in the group's zero-padded
     ``(len(idx), S, S)`` adjacency: ``[(edge_sel, flat), ...]`` in ``groups`` order (one sort

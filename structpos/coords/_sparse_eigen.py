@@ -61,7 +61,6 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -70,6 +69,7 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh, lobpcg, splu
 
 from ..exceptions import EigenConvergenceError
+from .solver import SOLVER_METHODS, SolverMethod, SolverOptions, solver_options
 
 __all__ = [
     "RESIDUAL_MAX",
@@ -80,8 +80,8 @@ __all__ = [
     "smallest_eigenpairs",
 ]
 
-SparseMethod = Literal["auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"]
-SPARSE_METHODS = ("auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg")
+SparseMethod = SolverMethod
+SPARSE_METHODS = SOLVER_METHODS
 
 SHIFT = -1e-10
 """Shift ``σ`` of ``L − σI`` when no null space is known (magnetic Laplacian): just below the
@@ -164,12 +164,13 @@ def smallest_eigenpairs(
     m: int,
     *,
     null: np.ndarray | None = None,
-    method: SparseMethod = "auto",
-    tol: float = 1e-10,
+    method: SparseMethod | None = None,
+    tol: float | None = None,
     maxiter: int | None = None,
-    dense_max: int = 1000,
+    dense_max: int | None = None,
     name: str = "<graph>",
     progress: Callable[[str], None] | None = None,
+    options: SolverOptions | None = None,
 ) -> EigenResult:
     """The ``m`` smallest eigenpairs of Hermitian PSD ``L`` on the complement of ``null``.
 
@@ -181,19 +182,23 @@ def smallest_eigenpairs(
         Eigenpairs wanted (``<= n - null.shape[1]``).
     null : ndarray, shape (n, c), optional
         Orthonormal basis of known eigenvectors of eigenvalue 0, excluded from the answer.
-    method : {"auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"}
+    method : {"auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"}, optional
         See the module docstring. Only ``"auto"`` falls back to another method.
-    tol : float
+    tol : float, optional
         Relative convergence tolerance of the iterative methods.
     maxiter : int, optional
         Iteration cap of the iterative methods (default: the method's own).
-    dense_max : int
+    dense_max : int, optional
         ``auto`` decomposes matrices up to this size densely.
     name : str
         Named in progress messages and errors.
     progress : callable, optional
         Called with a line of text at each stage of a sparse solve (method chosen and why,
         memory estimate, time taken). Messages also go to the ``structpos.spectra`` logger.
+    options : SolverOptions, optional
+        The five settings above in one value (:class:`.solver.SolverOptions`; defaults
+        ``"auto"``, ``tol=1e-10``, ``maxiter=None``, ``dense_max=1000``, no progress); a keyword
+        that is given replaces its field.
 
     Returns
     -------
@@ -203,8 +208,10 @@ def smallest_eigenpairs(
     ------
     EigenConvergenceError
         No method gave an answer that passed the checks (``residuals`` of the last attempt).
+    SpecError
+        Unknown ``method`` or another setting out of range (:class:`.solver.SolverOptions`).
     ValueError
-        Unknown ``method`` or ``m`` out of range.
+        ``m`` out of range.
 
     Examples
     --------
@@ -217,14 +224,14 @@ def smallest_eigenpairs(
     >>> np.allclose(r.eigvals, 2 - 2 * np.cos(np.pi * np.array([1, 2]) / 4)), r.max_residual < 1e-12
     (True, True)
     """
-    if method not in SPARSE_METHODS:
-        raise ValueError(f"unknown eigensolver method {method!r} (use one of {', '.join(SPARSE_METHODS)})")
+    opts = solver_options(options, method=method, tol=tol, maxiter=maxiter, dense_max=dense_max, progress=progress)
+    method, tol, maxiter, dense_max = opts.method, opts.tol, opts.maxiter, opts.dense_max
     n = L.shape[0]
     Z = np.zeros((n, 0)) if null is None else np.asarray(null)
     if not 0 <= m <= n - Z.shape[1]:
         raise ValueError(f"m={m} eigenpairs asked of a {n}x{n} matrix with a {Z.shape[1]}-dim null space")
     L = sp.csr_matrix(L) if not sp.issparse(L) else L.tocsr()
-    say = _reporter(progress, name)
+    say = _reporter(opts.progress, name)
     t0 = time.perf_counter()
     if m == 0:
         return EigenResult(np.zeros(0), np.zeros((n, 0), dtype=L.dtype), np.zeros(0), 0.0, "none")

@@ -30,9 +30,9 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import EigenConvergenceError
-from ._eigen import choose_method
 from ._graph_utils import Graph, batch_output, output_like, scatter_rows, to_output
 from ._sparse_eigen import RESIDUAL_MAX, EigenResult
+from .solver import SolverOptions
 
 __all__ = [
     "DEGENERACY_ATOL",
@@ -242,19 +242,19 @@ SparseSolver = Callable[..., tuple[Any, Any, Any, Any, SolveReport]]
 
 
 def solve_graph(
-    edge_index: Any, g: Graph, method: str, dense_max: int, dense: DenseSolver, sparse: SparseSolver
+    edge_index: Any, g: Graph, options: SolverOptions, dense: DenseSolver, sparse: SparseSolver
 ) -> SpectralPE:
-    """One graph's PE: ``dense([g])`` if ``method`` resolves to dense, else ``sparse(g, method=...)``.
+    """One graph's PE: ``dense([g])`` for ``method="dense"``, or ``"auto"`` and at most
+    ``dense_max`` nodes; else ``sparse(g)`` (which reads the method from the same options).
 
     The result follows ``edge_index``'s type (torch in, torch out).
     """
-    method = choose_method(method, g.num_nodes, dense_max)
-    if method == "dense":
+    if options.method == "dense" or (options.method == "auto" and g.num_nodes <= options.dense_max):
         out, res = dense([g])
         pe, ev, mask, amb = out.pe, out.eigvals[0], out.mask[0], out.ambiguous[0]
         report = SolveReport(("dense",), res, 0.0)
     else:
-        pe, ev, mask, amb, report = sparse(g, method=method)
+        pe, ev, mask, amb, report = sparse(g)
     like = output_like(edge_index)
     return SpectralPE(to_output(pe, like), to_output(ev, like), to_output(mask, like), to_output(amb, like), report)
 

@@ -47,7 +47,7 @@ so those columns are an arbitrary part of it (see :mod:`._spectrum`).
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -67,7 +67,7 @@ from ._graph_utils import (
     packed_edges,
 )
 from ._schedule import run_dense_groups
-from ._sparse_eigen import SparseMethod, smallest_eigenpairs
+from ._sparse_eigen import smallest_eigenpairs
 from ._spectrum import (
     ComponentModes,
     LapBatch,
@@ -80,10 +80,12 @@ from ._spectrum import (
     solve_batch,
     solve_graph,
 )
+from ._torch_dense import lap_group_torch, resolve_device
+from .solver import SolverMethod, SolverOptions, solver_options
 
 __all__ = ["laplacian_pe", "laplacian_pe_batch", "LapBatch", "lap_coords", "DENSE_MAX", "EigenConvergenceError"]
 
-DENSE_MAX = 1000
+DENSE_MAX = SolverOptions().dense_max
 """Graphs (or components) with at most this many nodes use dense ``eigh``."""
 
 
@@ -94,11 +96,12 @@ def laplacian_pe(
     k: int = 8,
     edge_weight: Any = None,
     *,
-    method: Literal["auto", "dense"] | SparseMethod = "auto",
-    dense_max: int = DENSE_MAX,
-    tol: float = 1e-10,
+    method: SolverMethod | None = None,
+    dense_max: int | None = None,
+    tol: float | None = None,
     maxiter: int | None = None,
     progress: Callable[[str], None] | None = None,
+    options: SolverOptions | None = None,
 ) -> SpectralPE:
     """LapPE of one graph: the ``k`` smallest non-trivial normalised-Laplacian eigenpairs.
 
@@ -112,16 +115,19 @@ def laplacian_pe(
         Modes per node.
     edge_weight : array (E,), optional
         Non-negative finite weights (default 1).
-    method : {"auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"}
-        ``"auto"``: dense when ``N <= dense_max``, else per component the checked sparse
+    method : {"auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"}, optional
+        ``"auto"`` (default): dense when ``N <= dense_max``, else per component the checked sparse
         layer picks (:mod:`._sparse_eigen`) and falls back when a method fails. A named sparse
         method is used for every large component, without fallback.
-    dense_max : int
-        Graphs and components up to this size are decomposed densely.
-    tol, maxiter
-        Convergence tolerance and iteration cap of the iterative methods.
+    dense_max : int, optional
+        Graphs and components up to this size (default 1000) are decomposed densely.
+    tol, maxiter : optional
+        Convergence tolerance (default ``1e-10``) and iteration cap of the iterative methods.
     progress : callable, optional
         Receives a line of text per stage of each large solve (method, memory estimate, time).
+    options : SolverOptions, optional
+        These five settings in one value (:class:`.solver.SolverOptions`); a keyword that is
+        given replaces its field.
 
     Returns
     -------
@@ -133,6 +139,8 @@ def laplacian_pe(
     ------
     StructureError
         Invalid edges or weights (names the edge).
+    SpecError
+        A solver setting out of range (names it).
     EigenConvergenceError
         A large component's eigenpairs did not converge (carries the residuals).
 
@@ -148,10 +156,10 @@ def laplacian_pe(
     >>> np.round(ev, 6).tolist(), r.ambiguous.tolist()
     ([0.5, 0.5, 1.5], [False, False, True])
     """
+    opts = solver_options(options, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress)
     g = as_graph(edge_index, num_nodes, edge_weight)
     k = check_k(k)
-    sparse = partial(_sparse_graph, k=k, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress)
-    return solve_graph(edge_index, g, method, dense_max, partial(_dense_batch, k=k), sparse)
+    return solve_graph(edge_index, g, opts, partial(_dense_batch, k=k), partial(_sparse_graph, k=k, options=opts))
 
 
 def laplacian_pe_batch(
@@ -160,9 +168,11 @@ def laplacian_pe_batch(
     *,
     dtype=np.float64,
     bucket: int = 1,
-    dense_max: int = DENSE_MAX,
+    dense_max: int | None = None,
     as_torch: bool | None = None,
     workers: int | None = None,
+    device: Any = None,
+    options: SolverOptions | None = None,
 ) -> LapBatch:
     """LapPE of many graphs at once (each graph independently; see the module docstring).
 
@@ -177,14 +187,23 @@ def laplacian_pe_batch(
     bucket : int
         Graphs with ``N <= dense_max`` are grouped by size rounded up to a multiple of
         ``bucket`` (padding with a sentinel diagonal), one stacked ``eigh`` per group.
-    dense_max : int
-        Larger graphs use the sparse path of :func:`laplacian_pe`.
+    dense_max : int, optional
+        Larger graphs (default: above 1000 nodes) use the sparse path of :func:`laplacian_pe`.
     as_torch : bool, optional
         ``None``: torch tensors when the first graph's ``edge_index`` is one.
     workers : int, optional
         Threads decomposing size groups concurrently (LAPACK releases the GIL); ``None`` uses
         one per available core (at most 4) for batches of >= 256 graphs. The result does not
         depend on it.
+    device : str or torch.device, optional
+        ``None`` (default): numpy/LAPACK. A torch device (``"cuda"``, ``"cpu"``, …): each size
+        group's Laplacian stack is built, decomposed (``torch.linalg.eigh``), sign-fixed and
+        checked there (:mod:`._torch_dense`), one group at a time on CUDA; the output is the
+        same (numpy or CPU tensors, equal up to rounding and the basis of degenerate spaces).
+        Graphs above ``dense_max`` still use the CPU sparse path.
+    options : SolverOptions, optional
+        The solver settings of the graphs above ``dense_max`` (:class:`.solver.SolverOptions`;
+        a given ``dense_max`` replaces its field).
 
     Returns
     -------
@@ -199,11 +218,12 @@ def laplacian_pe_batch(
     >>> out.pe.shape, out.mask.tolist()
     ((7, 2), [[True, True], [True, True]])
     """
+    opts = solver_options(options, dense_max=dense_max)
     k = check_k(k)
-    dense = partial(_dense_batch, k=k, dtype=dtype, bucket=bucket, workers=workers)
-    return solve_batch(
-        graphs, as_graphs(graphs), dense_max, as_torch, dense, partial(_sparse_graph, k=k, dense_max=dense_max)
-    )
+    dev = resolve_device(device)
+    dense = partial(_dense_batch, k=k, dtype=dtype, bucket=bucket, workers=workers, device=dev)
+    sparse = partial(_sparse_graph, k=k, options=opts)
+    return solve_batch(graphs, as_graphs(graphs), opts.dense_max, as_torch, dense, sparse)
 
 
 def lap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
@@ -252,9 +272,17 @@ def _component_counts(row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: 
 
 
 def _dense_batch(
-    gs: Sequence[Graph], k: int, *, dtype=np.float64, bucket: int = 1, only=None, workers: int | None = 1
+    gs: Sequence[Graph],
+    k: int,
+    *,
+    dtype=np.float64,
+    bucket: int = 1,
+    only=None,
+    workers: int | None = 1,
+    device=None,
 ) -> tuple[LapBatch, float]:
-    """Dense LapPE of the graphs ``only`` (default all) and the largest eigenpair residual."""
+    """Dense LapPE of the graphs ``only`` (default all) and the largest eigenpair residual;
+    ``device`` (a ``torch.device``) runs the group kernel in torch there."""
     sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
     table = ModeTable(sizes, k, dtype, dtype)
     idx_all = np.arange(len(gs)) if only is None else np.asarray(only, dtype=np.int64)
@@ -265,8 +293,14 @@ def _dense_batch(
     packed = packed_edges(sub)
     ncomp = _component_counts(packed[0], packed[1], packed[3], sub_sizes)
 
+    if device is None:
+        kernel = _group_pe
+    else:
+        kernel = partial(lap_group_torch, dev=device)
+        workers = 1 if device.type != "cpu" else workers  # one device queue: no gain from threads
+
     def run(local, A):
-        table.put(idx_all[local], *_group_pe(A, sub_sizes[local], ncomp[local], k, dtype))
+        table.put(idx_all[local], *kernel(A, sub_sizes[local], ncomp[local], k, dtype))
 
     run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers)
     return table.result(dtype)
@@ -311,17 +345,9 @@ def _group_pe(A: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
 
 
 # ---------------------------------------------------------------- large sparse graphs
-def _sparse_graph(
-    g: Graph,
-    k: int,
-    *,
-    method: SparseMethod = "auto",
-    dense_max: int = DENSE_MAX,
-    tol: float = 1e-10,
-    maxiter: int | None = None,
-    progress=None,
-):
+def _sparse_graph(g: Graph, k: int, *, options: SolverOptions):
     """Per-component decomposition of a large graph; the k smallest non-trivial modes overall."""
+    dense_max = options.dense_max
     A = adjacency(g)
     deg = np.asarray(A.sum(axis=1)).ravel()
     comps = [nodes for nodes in components(A) if len(nodes) >= 2]
@@ -335,15 +361,7 @@ def _sparse_graph(
         dc = deg[nodes]
         null = np.sqrt(dc / dc.sum())[:, None]
         r = smallest_eigenpairs(
-            _normalized_laplacian(Ac, dc),
-            min(k + 1, len(nodes) - 1),
-            null=null,
-            method=method,
-            tol=tol,
-            maxiter=maxiter,
-            dense_max=dense_max,
-            name=g.name,
-            progress=progress,
+            _normalized_laplacian(Ac, dc), min(k + 1, len(nodes) - 1), null=null, name=g.name, options=options
         )
         modes.add_sparse(nodes, edge_rayleigh_quotients(r.vectors, Ac, dc, r.eigvals), canonical_phase(r.vectors), r)
     return modes.merge(g.num_nodes, k)

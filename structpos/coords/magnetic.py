@@ -37,7 +37,7 @@ components densely and large ones through the checked sparse layer
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,7 +46,7 @@ from ..structure import Structure
 from ._eigen import batched_eigh
 from ._graph_utils import SENTINEL, Graph, adjacency, as_graph, as_graphs, canonical_phase, packed_edges
 from ._schedule import run_dense_groups
-from ._sparse_eigen import SparseMethod, smallest_eigenpairs
+from ._sparse_eigen import smallest_eigenpairs
 from ._spectrum import (
     ComponentModes,
     ModeTable,
@@ -57,10 +57,11 @@ from ._spectrum import (
     solve_graph,
 )
 from .laplacian import LapBatch, SpectralPE
+from .solver import SolverMethod, SolverOptions, solver_options
 
 __all__ = ["magnetic_laplacian_pe", "magnetic_laplacian_pe_batch", "maglap_coords", "DENSE_MAX"]
 
-DENSE_MAX = 1000
+DENSE_MAX = SolverOptions().dense_max
 
 
 def magnetic_laplacian_pe(
@@ -71,11 +72,12 @@ def magnetic_laplacian_pe(
     edge_weight: Any = None,
     *,
     q_relative: bool = False,
-    method: Literal["auto", "dense"] | SparseMethod = "auto",
-    dense_max: int = DENSE_MAX,
-    tol: float = 1e-10,
+    method: SolverMethod | None = None,
+    dense_max: int | None = None,
+    tol: float | None = None,
     maxiter: int | None = None,
     progress: Callable[[str], None] | None = None,
+    options: SolverOptions | None = None,
 ) -> SpectralPE:
     """Magnetic LapPE of one directed graph: the ``k`` lowest eigenpairs of ``L^(q)``.
 
@@ -87,10 +89,10 @@ def magnetic_laplacian_pe(
         Modes per node.
     q : float
         Potential (absolute; ``q_relative=True`` divides it by the number of one-way pairs).
-    method : {"auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"}
+    method : {"auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"}, optional
         As :func:`.laplacian.laplacian_pe` (sparse methods never densify).
-    dense_max, tol, maxiter, progress
-        As :func:`.laplacian.laplacian_pe`.
+    dense_max, tol, maxiter, progress, options : optional
+        As :func:`.laplacian.laplacian_pe` (:class:`.solver.SolverOptions`).
 
     Returns
     -------
@@ -113,14 +115,13 @@ def magnetic_laplacian_pe(
     >>> bool(np.allclose(ev, 1 - np.cos(2 * np.pi * (np.array([0, -1]) / 4 + 0.125))))
     True
     """
+    opts = solver_options(options, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress)
     g = as_graph(edge_index, num_nodes, edge_weight)
     k = check_k(k)
     _check_q(q)
     dense = partial(_dense_batch, k=k, q=q, q_relative=q_relative)
-    sparse = partial(
-        _sparse_graph, k=k, q=q, q_relative=q_relative, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress
-    )
-    return solve_graph(edge_index, g, method, dense_max, dense, sparse)
+    sparse = partial(_sparse_graph, k=k, q=q, q_relative=q_relative, options=opts)
+    return solve_graph(edge_index, g, opts, dense, sparse)
 
 
 def magnetic_laplacian_pe_batch(
@@ -131,14 +132,16 @@ def magnetic_laplacian_pe_batch(
     q_relative: bool = False,
     dtype=np.float64,
     bucket: int = 1,
-    dense_max: int = DENSE_MAX,
+    dense_max: int | None = None,
     as_torch: bool | None = None,
     workers: int | None = None,
+    options: SolverOptions | None = None,
 ) -> LapBatch:
     """Magnetic LapPE of many directed graphs (one stacked complex ``eigh`` per size group,
     sentinel-padded, groups on a thread pool); graphs over ``dense_max`` nodes use the sparse path.
 
-    Parameters are those of :func:`.laplacian.laplacian_pe_batch` plus ``q`` and ``q_relative``.
+    Parameters are those of :func:`.laplacian.laplacian_pe_batch` (without ``device``) plus ``q``
+    and ``q_relative``.
 
     Returns
     -------
@@ -152,11 +155,12 @@ def magnetic_laplacian_pe_batch(
     >>> out.pe.dtype, out.mask.tolist()
     (dtype('complex128'), [[True, True]])
     """
+    opts = solver_options(options, dense_max=dense_max)
     k = check_k(k)
     _check_q(q)
     dense = partial(_dense_batch, k=k, q=q, q_relative=q_relative, dtype=dtype, bucket=bucket, workers=workers)
-    sparse = partial(_sparse_graph, k=k, q=q, q_relative=q_relative, dense_max=dense_max)
-    return solve_batch(graphs, as_graphs(graphs, directed=True), dense_max, as_torch, dense, sparse)
+    sparse = partial(_sparse_graph, k=k, q=q, q_relative=q_relative, options=opts)
+    return solve_batch(graphs, as_graphs(graphs, directed=True), opts.dense_max, as_torch, dense, sparse)
 
 
 def maglap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
@@ -282,19 +286,9 @@ def _magnetic_matrix(g: Graph, q: float, q_relative: bool):
     return L, As, q
 
 
-def _sparse_graph(
-    g: Graph,
-    k: int,
-    q: float,
-    q_relative: bool,
-    *,
-    method: SparseMethod = "auto",
-    dense_max: int = DENSE_MAX,
-    tol: float = 1e-10,
-    maxiter: int | None = None,
-    progress=None,
-):
+def _sparse_graph(g: Graph, k: int, q: float, q_relative: bool, *, options: SolverOptions):
     """Per-component decomposition of a large directed graph; the k lowest modes overall."""
+    dense_max = options.dense_max
     L, As, q_abs = _magnetic_matrix(g, q, q_relative)
     comps = [nodes for nodes in components(As) if len(nodes) >= 2]
     small = [nodes for nodes in comps if len(nodes) <= dense_max]
@@ -305,16 +299,7 @@ def _sparse_graph(
         modes.add_dense(small, *_dense_batch(sub, min(k + 1, max(len(nodes) for nodes in small)), q_abs, False))
     for nodes in (nodes for nodes in comps if len(nodes) > dense_max):
         Lc = L if len(nodes) == g.num_nodes else L[nodes][:, nodes].tocsr()
-        r = smallest_eigenpairs(
-            Lc,
-            min(k + 1, len(nodes)),
-            method=method,
-            tol=tol,
-            maxiter=maxiter,
-            dense_max=dense_max,
-            name=g.name,
-            progress=progress,
-        )
+        r = smallest_eigenpairs(Lc, min(k + 1, len(nodes)), name=g.name, options=options)
         modes.add_sparse(nodes, np.maximum(r.eigvals, 0.0), canonical_phase(r.vectors), r)
     return modes.merge(g.num_nodes, k, dtype=np.complex128)
 

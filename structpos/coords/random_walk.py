@@ -42,6 +42,7 @@ from ._graph_utils import (
     to_output,
 )
 from ._schedule import run_dense_groups
+from ._torch_dense import resolve_device, rwse_group_torch
 
 __all__ = ["random_walk_pe", "random_walk_pe_batch", "rw_coords", "DENSE_MAX"]
 
@@ -117,6 +118,7 @@ def random_walk_pe_batch(
     dense_max: int = DENSE_MAX,
     as_torch: bool | None = None,
     workers: int | None = None,
+    device: Any = None,
 ):
     """RWSE of many graphs: ``(pe (ΣN, K), ptr (B+1,))``, graph ``g`` in rows ``ptr[g]:ptr[g+1]``.
 
@@ -138,6 +140,11 @@ def random_walk_pe_batch(
         Torch output (default: when the input is torch).
     workers : int, optional
         Threads for the size groups.
+    device : str or torch.device, optional
+        ``None`` (default): numpy. A torch device (``"cuda"``, ``"cpu"``, …): each size group's
+        matrix powers are formed there (:mod:`._torch_dense`), one group at a time on CUDA; the
+        output is the same (equal up to rounding). Graphs above ``dense_max`` still use the CPU
+        sparse path.
 
     Returns
     -------
@@ -159,6 +166,9 @@ def random_walk_pe_batch(
     True
     """
     K = _check_len(walk_length)
+    dev = resolve_device(device)
+    if dev is not None and dev.type != "cpu":
+        workers = 1  # one device queue: no gain from threads
     gs = as_graphs(graphs)
     sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
     ptr = np.concatenate([[0], np.cumsum(sizes)])
@@ -170,7 +180,10 @@ def random_walk_pe_batch(
         idx = small[local]
         if symmetrize:
             A = np.maximum(A, A.transpose(0, 2, 1))
-        diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
+        if dev is None:
+            diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
+        else:
+            diag = rwse_group_torch(A, K, symmetrize, dtype, dev)
         scatter_rows(pe, ptr, idx, sizes[idx], diag)  # disjoint rows: safe from threads
 
     run_dense_groups(sizes[small], packed_edges(sub, self_loops=True), run, bucket=bucket, workers=workers)
