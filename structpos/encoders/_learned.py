@@ -31,7 +31,7 @@ from ._checks import (
     is_compiling,
     to_blhd,
 )
-from .rope import check_same_tokens, resolve_coords
+from .rope_inputs import check_same_tokens, resolve_coords
 
 __all__ = ["LearnedRotary", "apply_matrices", "cayley", "rope_generator", "skew"]
 

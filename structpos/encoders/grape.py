@@ -56,7 +56,8 @@ from ._checks import QKLayout, check_choice, check_count, check_flag, check_tabl
 from ._learned import LearnedRotary, cayley, rope_generator, skew
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 from .attention_bias import alibi_slopes
-from .rope import check_same_tokens, pair_axes
+from .rope_allocation import pair_axes
+from .rope_inputs import check_same_tokens
 
 __all__ = ["GRAPE", "GRAPEAdditive", "forget_gate_coords", "rodrigues_exp"]
 
