@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.sparse.linalg import splu
 
-from ..exceptions import EigenConvergenceError
+from ..exceptions import EigenConvergenceError, SpecError
 from ..structure import Structure, StructureError, raise_at_first
 from ._graph_utils import edge_weights, adjacency, as_graph, output_like, to_output
 
@@ -84,7 +84,7 @@ def hop_distances(
 
     Raises
     ------
-    ValueError
+    SpecError
         ``max_dist`` is negative or not an integer.
     StructureError
         An edge names a node outside ``0..N-1``.
@@ -102,7 +102,7 @@ def hop_distances(
     """
     g = as_graph(edge_index, num_nodes)
     if max_dist is not None and (int(max_dist) != max_dist or max_dist < 0):
-        raise ValueError(f"max_dist must be a non-negative integer or None, got {max_dist!r}")
+        raise SpecError(f"max_dist must be a non-negative integer or None, got {max_dist!r}")
     n = g.num_nodes
     present = edge_weights(g) > 0
     row, col = g.edge_index[:, present]
@@ -208,7 +208,7 @@ def hop_distances_batch(
 
     Raises
     ------
-    ValueError, StructureError
+    SpecError, StructureError
         As :func:`hop_distances`.
 
     Examples
@@ -274,7 +274,7 @@ def resistance_distance_pairs(
         where="pair",
     )
     if method not in ("auto", "factor", "amg-cg"):
-        raise ValueError(f"unknown method {method!r} (use 'auto', 'factor' or 'amg-cg')")
+        raise SpecError(f"unknown method {method!r} (use 'auto', 'factor' or 'amg-cg')")
     out = np.full(len(P), np.inf)
     out[P[:, 0] == P[:, 1]] = 0.0
     A = adjacency(g)
@@ -445,7 +445,7 @@ def spd_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nda
 
     Raises
     ------
-    ValueError
+    SpecError
         ``arg`` not a non-negative integer.
 
     Examples

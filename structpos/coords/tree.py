@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ..exceptions import SpecError
 from ..structure import Structure, StructureError, raise_at_first
 from ._args import int_arg
 
@@ -363,7 +364,7 @@ def root_path(
     ------
     StructureError
         If the parent array is not a preorder.
-    ValueError
+    SpecError
         On a cap below 1 or an unknown ``keep``.
 
     Examples
@@ -373,9 +374,9 @@ def root_path(
     ([[-1, -1], [0, -1], [0, 0], [0, 1], [1, -1]], [False, False, False, False, False])
     """
     if max_depth < 1 or max_width < 1:
-        raise ValueError(f"max_depth and max_width must be >= 1, got {max_depth}, {max_width}")
+        raise SpecError(f"max_depth and max_width must be >= 1, got {max_depth}, {max_width}")
     if keep not in ("top", "bottom"):
-        raise ValueError(f"keep must be 'top' or 'bottom', got {keep!r}")
+        raise SpecError(f"keep must be 'top' or 'bottom', got {keep!r}")
     p, sib, size = _preorder(parent)
     return _root_path(p, _depth_preorder(size), sib, max_depth, max_width, keep)
 
