@@ -27,7 +27,7 @@ Both return dense ``(N, N)`` matrices; the ``*_batch`` functions return a list, 
 
 from __future__ import annotations
 
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Sequence, get_args
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,6 +48,10 @@ __all__ = [
     "spd_coords",
     "resistance_coords",
 ]
+
+ResistanceMethod = Literal["auto", "factor", "amg-cg"]
+"""How :func:`resistance_distance_pairs` solves: chosen by the graph, a sparse LU, or AMG-preconditioned CG."""
+RESISTANCE_METHODS: tuple[str, ...] = get_args(ResistanceMethod)
 
 RESISTANCE_MAX_NODES = 20000
 
@@ -225,7 +229,7 @@ def resistance_distance_pairs(
     num_nodes: int | None = None,
     edge_weight: Any = None,
     *,
-    method: Literal["auto", "factor", "amg-cg"] = "auto",
+    method: ResistanceMethod = "auto",
     tol: float = 1e-10,
 ):
     """Effective resistances ``R_ij`` of the requested node pairs, without the ``N × N`` matrix.
@@ -273,8 +277,9 @@ def resistance_distance_pairs(
         name=g.name,
         where="pair",
     )
-    if method not in ("auto", "factor", "amg-cg"):
-        raise SpecError(f"unknown method {method!r} (use 'auto', 'factor' or 'amg-cg')")
+    if method not in RESISTANCE_METHODS:
+        *first, last = map(repr, RESISTANCE_METHODS)
+        raise SpecError(f"unknown method {method!r} (use {', '.join(first)} or {last})")
     out = np.full(len(P), np.inf)
     out[P[:, 0] == P[:, 1]] = 0.0
     A = adjacency(g)

@@ -37,7 +37,7 @@ turn those kernels into cross-module private imports, or force the re-export of 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -65,6 +65,9 @@ __all__ = [
 
 DEFAULT_MAX_DEPTH = 32
 DEFAULT_MAX_WIDTH = 64
+PathEnd = Literal["top", "bottom"]
+"""Which end of a capped root path :func:`root_path` keeps."""
+PATH_ENDS: tuple[str, ...] = get_args(PathEnd)
 MAX_TREE_DEPTH = 4096
 """Largest ``D`` of ``tree:DxW``: the root path is an ``(N, D)`` array, so ``D`` bounds its size."""
 MAX_TREE_WIDTH = 2**31 - 1
@@ -333,7 +336,7 @@ def _subtree_size(p: np.ndarray, nxt: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------ root path
 def root_path(
-    parent, max_depth: int = DEFAULT_MAX_DEPTH, max_width: int = DEFAULT_MAX_WIDTH, keep: str = "top"
+    parent, max_depth: int = DEFAULT_MAX_DEPTH, max_width: int = DEFAULT_MAX_WIDTH, keep: PathEnd = "top"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Child indices along each node's root path, capped to ``(max_depth, max_width)``.
 
@@ -375,8 +378,8 @@ def root_path(
     """
     if max_depth < 1 or max_width < 1:
         raise SpecError(f"max_depth and max_width must be >= 1, got {max_depth}, {max_width}")
-    if keep not in ("top", "bottom"):
-        raise SpecError(f"keep must be 'top' or 'bottom', got {keep!r}")
+    if keep not in PATH_ENDS:
+        raise SpecError(f"keep must be {' or '.join(map(repr, PATH_ENDS))}, got {keep!r}")
     p, sib, size = _preorder(parent)
     return _root_path(p, _depth_preorder(size), sib, max_depth, max_width, keep)
 
