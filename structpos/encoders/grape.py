@@ -285,21 +285,6 @@ class GRAPE(LearnedRotary):
         planes = b[:, :, None] * a[:, None, :] - a[:, :, None] * b[:, None, :]  # (r, D, D)
         return torch.einsum("ar,rij->aij", self.rates.to(dtype), planes)
 
-    def rotation(self, coords: torch.Tensor) -> torch.Tensor:
-        """The matrices ``G(c)``, ``(…, D, D)``, for coordinates ``(…, A)``.
-
-        Examples
-        --------
-        >>> r = GRAPE(4, 1, "mixture", rank=1, init="random").rotation(torch.tensor([2.0]))
-        >>> torch.allclose(r @ r.T, torch.eye(4), atol=1e-6)
-        True
-        """
-        coords = torch.as_tensor(coords)
-        dtype = self.compute_dtype(coords)
-        eye = torch.eye(self.head_dim, dtype=dtype, device=coords.device)
-        batch = coords.shape[:-1]
-        return self._transform(eye.expand(*batch, self.head_dim, self.head_dim), coords.to(dtype)).transpose(-1, -2)
-
     def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
         dtype = self.compute_dtype(x, coords)
         with torch.autocast(device_type=x.device.type, enabled=False):
