@@ -620,7 +620,7 @@ def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nd
     structure : Structure
         A tree.
     arg : str, optional
-        ``"DEPTHxWIDTH"`` caps of the root path (validated by the ``tree`` registry entry).
+        ``"DEPTHxWIDTH"`` caps of the root path (read by :func:`tree_arg`).
 
     Returns
     -------
