@@ -22,6 +22,9 @@ length-extrapolation scheme (PI, NTK-aware, YaRN, Llama 3, low-frequency clippin
 :mod:`.rope_scaling`), which rescales that axis's frequencies ``ω^{(a)}`` only. Angles are computed in fp32 (fp64 for fp64
 inputs) whatever the activation dtype; for non-negative integer coordinates cos/sin come
 from tables cached per ``(extent, device, dtype)`` (:mod:`.rope_tables`).
+
+Re-exported here from their own modules: the settings (:class:`RoPEConfig`, :mod:`.rope_config`),
+pairs and heads to axes (:mod:`.rope_allocation`), token inputs and ``cu_seqlens`` (:mod:`.rope_inputs`).
 """
 
 from __future__ import annotations
