@@ -153,3 +153,24 @@ def test_table_lookup_equals_direct_cos_of_the_angles():
     per_head, _ = CosSinCache().lookup(inv_freq, coords, torch.float32, head_axes=[1, 0, 1])
     assert per_head.shape == (3, 5, 3, 4)
     assert torch.allclose(per_head[..., 1, :], torch.cos(coords[..., 0:1].float() * inv_freq), atol=1e-6)
+
+
+def test_hierarchical_from_config_matches_keywords_and_checks_the_level_count():
+    from structpos.encoders import HierarchicalRoPE
+
+    torch.manual_seed(0)
+    cfg = RoPEConfig(head_dim=12, num_axes=3, allocation="interleaved", base=700.0)
+    a = HierarchicalRoPE.from_config(cfg, "code")
+    b = HierarchicalRoPE(12, "code", allocation="interleaved", base=700.0)
+    q, k = torch.randn(1, 5, 2, 12), torch.randn(1, 5, 2, 12)
+    coords = torch.randint(0, 9, (1, 5, 3))
+    assert a.levels == b.levels and torch.equal(a(q, k, coords)[0], b(q, k, coords)[0])
+    with pytest.raises(SpecError, match="num_axes=3, but there are 2 levels"):
+        HierarchicalRoPE.from_config(cfg, ["page", "line"])
+    with pytest.raises(SpecError, match="does not use RoPEConfig.scaling"):
+        scaled = cfg.replace(scaling={0: {"rope_type": "linear", "factor": 2.0}})
+        HierarchicalRoPE.from_config(scaled, "code")
+    with pytest.raises(SpecError, match="constructor arguments of its own"):
+        from structpos.encoders.bipe import BiPE
+
+        BiPE.from_config(RoPEConfig(8))
