@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .exceptions import ShapeError
 from .structure import Structure, StructureError, raise_at_first
 
 __all__ = ["align", "Alignment", "SPECIAL", "OUTSIDE", "STRADDLE", "WHITESPACE", "token_coords"]
@@ -114,7 +115,7 @@ def _as_offsets(offsets) -> np.ndarray:
     if arr.size == 0:
         return arr.reshape(0, 2)
     if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"offsets must have shape (T, 2); got {arr.shape} (align one sequence at a time)")
+        raise ShapeError(f"offsets must have shape (T, 2); got {arr.shape} (align one sequence at a time)")
     return arr
 
 

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..exceptions import EigenConvergenceError
+from ..exceptions import EigenConvergenceError, SpecError
 from ._graph_utils import Graph, batch_output, output_like, scatter_rows, to_output
 from ._sparse_eigen import RESIDUAL_MAX, EigenResult
 from .solver import SolverOptions
@@ -150,9 +150,9 @@ class LapBatch(NamedTuple):
 
 
 def check_k(k) -> int:
-    """``k`` as an int, or ``ValueError`` unless it is a positive integer."""
+    """``k`` as an int, or :class:`~structpos.exceptions.SpecError` unless it is a positive integer."""
     if int(k) != k or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise SpecError(f"k must be a positive integer, got {k!r}")
     return int(k)
 
 

@@ -32,22 +32,42 @@ in one leaf share it; :func:`segment_offsets` recounts the offset over tokenizer
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
-from ..exceptions import ShapeError, SpecError
+from ..exceptions import ShapeError
 from ..node_attrs import ROW
 from ..structure import Structure, StructureError
+from ._args import choice_arg
 from .code_levels import _leaves_before_in_group, statement_groups
 from .grid import line_col
 from .hierarchy import nearest_marked, rank_within
 from .tree import check_parent, num_children
 
-__all__ = ["SEGMENT_UNITS", "SegmentUnit", "bipe_coords", "segment_offsets", "segment_unit_for"]
+__all__ = ["SEGMENT_UNITS", "SegmentUnit", "bipe_arg", "bipe_coords", "segment_offsets", "segment_unit_for"]
 
 SegmentUnit = Literal["auto", "sentence", "line", "cell", "statement"]
-SEGMENT_UNITS: tuple[str, ...] = ("auto", "sentence", "line", "cell", "statement")
+SEGMENT_UNITS: tuple[str, ...] = get_args(SegmentUnit)
+
+_choose_unit = choice_arg("bipe", "unit", SEGMENT_UNITS)
+
+
+def bipe_arg(arg: str | None) -> dict[str, Any]:
+    """The argument of spec ``bipe[:UNIT]``: ``{"unit": UNIT}``, ``"auto"`` when omitted.
+
+    Raises :class:`~structpos.exceptions.SpecError` for a unit outside :data:`SEGMENT_UNITS`.
+
+    Examples
+    --------
+    >>> bipe_arg(None), bipe_arg("line")
+    ({'unit': 'auto'}, {'unit': 'line'})
+    >>> bipe_arg("word")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: bipe:word: unit must be one of auto, sentence, line, cell, statement
+    """
+    return _choose_unit(arg)
 
 
 def segment_unit_for(structure: Structure) -> str:
@@ -128,9 +148,7 @@ def bipe_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nd
     >>> [(str(lab), int(a), int(b)) for lab, a, b in zip(doc.labels, c["bipe_segment"], c["bipe_offset"])][3:]
     [('word', 1, 0), ('word', 1, 1), ('punct', 1, 2), ('sentence', 2, 0), ('word', 2, 0), ('punct', 2, 1)]
     """
-    unit = arg or "auto"
-    if unit not in SEGMENT_UNITS:
-        raise SpecError(f"bipe:{arg}: unit must be one of {', '.join(SEGMENT_UNITS)}")
+    unit = bipe_arg(arg)["unit"]
     if unit == "auto":
         unit = segment_unit_for(structure)
     if unit == "line":

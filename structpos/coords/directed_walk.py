@@ -32,7 +32,7 @@ capped at ``max_entries`` values (:class:`~structpos.exceptions.LimitError` beyo
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 
@@ -52,7 +52,9 @@ __all__ = [
 ]
 
 Dangling = Literal["stay", "vanish"]
+DANGLING: tuple[str, ...] = get_args(Dangling)
 Direction = Literal["forward", "backward"]
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
 
 PAIR_MAX_ENTRIES = 2**27
 """Default cap on ``N·N·K`` values of the dense pair matrices (1 GiB in float64)."""
@@ -75,8 +77,8 @@ class DirectedWalkPE(NamedTuple):
 def _check_options(walk_length: Any, dangling: str) -> int:
     if isinstance(walk_length, bool) or int(walk_length) != walk_length or walk_length < 1:
         raise SpecError(f"walk_length must be an integer >= 1, got {walk_length!r}")
-    if dangling not in ("stay", "vanish"):
-        raise SpecError(f"dangling must be 'stay' or 'vanish', got {dangling!r}")
+    if dangling not in DANGLING:
+        raise SpecError(f"dangling must be {' or '.join(map(repr, DANGLING))}, got {dangling!r}")
     return int(walk_length)
 
 
@@ -127,8 +129,8 @@ def transition_matrix(
     >>> transition_matrix(ei, 3, direction="backward").tolist()
     [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
     """
-    if direction not in ("forward", "backward"):
-        raise SpecError(f"direction must be 'forward' or 'backward', got {direction!r}")
+    if direction not in DIRECTIONS:
+        raise SpecError(f"direction must be {' or '.join(map(repr, DIRECTIONS))}, got {direction!r}")
     _check_options(1, dangling)
     g = _oriented(as_graph(edge_index, num_nodes, edge_weight, directed=True), direction, dangling)
     A = adjacency(g, symmetrize=False, self_loops=True).toarray()

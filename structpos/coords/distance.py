@@ -27,14 +27,14 @@ Both return dense ``(N, N)`` matrices; the ``*_batch`` functions return a list, 
 
 from __future__ import annotations
 
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Sequence, get_args
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.sparse.linalg import splu
 
-from ..exceptions import EigenConvergenceError
+from ..exceptions import EigenConvergenceError, SpecError
 from ..structure import Structure, StructureError, raise_at_first
 from ._graph_utils import edge_weights, adjacency, as_graph, output_like, to_output
 
@@ -48,6 +48,10 @@ __all__ = [
     "spd_coords",
     "resistance_coords",
 ]
+
+ResistanceMethod = Literal["auto", "factor", "amg-cg"]
+"""How :func:`resistance_distance_pairs` solves: chosen by the graph, a sparse LU, or AMG-preconditioned CG."""
+RESISTANCE_METHODS: tuple[str, ...] = get_args(ResistanceMethod)
 
 RESISTANCE_MAX_NODES = 20000
 
@@ -84,7 +88,7 @@ def hop_distances(
 
     Raises
     ------
-    ValueError
+    SpecError
         ``max_dist`` is negative or not an integer.
     StructureError
         An edge names a node outside ``0..N-1``.
@@ -102,7 +106,7 @@ def hop_distances(
     """
     g = as_graph(edge_index, num_nodes)
     if max_dist is not None and (int(max_dist) != max_dist or max_dist < 0):
-        raise ValueError(f"max_dist must be a non-negative integer or None, got {max_dist!r}")
+        raise SpecError(f"max_dist must be a non-negative integer or None, got {max_dist!r}")
     n = g.num_nodes
     present = edge_weights(g) > 0
     row, col = g.edge_index[:, present]
@@ -208,7 +212,7 @@ def hop_distances_batch(
 
     Raises
     ------
-    ValueError, StructureError
+    SpecError, StructureError
         As :func:`hop_distances`.
 
     Examples
@@ -225,7 +229,7 @@ def resistance_distance_pairs(
     num_nodes: int | None = None,
     edge_weight: Any = None,
     *,
-    method: Literal["auto", "factor", "amg-cg"] = "auto",
+    method: ResistanceMethod = "auto",
     tol: float = 1e-10,
 ):
     """Effective resistances ``R_ij`` of the requested node pairs, without the ``N × N`` matrix.
@@ -273,8 +277,9 @@ def resistance_distance_pairs(
         name=g.name,
         where="pair",
     )
-    if method not in ("auto", "factor", "amg-cg"):
-        raise ValueError(f"unknown method {method!r} (use 'auto', 'factor' or 'amg-cg')")
+    if method not in RESISTANCE_METHODS:
+        *first, last = map(repr, RESISTANCE_METHODS)
+        raise SpecError(f"unknown method {method!r} (use {', '.join(first)} or {last})")
     out = np.full(len(P), np.inf)
     out[P[:, 0] == P[:, 1]] = 0.0
     A = adjacency(g)
@@ -445,7 +450,7 @@ def spd_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nda
 
     Raises
     ------
-    ValueError
+    SpecError
         ``arg`` not a non-negative integer.
 
     Examples

@@ -42,6 +42,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import SpecError
 from ..structure import Structure
 from ._eigen import batched_eigh
 from ._graph_utils import SENTINEL, Graph, adjacency, as_graph, as_graphs, canonical_phase, packed_edges
@@ -198,7 +199,7 @@ def maglap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.
 # ---------------------------------------------------------------- kernels
 def _check_q(q) -> None:
     if not np.isfinite(q) or q < 0:
-        raise ValueError(f"potential q must be a finite number >= 0, got {q!r}")
+        raise SpecError(f"potential q must be a finite number >= 0, got {q!r}")
 
 
 def _one_way_pairs(Bind: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ zero and add nothing.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from .laplacian import laplacian_pe
 __all__ = ["positional_distances", "peg_distances", "peg_coords"]
 
 Scale = Literal["none", "inv_sqrt"]
+SCALES: tuple[str, ...] = get_args(Scale)
+Ambiguous = Literal["drop", "keep"]
+AMBIGUOUS: tuple[str, ...] = get_args(Ambiguous)
 
 
 def positional_distances(
@@ -110,7 +113,7 @@ def peg_distances(
     k: int = 8,
     *,
     scale: Scale = "none",
-    ambiguous: Literal["drop", "keep"] = "drop",
+    ambiguous: Ambiguous = "drop",
 ) -> np.ndarray:
     """PEG distances of a graph from its Laplacian eigenvectors (:func:`.laplacian.laplacian_pe`).
 
@@ -142,8 +145,8 @@ def peg_distances(
     >>> D[0].round(6).tolist()
     [0.0, 0.57735, 1.0, 1.154701, 1.0, 0.57735]
     """
-    if ambiguous not in ("drop", "keep"):
-        raise SpecError(f"ambiguous must be 'drop' or 'keep', got {ambiguous!r}")
+    if ambiguous not in AMBIGUOUS:
+        raise SpecError(f"ambiguous must be {' or '.join(map(repr, AMBIGUOUS))}, got {ambiguous!r}")
     r = laplacian_pe(as_graph(edge_index, num_nodes), k=k)
     keep = np.asarray(r.mask) & (~np.asarray(r.ambiguous) if ambiguous == "drop" else True)
     return positional_distances(r.pe, r.eigvals, keep, scale=scale)
@@ -212,6 +215,6 @@ def peg_arg(arg: str | None) -> dict[str, Any]:
         if k < 1:
             raise SpecError(f"peg:{arg}: k must be an integer >= 1 (got {parts[0]!r})")
     scale = parts[1] if len(parts) > 1 and parts[1] else "none"
-    if scale not in ("none", "inv_sqrt"):
-        raise SpecError(f"peg:{arg}: scale must be 'none' or 'inv_sqrt' (got {scale!r})")
+    if scale not in SCALES:
+        raise SpecError(f"peg:{arg}: scale must be {' or '.join(map(repr, SCALES))} (got {scale!r})")
     return {"k": k, "scale": scale}

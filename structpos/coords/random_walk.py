@@ -29,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import SpecError
 from ..structure import Structure
 from ._graph_utils import (
     Graph,
@@ -225,7 +226,7 @@ def rw_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndar
 # ---------------------------------------------------------------- kernels
 def _check_len(K) -> int:
     if int(K) != K or K < 1:
-        raise ValueError(f"walk_length must be a positive integer, got {K!r}")
+        raise SpecError(f"walk_length must be a positive integer, got {K!r}")
     return int(K)
 
 

@@ -26,13 +26,24 @@ Validation: every function rejects ``parent[i] >= i`` or ``< -1``; the ones that
 contiguous subtrees (:func:`subtree_size`, :func:`root_path`, :func:`lca`,
 :func:`tree_distance`, :func:`tree_coords`) also reject a parent array that is not a
 preorder, with a :class:`~structpos.StructureError` naming the node.
+
+Length: this module is over 600 lines on purpose. It is one concept, algorithms on a preorder
+parent array, whose public functions (per-node arrays, root paths, LCA and distances, the
+``tree`` family and its ``tree_arg`` validator) all run on the same private kernels
+(``_preorder``, ``_siblings``, ``_subtree_size``, ``_depth_preorder``). Splitting it would
+turn those kernels into cross-module private imports, or force the re-export of ``lca`` and
+``tree_distance`` from a module that imports this one (an import cycle).
 """
 
 from __future__ import annotations
 
+from typing import Any, Literal, get_args
+
 import numpy as np
 
+from ..exceptions import SpecError
 from ..structure import Structure, StructureError, raise_at_first
+from ._args import int_arg
 
 __all__ = [
     "check_parent",
@@ -45,12 +56,22 @@ __all__ = [
     "lca",
     "tree_distance",
     "tree_coords",
+    "tree_arg",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_WIDTH",
+    "MAX_TREE_DEPTH",
+    "MAX_TREE_WIDTH",
 ]
 
 DEFAULT_MAX_DEPTH = 32
 DEFAULT_MAX_WIDTH = 64
+PathEnd = Literal["top", "bottom"]
+"""Which end of a capped root path :func:`root_path` keeps."""
+PATH_ENDS: tuple[str, ...] = get_args(PathEnd)
+MAX_TREE_DEPTH = 4096
+"""Largest ``D`` of ``tree:DxW``: the root path is an ``(N, D)`` array, so ``D`` bounds its size."""
+MAX_TREE_WIDTH = 2**31 - 1
+"""Largest ``W`` of ``tree:DxW`` (sibling indices are clipped to ``W - 1`` and stored as int16/int32)."""
 
 
 # ---------------------------------------------------------------- validation
@@ -315,7 +336,7 @@ def _subtree_size(p: np.ndarray, nxt: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------ root path
 def root_path(
-    parent, max_depth: int = DEFAULT_MAX_DEPTH, max_width: int = DEFAULT_MAX_WIDTH, keep: str = "top"
+    parent, max_depth: int = DEFAULT_MAX_DEPTH, max_width: int = DEFAULT_MAX_WIDTH, keep: PathEnd = "top"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Child indices along each node's root path, capped to ``(max_depth, max_width)``.
 
@@ -346,7 +367,7 @@ def root_path(
     ------
     StructureError
         If the parent array is not a preorder.
-    ValueError
+    SpecError
         On a cap below 1 or an unknown ``keep``.
 
     Examples
@@ -356,9 +377,9 @@ def root_path(
     ([[-1, -1], [0, -1], [0, 0], [0, 1], [1, -1]], [False, False, False, False, False])
     """
     if max_depth < 1 or max_width < 1:
-        raise ValueError(f"max_depth and max_width must be >= 1, got {max_depth}, {max_width}")
-    if keep not in ("top", "bottom"):
-        raise ValueError(f"keep must be 'top' or 'bottom', got {keep!r}")
+        raise SpecError(f"max_depth and max_width must be >= 1, got {max_depth}, {max_width}")
+    if keep not in PATH_ENDS:
+        raise SpecError(f"keep must be {' or '.join(map(repr, PATH_ENDS))}, got {keep!r}")
     p, sib, size = _preorder(parent)
     return _root_path(p, _depth_preorder(size), sib, max_depth, max_width, keep)
 
@@ -560,12 +581,29 @@ def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:
 
 
 # ------------------------------------------------------------- family "tree"
-def _parse_arg(arg: str | None) -> tuple[int, int]:
-    """``"32x64"`` -> (32, 64); ``"16"`` -> (16, default width); ``None`` -> defaults (SpecError if bad)."""
-    from . import _tree_arg
+def tree_arg(arg: str | None) -> dict[str, Any]:
+    """The argument of spec ``tree[:DxW]``: ``{"D": depth cap, "W": width cap}`` of the root path.
 
-    params = _tree_arg(arg)
-    return params["D"], params["W"]
+    Either part may be left out (``"16"``, ``"x8"``); it then keeps its default
+    (``DEFAULT_MAX_DEPTH`` × ``DEFAULT_MAX_WIDTH``). Bounds: ``1 <= D <= MAX_TREE_DEPTH``,
+    ``1 <= W <= MAX_TREE_WIDTH``; anything else is a :class:`~structpos.exceptions.SpecError`.
+
+    Examples
+    --------
+    >>> tree_arg("16"), tree_arg(None)
+    ({'D': 16, 'W': 64}, {'D': 32, 'W': 64})
+    >>> tree_arg("0x4")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: tree:0x4: depth must be an integer >= 1 (got '0'), expected e.g. 'tree:32x64'
+    """
+    if not arg:
+        return {"D": DEFAULT_MAX_DEPTH, "W": DEFAULT_MAX_WIDTH}
+    dpart, _, wpart = arg.lower().partition("x")
+    spec, hint = f"tree:{arg}", ", expected e.g. 'tree:32x64'"
+    max_depth = int_arg(spec, dpart, "depth", 1, hint, MAX_TREE_DEPTH) if dpart else DEFAULT_MAX_DEPTH
+    max_width = int_arg(spec, wpart, "width", 1, hint, MAX_TREE_WIDTH) if wpart else DEFAULT_MAX_WIDTH
+    return {"D": max_depth, "W": max_width}
 
 
 def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
@@ -582,7 +620,7 @@ def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nd
     structure : Structure
         A tree.
     arg : str, optional
-        ``"DEPTHxWIDTH"`` caps of the root path (validated by the ``tree`` registry entry).
+        ``"DEPTHxWIDTH"`` caps of the root path (read by :func:`tree_arg`).
 
     Returns
     -------
@@ -604,7 +642,8 @@ def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nd
     """
     if structure.parent is None:
         raise StructureError("tree coordinates need a tree (no parent array)", name=structure.name)
-    max_depth, max_width = _parse_arg(arg)
+    params = tree_arg(arg)
+    max_depth, max_width = params["D"], params["W"]
     p, sib, size = _preorder(structure.parent, structure.name)
     d = _depth_preorder(size)
     path, overflow = _root_path(p, d, sib, max_depth, max_width, "top")

@@ -1,7 +1,8 @@
 """Encoders: coordinates → rotary encodings, additive encodings and attention biases.
 
 * :class:`StructuralRoPE` — rotary encoding of per-token coordinates of any number of axes
-  (sectioned / interleaved / per-head / mixed frequency allocation; half or interleaved pairs).
+  (sectioned / interleaved / per-head / mixed frequency allocation; half or interleaved pairs);
+  its settings as one validated value: :class:`RoPEConfig` (``StructuralRoPE.from_config``).
 * :class:`ExtraPlaneRoPE` — full 1-D RoPE on the head, structural axes on extra planes
   (structure never takes the token index's frequency ladder away).
   (sectioned / interleaved / per-head / mixed frequency allocation; half or interleaved pairs),
@@ -37,6 +38,7 @@ from .hierarchical import LEVEL_PRESETS, HierarchicalRoPE, unit_indices
 from .liere import LieRE
 from .peg import PEGBias
 from .rope import StructuralRoPE
+from .rope_config import RoPEConfig
 from .rope_scaling import randomized_positions, scaled_inv_freq
 from .spe import SPE
 from .string import STRING
@@ -44,6 +46,7 @@ from .wire import WIRE, spectral_coords
 
 __all__ = [
     "StructuralRoPE",
+    "RoPEConfig",
     "ExtraPlaneRoPE",
     "scaled_inv_freq",
     "randomized_positions",

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import torch
 
 from ..exceptions import ShapeError, SpecError
+from ._options import QK_LAYOUTS, QKLayout
 
 __all__ = [
     "MAX_HEAD_DIM",
@@ -43,23 +44,24 @@ __all__ = [
     "QK_LAYOUTS",
     "QKLayout",
     "as_real_tensor",
+    "axis_counts",
     "check_choice",
     "check_count",
     "check_every_axis_used",
     "check_flag",
+    "check_frequencies",
     "check_finite_values",
     "check_head_dim",
     "check_qk",
     "check_real",
     "check_sections",
     "check_table_size",
+    "split_counts",
     "from_blhd",
     "is_compiling",
     "to_blhd",
 ]
 
-QKLayout = Literal["blhd", "bhld"]
-QK_LAYOUTS: tuple[str, ...] = ("blhd", "bhld")
 
 #: Largest ``head_dim`` accepted (2¹⁶): wider is a typo, and its tables would not fit in memory.
 MAX_HEAD_DIM = 2**16
@@ -411,6 +413,67 @@ def check_every_axis_used(counts: Sequence[int], num_axes: int, available: str) 
         )
 
 
+def split_counts(total: int, parts: int) -> list[int]:
+    """Near-equal split of ``total`` into ``parts`` counts, the remainder to the first parts.
+
+    Examples
+    --------
+    >>> split_counts(8, 3)
+    [3, 3, 2]
+    """
+    base, extra = divmod(total, parts)
+    return [base + (i < extra) for i in range(parts)]
+
+
+def axis_counts(sections: Sequence[Any] | None, num_axes: int, total: int, what: str, available: str) -> list[int]:
+    """Pairs (or heads) per axis: explicit ``sections`` checked, or the near-equal default checked.
+
+    The one ``sections`` validator of the rotary encoders. Explicit ``sections`` must be
+    ``num_axes`` non-negative integers summing to ``total`` (:func:`check_sections`; a 0 leaves
+    that axis unused on purpose); without them ``total`` is split near-equally
+    (:func:`split_counts`) and every axis must get at least one (:func:`check_every_axis_used`).
+
+    Parameters
+    ----------
+    sections : sequence of int or None
+        Counts per axis, or None for the default split.
+    num_axes : int
+        ``A``.
+    total : int
+        What is shared out: ``D/2`` rotary pairs, or ``H`` heads.
+    what : str
+        ``total`` in words, for the message on bad ``sections`` (``"head_dim/2 = 4"``).
+    available : str
+        ``total`` in words, for the message on a default split that leaves an axis empty.
+
+    Returns
+    -------
+    list of int
+        ``A`` counts summing to ``total``.
+
+    Raises
+    ------
+    SpecError
+        Bad ``sections``, or a default split leaving some axis with nothing.
+
+    Examples
+    --------
+    >>> axis_counts(None, 3, 8, "head_dim/2 = 8", "head_dim=16 has 8 rotary pairs")
+    [3, 3, 2]
+    >>> axis_counts([8, 0, 0], 3, 8, "head_dim/2 = 8", "head_dim=16 has 8 rotary pairs")
+    [8, 0, 0]
+    >>> axis_counts(None, 3, 2, "head_dim/2 = 2", "head_dim=4 has 2 rotary pairs")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: head_dim=4 has 2 rotary pairs, too few for num_axes=3: axis 2 would get none and be ignored; use a larger head_dim or fewer axes, or give explicit sections
+    """
+    if sections is not None:
+        return check_sections(sections, num_axes, total, what)
+    counts = split_counts(total, num_axes)
+    check_every_axis_used(counts, num_axes, available)
+    return counts
+
+
 def as_real_tensor(value: Any, name: str) -> torch.Tensor:
     """``value`` as a new float32 tensor (a copy), or :class:`~structpos.exceptions.ShapeError`.
 
@@ -447,6 +510,50 @@ def as_real_tensor(value: Any, name: str) -> torch.Tensor:
     if t.is_complex() or t.dtype == torch.bool:
         raise ShapeError(f"{name} must be a real tensor, got {t.dtype}")
     return t.detach().to(torch.float32).clone()
+
+
+def check_frequencies(value: Any, shape: tuple[int, ...], name: str, shape_name: str = "") -> torch.Tensor:
+    """A given frequency table (``inv_freq``, ``axis_inv_freq``, a mixing matrix) as a new float32 tensor.
+
+    Parameters
+    ----------
+    value : array_like
+        The table.
+    shape : tuple of int
+        The shape it must have.
+    name : str
+        Its argument name, for the messages.
+    shape_name : str, optional
+        The shape in symbols (``"(A, P)"``), written before the numbers in the message.
+
+    Returns
+    -------
+    torch.Tensor
+        A float32 copy.
+
+    Raises
+    ------
+    ShapeError
+        Not a real tensor, or another shape.
+    SpecError
+        A non-finite entry.
+
+    Examples
+    --------
+    >>> check_frequencies([1.0, 0.5], (2,), "inv_freq").tolist()
+    [1.0, 0.5]
+    >>> check_frequencies([[1.0, 0.5]], (2, 2), "axis_inv_freq", "(A, P)")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: axis_inv_freq must have shape (A, P) = (2, 2), given (1, 2)
+    """
+    t = as_real_tensor(value, name)
+    if t.shape != shape:
+        expected = f"{shape_name} = {shape}" if shape_name else f"{shape}"
+        raise ShapeError(f"{name} must have shape {expected}, given {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise SpecError(f"{name} contains non-finite values")
+    return t
 
 
 def check_finite_values(t: torch.Tensor, name: str, hint: str = "") -> None:

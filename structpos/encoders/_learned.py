@@ -31,7 +31,7 @@ from ._checks import (
     is_compiling,
     to_blhd,
 )
-from .rope import check_same_tokens, resolve_coords
+from .rope_inputs import check_same_tokens, resolve_coords
 
 __all__ = ["LearnedRotary", "apply_matrices", "cayley", "rope_generator", "skew"]
 
@@ -176,6 +176,26 @@ class LearnedRotary(nn.Module):
     def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
         """``R(c) x`` for ``x`` ``(…, L, H, D)`` and float ``coords`` ``(…, L, A)``."""
         raise NotImplementedError
+
+    def rotation(self, coords: torch.Tensor) -> torch.Tensor:
+        """The matrices ``R(c)``, ``(…, D, D)``, for coordinates ``(…, A)``: ``R(c)`` applied to the unit vectors.
+
+        Examples
+        --------
+        >>> from structpos.encoders import GRAPE, STRING, ComRoPE
+        >>> for enc in (STRING(4, 1), ComRoPE(4, 1, block_size=4, init="random"), GRAPE(4, 1, "mixture", rank=1, init="random")):
+        ...     r = enc.rotation(torch.tensor([[2.0]]))
+        ...     print(tuple(r.shape), torch.allclose(r[0] @ r[0].T, torch.eye(4), atol=1e-6))
+        (1, 4, 4) True
+        (1, 4, 4) True
+        (1, 4, 4) True
+        """
+        coords = torch.as_tensor(coords)
+        dtype = self.compute_dtype(coords)
+        eye = torch.eye(self.head_dim, dtype=dtype, device=coords.device)
+        batch = coords.shape[:-1]
+        rows = self._transform(eye.expand(*batch, self.head_dim, self.head_dim), coords.to(dtype))
+        return rows.transpose(-1, -2)  # row i is R e_i
 
     # ------------------------------------------------------------------ inputs
     def _check_coords(self, coords, x: torch.Tensor) -> torch.Tensor:

@@ -21,10 +21,9 @@ import torch
 
 from ..exceptions import ShapeError, SpecError
 from ._checks import check_choice, check_head_dim, check_real, is_compiling
+from ._options import LAYOUTS
 
-__all__ = ["apply_rotary", "layout_permutation", "check_layout", "rope_inv_freq", "LAYOUTS"]
-
-LAYOUTS = ("half", "interleaved")
+__all__ = ["apply_rotary", "layout_permutation", "check_layout", "head_group_slice", "rope_inv_freq", "LAYOUTS"]
 
 
 def check_layout(layout: str) -> str:
@@ -186,3 +185,51 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
     torch.mul(x2, cos, out=o2)
     o2.addcmul_(x1, sin)
     return out
+
+
+def head_group_slice(table: torch.Tensor, heads: int) -> torch.Tensor:
+    """A per-head cos/sin ``table`` ``(..., H', P)`` cut down to a tensor with ``heads`` heads.
+
+    ``H' ∈ {1, heads}`` passes through. Otherwise (grouped-query attention: ``H'`` query heads,
+    ``heads`` key heads, groups of ``g = H'/heads`` consecutive query heads share a key head)
+    every group must carry one rotation, which the key head then takes.
+
+    Parameters
+    ----------
+    table : torch.Tensor
+        ``(..., H', P)`` cos or sin.
+    heads : int
+        Heads of the tensor to rotate.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., heads, P)`` (or the table itself).
+
+    Raises
+    ------
+    ShapeError
+        ``heads`` does not divide ``H'``.
+    SpecError
+        The rotation differs inside a group (checked outside ``torch.compile``).
+
+    Examples
+    --------
+    >>> head_group_slice(torch.tensor([[1.0], [1.0], [2.0], [2.0]]), 2).tolist()
+    [[1.0], [2.0]]
+    >>> head_group_slice(torch.ones(5, 1, 4), 8).shape  # one rotation for every head
+    torch.Size([5, 1, 4])
+    """
+    total = table.shape[-2]
+    if total in (1, heads):
+        return table
+    if total % heads:
+        raise ShapeError(f"k has {heads} heads, which does not divide the {total} heads of the encoding")
+    group = total // heads
+    grouped = table.unflatten(-2, (heads, group))
+    if not is_compiling() and not torch.equal(grouped, grouped[..., :1, :].expand_as(grouped)):
+        raise SpecError(
+            f"per-head encoding differs within a group of {group} query heads sharing one key head; "
+            "choose sections that are multiples of the group size"
+        )
+    return grouped[..., 0, :]

@@ -23,13 +23,16 @@ projected ``q`` and ``k`` (node axis first: ``(N, …, D)``).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
 from ._checks import check_choice, check_count, check_flag, check_head_dim, check_real, check_table_size
+from ._options import AW_MODES, EDGE_PHASE_SOURCES, AWMode, EdgePhaseSource, PairLayout
 from ._rotary import check_layout, rope_inv_freq
+from .rope_config import RoPEConfig
 
 __all__ = [
     "AWRoPE",
@@ -423,21 +426,21 @@ class AWRoPE(nn.Module):
         head_dim: int,
         z: float = 0.8,
         K: int = 8,
-        mode: str = "sparse",
+        mode: AWMode = "sparse",
         base: float = 10000.0,
-        phase: str = "given",
+        phase: EdgePhaseSource = "given",
         num_axes: int = 1,
         feature_dim: int | None = None,
         hidden: int = 32,
         learnable: bool = False,
-        layout: str = "half",
+        layout: PairLayout = "half",
         check: bool = True,
     ):
         super().__init__()
         head_dim = check_head_dim(head_dim)
         z = check_real(z, "z", low=0.0, high=1.0, high_open=True)
-        check_choice(mode, "mode", ("sparse", "exact"))
-        check_choice(phase, "phase", ("given", "coords", "learned"))
+        check_choice(mode, "mode", AW_MODES)
+        check_choice(phase, "phase", EDGE_PHASE_SOURCES)
         K, num_axes = check_count(K, "K", minimum=0, maximum=2**16), check_count(num_axes, "num_axes")
         # checked even where unused (phase != "learned"): a bad value is refused, never silently kept
         feature_dim = None if feature_dim is None else check_count(feature_dim, "feature_dim")
@@ -457,6 +460,47 @@ class AWRoPE(nn.Module):
             if feature_dim is None:
                 raise SpecError("phase='learned' needs feature_dim")
             self.edge_phase = LearnedEdgePhase(feature_dim, hidden)
+
+    @classmethod
+    def from_config(cls, config: RoPEConfig, **options: Any) -> AWRoPE:
+        """An :class:`AWRoPE` with the rotary settings of ``config`` and its own ``options``.
+
+        AW-RoPE reads ``head_dim``, ``num_axes``, ``base``, ``layout`` and ``learnable`` from the
+        config; every channel sees the same phase, so allocation, sections, heads, tables,
+        ``qk_layout`` and ``scaling`` have no meaning here and must keep their defaults.
+
+        Parameters
+        ----------
+        config : RoPEConfig
+            Shared rotary settings.
+        **options
+            ``z``, ``K``, ``mode``, ``phase``, ``feature_dim``, ``hidden``, ``check``.
+
+        Returns
+        -------
+        AWRoPE
+
+        Raises
+        ------
+        SpecError
+            ``config`` not a :class:`RoPEConfig`, a setting AW-RoPE does not use changed from
+            its default, an option that the config already sets, or a bad option.
+
+        Examples
+        --------
+        >>> cfg = RoPEConfig(head_dim=8, num_axes=2, base=100.0)
+        >>> aw = AWRoPE.from_config(cfg, phase="coords", z=0.5)
+        >>> aw.w.shape, torch.allclose(aw.omega, rope_inv_freq(8, 100.0))
+        (torch.Size([2]), True)
+        """
+        if not isinstance(config, RoPEConfig):
+            raise SpecError(f"config must be a RoPEConfig, got {type(config).__name__}")
+        used = ("head_dim", "num_axes", "base", "layout", "learnable")
+        config.refuse_unused("AWRoPE", used)
+        twice = sorted(set(options) & set(used))
+        if twice:
+            raise SpecError(f"AWRoPE.from_config: {twice} come from the config; change them there")
+        return cls(**{name: getattr(config, name) for name in used}, **options)
 
     def extra_repr(self) -> str:
         return f"head_dim={self.head_dim}, z={self.z}, K={self.K}, mode={self.mode!r}, phase={self.phase!r}"

@@ -26,7 +26,7 @@ constant ``P[0]`` (for a learned ``P`` this is a reparametrisation of the embedd
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from torch import nn
@@ -38,6 +38,7 @@ from .rope import PairLayout, StructuralRoPE
 __all__ = ["BiPE", "sinusoidal_table"]
 
 Absolute = Literal["learned", "sinusoidal"]
+ABSOLUTE_CODES: tuple[str, ...] = get_args(Absolute)
 
 
 def sinusoidal_table(offsets: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
@@ -142,7 +143,7 @@ class BiPE(StructuralRoPE):
         inv_freq: torch.Tensor | None = None,
         qk_layout: QKLayout = "blhd",
     ):
-        check_choice(absolute, "BiPE: absolute", ("learned", "sinusoidal"))
+        check_choice(absolute, "BiPE: absolute", ABSOLUTE_CODES)
         dim, max_offset = check_count(dim, "BiPE: dim"), check_count(max_offset, "BiPE: max_offset", minimum=0)
         check_table_size("BiPE offset table (max_offset + 2) × dim", max_offset + 2, dim)
         if absolute == "sinusoidal" and dim % 2:

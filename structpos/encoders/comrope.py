@@ -177,22 +177,6 @@ class ComRoPE(LearnedRotary):
         inv = self.inv_perm.to(dense.device)
         return dense[:, inv][:, :, inv]
 
-    def rotation(self, coords: torch.Tensor) -> torch.Tensor:
-        """The matrices ``R(c)``, ``(…, D, D)``, for coordinates ``(…, A)``.
-
-        Examples
-        --------
-        >>> r = ComRoPE(4, 1, block_size=4, init="random").rotation(torch.tensor([3.0]))
-        >>> torch.allclose(r @ r.T, torch.eye(4), atol=1e-6)
-        True
-        """
-        coords = torch.as_tensor(coords)
-        dtype = self.compute_dtype(coords)
-        eye = torch.eye(self.head_dim, dtype=dtype, device=coords.device)
-        batch = coords.shape[:-1]
-        rows = self._transform(eye.expand(*batch, self.head_dim, self.head_dim), coords.to(dtype))
-        return rows.transpose(-1, -2)
-
     def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
         dtype = self.compute_dtype(x, coords)
         with torch.autocast(device_type=x.device.type, enabled=False):

@@ -49,7 +49,7 @@ Given gates: sentence index per token, sentences end at tokens 1, 2 and 4. Seen 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from torch import nn
@@ -72,6 +72,7 @@ _F32 = torch.finfo(torch.float32)
 __all__ = ["CoPE", "cope_positions", "interpolate_position_logits", "unit_boundaries"]
 
 Boundary = Literal["end", "start"]
+BOUNDARIES: tuple[str, ...] = get_args(Boundary)
 
 
 def unit_boundaries(*unit_ids: torch.Tensor, at: Boundary = "end") -> torch.Tensor:
@@ -121,8 +122,8 @@ def unit_boundaries(*unit_ids: torch.Tensor, at: Boundary = "end") -> torch.Tens
     >>> unit_boundaries(sentence).tolist(), unit_boundaries(paragraph, sentence).tolist()
     ([0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0])
     """
-    if at not in ("end", "start"):
-        raise SpecError(f"at must be 'end' or 'start', got {at!r}")
+    if at not in BOUNDARIES:
+        raise SpecError(f"at must be {' or '.join(map(repr, BOUNDARIES))}, got {at!r}")
     if not unit_ids:
         raise ShapeError("unit_boundaries needs at least one unit coordinate (..., L)")
     ids = [torch.as_tensor(u) for u in unit_ids]

@@ -56,7 +56,8 @@ from ._checks import QKLayout, check_choice, check_count, check_flag, check_tabl
 from ._learned import LearnedRotary, cayley, rope_generator, skew
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 from .attention_bias import alibi_slopes
-from .rope import check_same_tokens, pair_axes
+from .rope_allocation import pair_axes
+from .rope_inputs import check_same_tokens
 
 __all__ = ["GRAPE", "GRAPEAdditive", "forget_gate_coords", "rodrigues_exp"]
 
@@ -283,21 +284,6 @@ class GRAPE(LearnedRotary):
         a, b = self.planes_a.to(dtype), self.planes_b.to(dtype)
         planes = b[:, :, None] * a[:, None, :] - a[:, :, None] * b[:, None, :]  # (r, D, D)
         return torch.einsum("ar,rij->aij", self.rates.to(dtype), planes)
-
-    def rotation(self, coords: torch.Tensor) -> torch.Tensor:
-        """The matrices ``G(c)``, ``(…, D, D)``, for coordinates ``(…, A)``.
-
-        Examples
-        --------
-        >>> r = GRAPE(4, 1, "mixture", rank=1, init="random").rotation(torch.tensor([2.0]))
-        >>> torch.allclose(r @ r.T, torch.eye(4), atol=1e-6)
-        True
-        """
-        coords = torch.as_tensor(coords)
-        dtype = self.compute_dtype(coords)
-        eye = torch.eye(self.head_dim, dtype=dtype, device=coords.device)
-        batch = coords.shape[:-1]
-        return self._transform(eye.expand(*batch, self.head_dim, self.head_dim), coords.to(dtype)).transpose(-1, -2)
 
     def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
         dtype = self.compute_dtype(x, coords)

@@ -20,9 +20,11 @@ import torch
 
 from ..exceptions import ShapeError, SpecError
 from ._checks import QKLayout, check_choice
-from .rope import Allocation, PairLayout, StructuralRoPE
+from ._options import Allocation, PairLayout
+from .rope import StructuralRoPE
+from .rope_config import RoPEConfig
 
-__all__ = ["HierarchicalRoPE", "unit_indices", "LEVEL_PRESETS"]
+__all__ = ["HierarchicalRoPE", "unit_indices", "resolve_levels", "LEVEL_PRESETS"]
 
 LEVEL_PRESETS: dict[str, tuple[str, ...]] = {
     "document": ("paragraph", "sentence", "token"),
@@ -94,6 +96,30 @@ def unit_indices(unit_ids: torch.Tensor, mode: Literal["within", "global"] = "wi
     return out
 
 
+def resolve_levels(levels: str | Sequence[str]) -> tuple[str, ...]:
+    """Level names, outermost first, from a preset name or a sequence of distinct names.
+
+    Examples
+    --------
+    >>> resolve_levels("table"), resolve_levels(["page", "line"])
+    (('row', 'column', 'token'), ('page', 'line'))
+    >>> resolve_levels(["a", "a"])
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: levels must be distinct and non-empty, got ('a', 'a')
+    """
+    if isinstance(levels, str):
+        if levels not in LEVEL_PRESETS:
+            raise SpecError(f"unknown level preset {levels!r}; known: {sorted(LEVEL_PRESETS)}")
+        levels = LEVEL_PRESETS[levels]
+    if not isinstance(levels, Sequence) or not all(isinstance(v, str) for v in levels):
+        raise SpecError(f"levels must be a preset name or a sequence of level names, got {levels!r}")
+    names = tuple(levels)
+    if len(set(names)) != len(names) or not names:
+        raise SpecError(f"levels must be distinct and non-empty, got {names}")
+    return names
+
+
 class HierarchicalRoPE(StructuralRoPE):
     """:class:`StructuralRoPE` with named levels, one axis per level.
 
@@ -159,15 +185,7 @@ class HierarchicalRoPE(StructuralRoPE):
         qk_layout: QKLayout = "blhd",
         inv_freq: torch.Tensor | None = None,
     ):
-        if isinstance(levels, str):
-            if levels not in LEVEL_PRESETS:
-                raise SpecError(f"unknown level preset {levels!r}; known: {sorted(LEVEL_PRESETS)}")
-            levels = LEVEL_PRESETS[levels]
-        if not isinstance(levels, Sequence) or not all(isinstance(v, str) for v in levels):
-            raise SpecError(f"levels must be a preset name or a sequence of level names, got {levels!r}")
-        levels = tuple(levels)
-        if len(set(levels)) != len(levels) or not levels:
-            raise SpecError(f"levels must be distinct and non-empty, got {levels}")
+        levels = resolve_levels(levels)
         super().__init__(
             head_dim,
             len(levels),
@@ -181,6 +199,51 @@ class HierarchicalRoPE(StructuralRoPE):
             inv_freq=inv_freq,
         )
         self.levels = levels
+
+    @classmethod
+    def from_config(  # type: ignore[override]
+        cls, config: RoPEConfig, levels: str | Sequence[str] = "document", *, inv_freq: torch.Tensor | None = None
+    ) -> HierarchicalRoPE:
+        """A :class:`HierarchicalRoPE` with the rotary settings of ``config``, one axis per level.
+
+        Parameters
+        ----------
+        config : RoPEConfig
+            Shared settings; ``config.num_axes`` must be the number of levels, and ``scaling``
+            and ``max_table_extent`` keep their defaults (this class does not take them).
+        levels : str or sequence of str
+            As the constructor.
+        inv_freq : torch.Tensor, optional
+            As the constructor.
+
+        Returns
+        -------
+        HierarchicalRoPE
+
+        Raises
+        ------
+        SpecError
+            ``config`` not a :class:`RoPEConfig`, another number of axes than levels, a setting
+            this class does not take, or as the constructor.
+
+        Examples
+        --------
+        >>> cfg = RoPEConfig(head_dim=12, num_axes=3, sections=(2, 2, 2))
+        >>> HierarchicalRoPE.from_config(cfg, "code").levels
+        ('function', 'statement', 'token')
+        """
+        if not isinstance(config, RoPEConfig):
+            raise SpecError(f"config must be a RoPEConfig, got {type(config).__name__}")
+        levels = resolve_levels(levels)
+        if config.num_axes != len(levels):
+            raise SpecError(f"config has num_axes={config.num_axes}, but there are {len(levels)} levels {levels}")
+        config.refuse_unused(
+            "HierarchicalRoPE", [n for n in config.as_kwargs() if n not in ("scaling", "max_table_extent")]
+        )
+        kwargs = config.as_kwargs()
+        for name in ("num_axes", "scaling", "max_table_extent"):
+            del kwargs[name]
+        return cls(levels=levels, inv_freq=inv_freq, **kwargs)
 
     def extra_repr(self) -> str:
         return f"levels={self.levels}, " + super().extra_repr()

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..exceptions import SpecError
 from ..registry import Entry, Registry
+from ._options import AW_MODES, EDGE_PHASE_SOURCES, LAYOUTS
 
 __all__ = ["ENCODERS", "EncoderEntry", "build", "encoders_markdown", "validate_options"]
 
@@ -167,8 +168,6 @@ def encoders_markdown() -> str:
     return "\n".join(rows)
 
 
-_LAYOUTS = ("half", "interleaved")
-
 ENCODERS: Registry[EncoderEntry] = Registry("encoder")
 """Every encoder by name (see :class:`EncoderEntry`)."""
 
@@ -204,7 +203,7 @@ ENCODERS.add(
         "wire",
         "structpos.encoders.wire:WIRE",
         coords="lap[:k]",
-        choices={"layout": _LAYOUTS},
+        choices={"layout": LAYOUTS},
         summary="Rotations from spectral coordinates, angles φ = Ω t.",
         reference="WIRE: wavelet-induced rotary encodings for graphs.",
     )
@@ -214,7 +213,7 @@ ENCODERS.add(
         "aw_rope",
         "structpos.encoders.aw_rope:AWRoPE",
         coords="any node positions + edges",
-        choices={"mode": ("sparse", "exact"), "phase": ("given", "coords", "learned"), "layout": _LAYOUTS},
+        choices={"mode": AW_MODES, "phase": EDGE_PHASE_SOURCES, "layout": LAYOUTS},
         summary="Phases transported along edges: exact solve or K-step series.",
         reference="AW-RoPE (attention-walk rotary encoding).",
     )

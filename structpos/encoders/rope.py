@@ -22,268 +22,46 @@ length-extrapolation scheme (PI, NTK-aware, YaRN, Llama 3, low-frequency clippin
 :mod:`.rope_scaling`), which rescales that axis's frequencies ``ω^{(a)}`` only. Angles are computed in fp32 (fp64 for fp64
 inputs) whatever the activation dtype; for non-negative integer coordinates cos/sin come
 from tables cached per ``(extent, device, dtype)`` (:mod:`.rope_tables`).
+
+Re-exported here from their own modules: the settings (:class:`RoPEConfig`, :mod:`.rope_config`),
+pairs and heads to axes (:mod:`.rope_allocation`), token inputs and ``cu_seqlens`` (:mod:`.rope_inputs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence, cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..exceptions import ShapeError, SpecError
-from ._checks import (
-    QK_LAYOUTS,
-    QKLayout,
-    as_real_tensor,
-    check_choice,
-    check_count,
-    check_every_axis_used,
-    check_finite_values,
-    check_flag,
-    check_head_dim,
-    check_qk,
-    check_real,
-    check_sections,
-    from_blhd,
-    is_compiling,
-    to_blhd,
-)
-from ._rotary import apply_rotary, check_layout, rope_inv_freq
+from ._checks import check_frequencies, check_qk, from_blhd, is_compiling, to_blhd
+from ._options import ALLOCATIONS, Allocation, PairLayout, QKLayout
+from ._rotary import apply_rotary, head_group_slice, rope_inv_freq
+from .rope_allocation import head_axes, mixing_matrix, pair_axes
+from .rope_config import RoPEConfig
+from .rope_inputs import check_coords, check_cu_seqlens, check_same_tokens, positions_from_cu_seqlens, resolve_coords
 from .rope_scaling import axis_inv_freq as axis_inv_freq_from_specs
 from .rope_tables import CosSinCache
 
-__all__ = ["StructuralRoPE", "ALLOCATIONS", "pair_axes", "positions_from_cu_seqlens"]
-
-Allocation = Literal["sectioned", "interleaved", "per_head", "mixed"]
-PairLayout = Literal["half", "interleaved"]
-ALLOCATIONS: tuple[str, ...] = ("sectioned", "interleaved", "per_head", "mixed")
-
-
-def _split_counts(total: int, parts: int) -> list[int]:
-    """Near-equal split of ``total`` into ``parts`` counts, remainder to the first parts."""
-    base, extra = divmod(total, parts)
-    return [base + (i < extra) for i in range(parts)]
-
-
-def pair_axes(num_pairs: int, num_axes: int, allocation: str, sections: Sequence[int] | None = None) -> torch.Tensor:
-    """Axis of every rotary pair under a one-hot allocation (see the module docstring).
-
-    Parameters
-    ----------
-    num_pairs : int
-        Pairs per head vector, ``P = D/2``.
-    num_axes : int
-        Coordinate axes ``A``.
-    allocation : {"sectioned", "interleaved"}
-        ``"sectioned"``: consecutive chunks of ``sections`` pairs per axis (default near-equal,
-        the first axes take the remainder); ``"interleaved"``: pair ``j`` takes axis ``j mod A``,
-        and with ``sections`` axis ``a ≥ 1`` keeps its pairs only while ``j < A·sections[a]``.
-    sections : sequence of int, optional
-        Pairs per axis; ``A`` non-negative entries summing to ``P`` (an explicit 0 leaves that
-        axis unused on purpose).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(P,)`` int64 axis indices; the highest frequencies (low ``j``) come first.
-
-    Raises
-    ------
-    SpecError
-        ``sections`` of the wrong length, sum or sign; another allocation; or, without
-        ``sections``, fewer pairs than axes (some axis would get no pair and be ignored).
-
-    Examples
-    --------
-    >>> pair_axes(8, 3, "sectioned").tolist()
-    [0, 0, 0, 1, 1, 1, 2, 2]
-    >>> pair_axes(8, 2, "interleaved", sections=[6, 2]).tolist()  # axis 1 keeps 2 pairs
-    [0, 1, 0, 1, 0, 0, 0, 0]
-    >>> pair_axes(4, 5, "sectioned")  # head_dim = 8 cannot serve 5 axes
-    Traceback (most recent call last):
-    ...
-    structpos.exceptions.SpecError: head_dim=8 has 4 rotary pairs, too few for num_axes=5: axis 4 would get none and be ignored; use a larger head_dim or fewer axes, or give explicit sections
-    """
-    check_choice(allocation, "pair_axes allocation (one-hot per pair)", ("sectioned", "interleaved"))
-    num_pairs, num_axes = check_count(num_pairs, "num_pairs"), check_count(num_axes, "num_axes")
-    what = f"head_dim/2 = {num_pairs}"
-    counts = None if sections is None else check_sections(sections, num_axes, num_pairs, what)
-    if allocation == "sectioned":
-        if counts is None:
-            counts = _split_counts(num_pairs, num_axes)
-            check_every_axis_used(counts, num_axes, f"head_dim={2 * num_pairs} has {num_pairs} rotary pairs")
-        return torch.repeat_interleave(torch.arange(num_axes), torch.tensor(counts, dtype=torch.int64))
-    j = torch.arange(num_pairs)
-    axes = j % num_axes
-    if counts is None:
-        used = torch.bincount(axes, minlength=num_axes).tolist()
-        check_every_axis_used(used, num_axes, f"head_dim={2 * num_pairs} has {num_pairs} rotary pairs")
-        return axes
-    limit = torch.tensor([num_pairs] + [num_axes * c for c in counts[1:]])
-    return torch.where(j < limit[axes], axes, torch.zeros_like(axes))
-
-
-def positions_from_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
-    """Position of every packed token within its own sequence: ``t − cu_seqlens[seq(t)]``.
-
-    Parameters
-    ----------
-    cu_seqlens : torch.Tensor
-        ``(B + 1,)`` sequence offsets into the packed tokens (flash-attn convention).
-    total : int
-        Packed length ``T`` (``cu_seqlens[-1]``).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(T,)`` int64 positions, restarting at 0 with every sequence.
-
-    Raises
-    ------
-    ShapeError
-        As :func:`check_cu_seqlens`.
-
-    Examples
-    --------
-    >>> positions_from_cu_seqlens(torch.tensor([0, 3, 5]), 5).tolist()
-    [0, 1, 2, 0, 1]
-    """
-    cu = check_cu_seqlens(cu_seqlens, total)
-    t = torch.arange(total, device=cu.device)
-    seq = torch.searchsorted(cu[1:], t, right=True)
-    return t - cu[seq]
-
-
-def resolve_coords(
-    x: torch.Tensor,
-    coords,
-    cu_seqlens,
-    num_axes: int,
-    check: Callable[[Any, torch.Tensor], torch.Tensor],
-) -> torch.Tensor:
-    """Per-token coordinates ``(*tokens, A)`` for ``x`` in ``(…, L, H, D)`` order.
-
-    Given ``coords`` are passed through ``check(coords, x)`` and must have ``x``'s token shape;
-    without them the token index (restarting per packed sequence with ``cu_seqlens``) stands on
-    every axis. The one front end of every rotary encoder with the ``StructuralRoPE`` call shape.
-
-    Parameters
-    ----------
-    x : torch.Tensor
-        ``(B, L, H, D)`` or packed ``(T, H, D)``.
-    coords : array-like or None
-        ``(B, L, A)`` / ``(T, A)``.
-    cu_seqlens : torch.Tensor or None
-        Sequence offsets of packed input.
-    num_axes : int
-        ``A``.
-    check : callable
-        The encoder's own dtype / axis / finiteness check of given coordinates.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(*tokens, A)`` coordinates.
-
-    Raises
-    ------
-    ShapeError
-        ``cu_seqlens`` with padded input, coordinates of another token shape, bad ``cu_seqlens``.
-
-    Examples
-    --------
-    >>> resolve_coords(torch.zeros(5, 1, 2), None, torch.tensor([0, 3, 5]), 2, None)[:, 0].tolist()
-    [0, 1, 2, 0, 1]
-    """
-    tokens = x.shape[:-2]
-    if cu_seqlens is not None:
-        if x.dim() != 3:
-            raise ShapeError(f"cu_seqlens needs packed (T, H, D) inputs, given {tuple(x.shape)}")
-        cu_seqlens = torch.as_tensor(cu_seqlens, device=x.device)
-    if coords is None:
-        if x.dim() == 3:
-            pos = (
-                positions_from_cu_seqlens(cu_seqlens, tokens[0])
-                if cu_seqlens is not None
-                else torch.arange(tokens[0], device=x.device)
-            )
-        else:
-            pos = torch.arange(tokens[1], device=x.device).expand(tokens)
-        return pos[..., None].expand(*tokens, num_axes)
-    coords = check(coords, x)
-    if coords.shape[:-1] != tokens:
-        raise ShapeError(
-            f"coords must have shape {(*tuple(tokens), num_axes)} (the token shape of q/k, "
-            f"then {num_axes} axes), given {tuple(coords.shape)}"
-        )
-    if cu_seqlens is not None and not is_compiling():
-        check_cu_seqlens(cu_seqlens, tokens[0])
-    return coords
-
-
-def check_same_tokens(q: torch.Tensor, k: torch.Tensor) -> None:
-    """Raise :class:`~structpos.exceptions.ShapeError` unless ``q`` and ``k`` (``(…, L, H, D)``) share tokens.
-
-    Examples
-    --------
-    >>> check_same_tokens(torch.zeros(1, 3, 2, 4), torch.zeros(1, 3, 1, 4))  # fewer key heads: fine
-    >>> check_same_tokens(torch.zeros(1, 3, 2, 4), torch.zeros(1, 4, 2, 4))
-    Traceback (most recent call last):
-    ...
-    structpos.exceptions.ShapeError: q and k must have the same tokens (pass k_coords otherwise): q (1, 3, 2, 4), k (1, 4, 2, 4) in (…, L, H, D) order
-    """
-    if q.shape[:-2] != k.shape[:-2]:
-        raise ShapeError(
-            f"q and k must have the same tokens (pass k_coords otherwise): q {tuple(q.shape)}, k {tuple(k.shape)} "
-            "in (…, L, H, D) order"
-        )
-
-
-def check_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
-    """``cu_seqlens`` as int64 after checking it rises from 0 to ``total``.
-
-    Parameters
-    ----------
-    cu_seqlens : torch.Tensor
-        ``(B + 1,)`` sequence offsets.
-    total : int
-        Packed length it must end at.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(B + 1,)`` int64 offsets.
-
-    Raises
-    ------
-    ShapeError
-        Not an integer tensor, not 1-D with at least 2 entries, wrong first or last entry, or
-        decreasing (names where).
-
-    Examples
-    --------
-    >>> check_cu_seqlens(torch.tensor([0, 3, 2, 5]), 5)
-    Traceback (most recent call last):
-    ...
-    structpos.exceptions.ShapeError: cu_seqlens must be non-decreasing; it decreases at index 2
-    """
-    cu = torch.as_tensor(cu_seqlens)
-    if cu.is_floating_point() or cu.is_complex():
-        raise ShapeError(f"cu_seqlens must be an integer tensor, got {cu.dtype}")
-    cu = cu.to(torch.int64)
-    if cu.dim() != 1 or cu.numel() < 2:
-        raise ShapeError(f"cu_seqlens must be 1-D with ≥ 2 entries, got shape {tuple(cu.shape)}")
-    if int(cu[0]) != 0 or int(cu[-1]) != total:
-        raise ShapeError(
-            f"cu_seqlens must start at 0 and end at the packed length {total}, got {cu.tolist()[:3]}…{int(cu[-1])}"
-        )
-    bad = torch.nonzero(cu[1:] < cu[:-1])
-    if bad.numel():
-        raise ShapeError(f"cu_seqlens must be non-decreasing; it decreases at index {int(bad[0]) + 1}")
-    return cu
+__all__ = [
+    "StructuralRoPE",
+    "RoPEConfig",
+    "ALLOCATIONS",
+    "Allocation",
+    "PairLayout",
+    "pair_axes",
+    "head_axes",
+    "mixing_matrix",
+    "check_coords",
+    "positions_from_cu_seqlens",
+    "resolve_coords",
+    "check_same_tokens",
+    "check_cu_seqlens",
+    "rope_inv_freq",
+]
 
 
 class StructuralRoPE(nn.Module):
@@ -393,6 +171,12 @@ class StructuralRoPE(nn.Module):
     True
     """
 
+    inv_freq: torch.Tensor
+    mixing: torch.Tensor | None
+    axis_map: torch.Tensor | None
+    axis_inv_freq: torch.Tensor | None
+    pair_scale: torch.Tensor | None
+
     def __init__(
         self,
         head_dim: int,
@@ -412,49 +196,93 @@ class StructuralRoPE(nn.Module):
         axis_inv_freq: torch.Tensor | None = None,
     ):
         super().__init__()
-        self._check_options(head_dim, num_axes, allocation, qk_layout)
-        self.head_dim, self.num_axes, self.num_pairs = int(head_dim), int(num_axes), int(head_dim) // 2
-        self.allocation, self.layout, self.qk_layout = allocation, check_layout(layout), qk_layout
-        self.base = check_real(base, "base", low=1.0, low_open=True)
-        self.num_heads = None if num_heads is None else check_count(num_heads, "num_heads")
-        self.learnable = check_flag(learnable, "learnable")
-        # a memory cap, not a size: tables grow to the extent coordinates need (long contexts may raise it past 2²⁰)
-        max_table_extent = check_count(max_table_extent, "max_table_extent", maximum=2**31 - 1)
-        self.sections = list(sections) if sections is not None else None
+        config = RoPEConfig(
+            head_dim,
+            num_axes,
+            allocation,
+            sections,
+            base,
+            layout,
+            num_heads,
+            learnable,
+            max_table_extent,
+            qk_layout,
+            scaling,
+        )
+        self.config = config  # the validated settings; StructuralRoPE.from_config(self.config) rebuilds them
+        self.head_dim, self.num_axes, self.num_pairs = config.head_dim, config.num_axes, config.head_dim // 2
+        self.allocation, self.layout, self.qk_layout = config.allocation, config.layout, config.qk_layout
+        self.base, self.num_heads, self.learnable = config.base, config.num_heads, config.learnable
+        self.sections = None if config.sections is None else list(config.sections)
         self._init_inv_freq(inv_freq)
         axis_map = self._init_allocation(mixing)
-        self._init_axis_freq(scaling, axis_inv_freq, inv_freq is not None, axis_map)
-        self._init_tables(axis_map, max_table_extent)
+        self._init_axis_freq(axis_inv_freq, inv_freq is not None, axis_map)
+        self._init_tables(axis_map, config.max_table_extent)
 
-    @staticmethod
-    def _check_options(head_dim, num_axes, allocation, qk_layout) -> None:
-        check_choice(allocation, "allocation", ALLOCATIONS)
-        check_head_dim(head_dim)
-        check_count(num_axes, "num_axes")
-        check_choice(qk_layout, "qk_layout", QK_LAYOUTS)
+    @classmethod
+    def from_config(
+        cls,
+        config: RoPEConfig,
+        *,
+        mixing: torch.Tensor | None = None,
+        inv_freq: torch.Tensor | None = None,
+        axis_inv_freq: torch.Tensor | None = None,
+    ) -> StructuralRoPE:
+        """A :class:`StructuralRoPE` with the settings of ``config`` (and the given tensors).
+
+        Parameters
+        ----------
+        config : RoPEConfig
+            The validated settings.
+        mixing, inv_freq, axis_inv_freq : torch.Tensor, optional
+            As in the constructor.
+
+        Returns
+        -------
+        StructuralRoPE
+
+        Raises
+        ------
+        SpecError
+            ``config`` not a :class:`RoPEConfig`, or called on a subclass with constructor
+            arguments of its own.
+        ShapeError
+            As the constructor, for the tensors.
+
+        Examples
+        --------
+        >>> cfg = RoPEConfig(head_dim=8, num_axes=2, allocation="interleaved")
+        >>> rope = StructuralRoPE.from_config(cfg)
+        >>> rope.config == cfg, rope.axis_map.tolist()
+        (True, [[0, 1, 0, 1]])
+        >>> torch.equal(rope.inv_freq, StructuralRoPE(8, 2, "interleaved").inv_freq)
+        True
+        """
+        if not isinstance(config, RoPEConfig):
+            raise SpecError(f"config must be a RoPEConfig, got {type(config).__name__}")
+        if cls.__init__ is not StructuralRoPE.__init__:
+            raise SpecError(f"{cls.__name__} has constructor arguments of its own; build it with them")
+        return cls(**config.as_kwargs(), mixing=mixing, inv_freq=inv_freq, axis_inv_freq=axis_inv_freq)
 
     def _init_inv_freq(self, inv_freq: torch.Tensor | None) -> None:
         if inv_freq is None:
             inv_freq = rope_inv_freq(self.head_dim, self.base)
         else:
-            inv_freq = as_real_tensor(inv_freq, "inv_freq")
-            if inv_freq.shape != (self.num_pairs,):
-                raise ShapeError(f"inv_freq must have shape ({self.num_pairs},), given {tuple(inv_freq.shape)}")
-            if not torch.isfinite(inv_freq).all():
-                raise SpecError("inv_freq contains non-finite values")
+            inv_freq = check_frequencies(inv_freq, (self.num_pairs,), "inv_freq")
         if self.learnable and self.allocation != "mixed":
             self.inv_freq = nn.Parameter(inv_freq)
         else:
             self.register_buffer("inv_freq", inv_freq, persistent=False)
 
-    def _init_axis_freq(self, scaling, axis_inv_freq, given_inv_freq: bool, axis_map) -> None:
+    def _init_axis_freq(self, axis_inv_freq, given_inv_freq: bool, axis_map) -> None:
         """Per-axis frequencies ``(A, P)`` and per-pair attention factors ``(H', P)`` (or None: shared ``ω``)."""
-        self.scaling = {int(a): dict(v) for a, v in scaling.items()} if scaling else None
+        scaling = self.config.scaling
+        self.scaling = scaling or None
         freqs = factors = None
         if scaling is not None and axis_inv_freq is not None:
             raise SpecError("give scaling or axis_inv_freq, not both")
         if scaling:
-            if given_inv_freq or self.learnable:
+            if given_inv_freq:
                 raise SpecError(
                     "per-axis scaling is computed from base; it cannot be combined with inv_freq or learnable"
                 )
@@ -462,13 +290,7 @@ class StructuralRoPE(nn.Module):
         elif axis_inv_freq is not None:
             if self.learnable:
                 raise SpecError("axis_inv_freq cannot be combined with learnable")
-            freqs = torch.as_tensor(axis_inv_freq, dtype=torch.float32).detach().clone()
-            if freqs.shape != (self.num_axes, self.num_pairs):
-                raise ShapeError(
-                    f"axis_inv_freq must have shape (A, P) = ({self.num_axes}, {self.num_pairs}), given {tuple(freqs.shape)}"
-                )
-            if not torch.isfinite(freqs).all():
-                raise SpecError("axis_inv_freq contains non-finite values")
+            freqs = check_frequencies(axis_inv_freq, (self.num_axes, self.num_pairs), "axis_inv_freq", "(A, P)")
         self.register_buffer("axis_inv_freq", freqs, persistent=False)
         pair_scale = None
         if factors is not None and not bool((factors == 1).all()):
@@ -480,7 +302,7 @@ class StructuralRoPE(nn.Module):
     def _init_allocation(self, mixing) -> torch.Tensor | None:
         """Set ``axis_map`` (``(H', P)`` axis per pair) or ``mixing``; return the axis map."""
         if self.allocation == "mixed":
-            w = self._mixing_matrix(mixing)
+            w = mixing_matrix(mixing, self.num_pairs, self.num_axes, self.num_heads)
             if self.learnable:
                 self.mixing = nn.Parameter(w)
             else:
@@ -489,44 +311,19 @@ class StructuralRoPE(nn.Module):
             return None
         self.mixing = None
         if self.allocation == "per_head":
-            axis_map = self._per_head_axis_map()
+            axes = head_axes(self.num_heads, self.num_axes, self.sections)  # (H,): all pairs of a head
+            axis_map = axes[:, None].expand(len(axes), self.num_pairs).contiguous()
         else:
             axis_map = pair_axes(self.num_pairs, self.num_axes, self.allocation, self.sections)[None, :]
         self.register_buffer("axis_map", axis_map, persistent=False)
         return axis_map
 
-    def _per_head_axis_map(self) -> torch.Tensor:
-        H, A = self.num_heads, self.num_axes
-        if H is None:
-            raise SpecError("allocation='per_head' needs num_heads")
-        if self.sections is not None:
-            counts = check_sections(self.sections, A, H, f"num_heads = {H} (per-head sections)")
-        else:
-            counts = _split_counts(H, A)
-            check_every_axis_used(counts, A, f"allocation='per_head' with num_heads={H} has {H} heads")
-        head_axes = torch.repeat_interleave(torch.arange(A), torch.tensor(counts, dtype=torch.int64))
-        return head_axes[:, None].expand(H, self.num_pairs).contiguous()
-
-    def _mixing_matrix(self, mixing) -> torch.Tensor:
-        P, A = self.num_pairs, self.num_axes
-        if mixing is None:  # the interleaved one-hot matrix (refuses P < A)
-            w = torch.zeros(P, A)
-            w[torch.arange(P), pair_axes(P, A, "interleaved")] = 1.0
-            return w
-        w = as_real_tensor(mixing, "mixing")
-        if w.shape[-2:] != (P, A) or w.dim() not in (2, 3):
-            raise ShapeError(f"mixing must have shape (P, A) = ({P}, {A}) or (H, P, A), given {tuple(w.shape)}")
-        if not torch.isfinite(w).all():
-            raise SpecError("mixing contains non-finite values")
-        if w.dim() == 3 and self.num_heads is not None and w.shape[0] != self.num_heads:
-            raise ShapeError(f"per-head mixing must have {self.num_heads} heads, given {w.shape[0]}")
-        return w
-
     def _init_tables(self, axis_map: torch.Tensor | None, max_table_extent: int) -> None:
         """Table layout: per-head or one axis → one table; several axes → a stacked per-axis table."""
-        self._head_axes = self._single_axis = None
+        self._head_axes: list[int] | None = None
+        self._single_axis: int | None = None
         pair_axis = None
-        if self.allocation == "per_head":
+        if self.allocation == "per_head" and axis_map is not None:
             self._head_axes = axis_map[:, 0].tolist()
         elif axis_map is not None:
             used = axis_map[0].unique()
@@ -534,7 +331,6 @@ class StructuralRoPE(nn.Module):
                 self._single_axis = int(used)
             else:
                 pair_axis = axis_map[0]
-        self.register_buffer("_axis_offsets", torch.arange(self.num_axes), persistent=False)
         self.cache = CosSinCache(max_table_extent, pair_axis, self.num_axes)
 
     def extra_repr(self) -> str:
@@ -559,7 +355,8 @@ class StructuralRoPE(nn.Module):
             if w.dim() == 2:
                 w = w[None]
             return (w * w_freq).transpose(-1, -2)
-        onehot = torch.nn.functional.one_hot(self.axis_map, self.num_axes).to(dtype)  # (H', P, A)
+        # without mixing every allocation sets axis_map
+        onehot = F.one_hot(cast(torch.Tensor, self.axis_map), self.num_axes).to(dtype)  # (H', P, A)
         return (onehot * w_freq).transpose(-1, -2)
 
     def angles(self, coords: torch.Tensor) -> torch.Tensor:
@@ -670,8 +467,8 @@ class StructuralRoPE(nn.Module):
         Under ``torch.compile`` the table is skipped (its extent is a data-dependent int)."""
         if coords.is_floating_point() or coords.numel() == 0 or is_compiling():
             return None, False
-        lo, hi = torch.aminmax(coords)
-        lo, hi = int(lo), int(hi)
+        lo_t, hi_t = torch.aminmax(coords)
+        lo, hi = int(lo_t), int(hi_t)
         huge = max(hi, -lo) >= 1 << 24
         if (
             self.axis_map is None
@@ -687,70 +484,27 @@ class StructuralRoPE(nn.Module):
                 return None, huge
             if self._single_axis is not None:
                 table_freq = self.axis_inv_freq[self._single_axis]
-        extent, cos_t, sin_t = self.cache.get(table_freq.to(coords.device), hi + 1, dtype)
-        if self.allocation == "per_head":
-            idx = coords[..., self._head_axes]  # (..., H): every pair of a head follows one axis
-            return (F.embedding(idx, cos_t), F.embedding(idx, sin_t)), False
-        if self._single_axis is not None:
-            idx = coords[..., self._single_axis]
-            return (F.embedding(idx, cos_t).unsqueeze(-2), F.embedding(idx, sin_t).unsqueeze(-2)), False
-        # stacked per-axis table: row a·extent + c_a holds axis a's columns, zeros elsewhere
-        idx = (coords + self._axis_offsets.to(coords.device) * extent).reshape(-1, self.num_axes)
-        shape = (*coords.shape[:-1], 1, self.num_pairs)
-        cos = F.embedding_bag(idx, cos_t, mode="sum").view(shape)
-        sin = F.embedding_bag(idx, sin_t, mode="sum").view(shape)
-        return (cos, sin), False
+        cos_sin = self.cache.lookup(table_freq, coords, dtype, head_axes=self._head_axes, single_axis=self._single_axis)
+        return cos_sin, False
 
     # ----------------------------------------------------------------- forward
     def _check_coords(self, coords, like: torch.Tensor | None) -> torch.Tensor:
+        """:func:`check_coords` on ``like``'s device (default: a tensor stays, other input goes to ``inv_freq``'s)."""
         if like is not None:
-            coords = torch.as_tensor(coords, device=like.device)
-        elif not isinstance(coords, torch.Tensor):
-            coords = torch.as_tensor(coords, device=self.inv_freq.device)
-        if coords.dtype in (torch.float16, torch.bfloat16):
-            raise ShapeError(
-                f"coords in {coords.dtype} cannot hold integers above 256/2048 exactly; "
-                f"expected int64 or fp32 coords of shape (..., {self.num_axes}), given {tuple(coords.shape)}"
-            )
-        if coords.dtype == torch.bool:
-            coords = coords.to(torch.int64)
-        if coords.is_complex():
-            raise ShapeError(f"coords must be real; given {coords.dtype} with shape {tuple(coords.shape)}")
-        if coords.dim() < 1 or coords.shape[-1] != self.num_axes:
-            raise ShapeError(
-                f"coords must end in num_axes = {self.num_axes}: expected (..., {self.num_axes}), "
-                f"given {tuple(coords.shape)}"
-            )
-        check_finite_values(coords, "coords")
-        if not coords.is_floating_point() and coords.dtype != torch.int64:
-            coords = coords.to(torch.int64)
-        return coords
+            return check_coords(coords, self.num_axes, like.device)
+        device = None if isinstance(coords, torch.Tensor) else self.inv_freq.device
+        return check_coords(coords, self.num_axes, device)
 
     def _resolve_coords(self, x: torch.Tensor, coords, cu_seqlens) -> torch.Tensor:
         """Coordinates ``(*tokens, A)`` for ``x`` already in ``(…, L, H, D)`` order (:func:`resolve_coords`)."""
         return resolve_coords(x, coords, cu_seqlens, self.num_axes, self._check_coords)
 
-    def _head_slice(self, cos: torch.Tensor, heads: int) -> torch.Tensor:
-        """cos/sin for a tensor with ``heads`` heads (GQA keys share a q-head group's axis)."""
-        if cos.shape[-2] in (1, heads):
-            return cos
-        total = cos.shape[-2]
-        if total % heads:
-            raise ShapeError(f"k has {heads} heads, which does not divide the {total} heads of the encoding")
-        group = total // heads
-        grouped = cos.unflatten(-2, (heads, group))
-        if not is_compiling() and not torch.equal(grouped, grouped[..., :1, :].expand_as(grouped)):
-            raise SpecError(
-                f"per-head encoding differs within a group of {group} query heads sharing one key head; "
-                "choose sections that are multiples of the group size"
-            )
-        return grouped[..., 0, :]
-
     def _check_x(self, x, name: str) -> torch.Tensor:
         """Check ``x`` and return it in ``(…, L, H, D)`` order."""
         x = to_blhd(check_qk(x, name, self.head_dim, self.qk_layout), self.qk_layout)
         if self._per_head():
-            heads = self.num_heads if self.num_heads is not None else self.mixing.shape[0]
+            # per-head: num_heads (allocation="per_head") or an (H, P, A) mixing matrix
+            heads = self.num_heads if self.num_heads is not None else cast(torch.Tensor, self.mixing).shape[0]
             if heads % x.shape[-2]:
                 raise ShapeError(f"{name} has {x.shape[-2]} heads; the per-head encoding was built for {heads}")
         return x
@@ -758,7 +512,7 @@ class StructuralRoPE(nn.Module):
     def _rotate_with(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         h = x.shape[-2]
         return from_blhd(
-            apply_rotary(x, self._head_slice(cos, h), self._head_slice(sin, h), self.layout), self.qk_layout
+            apply_rotary(x, head_group_slice(cos, h), head_group_slice(sin, h), self.layout), self.qk_layout
         )
 
     def rotate(self, x: torch.Tensor, coords=None, cu_seqlens=None, *, mask=None) -> torch.Tensor:

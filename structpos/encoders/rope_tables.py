@@ -14,6 +14,7 @@ This avoids two pitfalls of existing code: positions rounded in the activation d
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from ..exceptions import LimitError
 
@@ -90,7 +91,7 @@ class CosSinCache:
         self.pair_axes = pair_axes
         if pair_axes is not None and num_axes is None:
             num_axes = int(pair_axes.max()) + 1
-        self.num_axes = num_axes
+        self.num_axes: int = 0 if num_axes is None else int(num_axes)  # 0: a shared (unstacked) table
         self._tables: dict[tuple[int, torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def clear(self) -> None:
@@ -163,3 +164,64 @@ class CosSinCache:
             del self._tables[key]
         self._tables[(extent, device, dtype)] = tables
         return (extent, *tables)
+
+    def lookup(
+        self,
+        inv_freq: torch.Tensor,
+        coords: torch.Tensor,
+        dtype: torch.dtype,
+        *,
+        head_axes: list[int] | None = None,
+        single_axis: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``cos φ``, ``sin φ`` of non-negative integer ``coords`` read from the table: ``(..., H', P)``.
+
+        Three reads: ``head_axes`` (every pair of head ``h`` follows axis ``head_axes[h]``,
+        ``H' = H``); ``single_axis`` (all pairs follow one axis, ``H' = 1``); otherwise the
+        stacked per-axis table, summing row ``a·extent + c_a`` over the axes (``H' = 1``).
+
+        Parameters
+        ----------
+        inv_freq : torch.Tensor
+            ``(P,)`` frequencies (``(A, P)`` for a stacked table with per-axis frequencies).
+        coords : torch.Tensor
+            ``(..., A)`` int64 coordinates, all in ``0..max_extent−1``.
+        dtype : torch.dtype
+            Output dtype.
+        head_axes : list of int, optional
+            Axis of every head (per-head allocation).
+        single_axis : int, optional
+            The one axis every pair follows.
+
+        Returns
+        -------
+        tuple of torch.Tensor
+            ``(cos, sin)``.
+
+        Raises
+        ------
+        LimitError
+            A coordinate ``≥ max_extent``.
+
+        Examples
+        --------
+        >>> inv_freq = torch.tensor([1.0, 0.5])
+        >>> cos, _ = CosSinCache(pair_axes=torch.tensor([0, 1])).lookup(inv_freq, torch.tensor([[2, 3]]), torch.float32)
+        >>> cos.shape, torch.allclose(cos[0, 0], torch.cos(torch.tensor([2.0, 1.5])))
+        (torch.Size([1, 1, 2]), True)
+        """
+        extent, cos_t, sin_t = self.get(inv_freq.to(coords.device), int(coords.max()) + 1, dtype)
+        if head_axes is not None:
+            idx = coords[..., head_axes]  # (..., H): every pair of a head follows one axis
+            return F.embedding(idx, cos_t), F.embedding(idx, sin_t)
+        if single_axis is not None:
+            idx = coords[..., single_axis]
+            return F.embedding(idx, cos_t).unsqueeze(-2), F.embedding(idx, sin_t).unsqueeze(-2)
+        # stacked per-axis table: row a·extent + c_a holds axis a's columns, zeros elsewhere
+        axes = coords.shape[-1]
+        idx = (coords + torch.arange(axes, device=coords.device) * extent).reshape(-1, axes)
+        shape = (*coords.shape[:-1], 1, cos_t.shape[-1])
+        return (
+            F.embedding_bag(idx, cos_t, mode="sum").view(shape),
+            F.embedding_bag(idx, sin_t, mode="sum").view(shape),
+        )

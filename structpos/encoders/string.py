@@ -147,22 +147,6 @@ class STRING(LearnedRotary):
         g = rope_generator(self.rope._angle_matrix(dtype)[0].to(p.device), self.layout)
         return p @ g @ p.T
 
-    def rotation(self, coords: torch.Tensor) -> torch.Tensor:
-        """The matrices ``R(c) = P · RoPE(c) · Pᵀ``, ``(…, D, D)``, for coordinates ``(…, A)``.
-
-        Examples
-        --------
-        >>> r = STRING(4, 1).rotation(torch.tensor([[2.0]]))
-        >>> torch.allclose(r[0] @ r[0].T, torch.eye(4), atol=1e-6)
-        True
-        """
-        coords = torch.as_tensor(coords)
-        dtype = self.compute_dtype(coords)
-        eye = torch.eye(self.head_dim, dtype=dtype, device=coords.device)
-        batch = coords.shape[:-1]
-        rows = self._transform(eye.expand(*batch, self.head_dim, self.head_dim), coords.to(dtype))
-        return rows.transpose(-1, -2)  # row i is R e_i
-
     def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
         p = self.basis(self.compute_dtype(x, coords)).to(device=x.device, dtype=x.dtype)
         cos, sin = self.rope.cos_sin(coords, x.dtype)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..exceptions import ShapeError, SpecError
 from ..node_attrs import has_table_cells, table_cells
 from ..structure import Structure
 from .layout import hop_distance, layout, tree_depth
@@ -53,7 +54,7 @@ def truncate(s: Structure, max_nodes: int) -> Structure:
 
     Raises
     ------
-    ValueError
+    SpecError
         If ``max_nodes <= 0``.
 
     Examples
@@ -66,7 +67,7 @@ def truncate(s: Structure, max_nodes: int) -> Structure:
     """
     n = s.num_nodes
     if max_nodes <= 0:
-        raise ValueError(f"max_nodes must be positive, got {max_nodes}")
+        raise SpecError(f"max_nodes must be positive, got {max_nodes}")
     if n <= max_nodes:
         return s
     m = max_nodes
@@ -95,12 +96,12 @@ def _column(arr: np.ndarray, name: str, col: int | None, where: str) -> np.ndarr
     arr = np.asarray(arr)
     if arr.ndim == 1:
         if col not in (None, 0):
-            raise ValueError(f"{where} {name!r} is one column; cannot take column {col}")
+            raise SpecError(f"{where} {name!r} is one column; cannot take column {col}")
         return arr
     flat = arr.reshape(len(arr), -1)
     c = 0 if col is None else col
     if not 0 <= c < flat.shape[1]:
-        raise ValueError(f"{where} {name!r} has {flat.shape[1]} columns; column {c} does not exist")
+        raise SpecError(f"{where} {name!r} has {flat.shape[1]} columns; column {c} does not exist")
     return flat[:, c]
 
 
@@ -129,7 +130,7 @@ def node_values(s: Structure, color_by: str, coords: dict[str, np.ndarray] | Non
 
     Raises
     ------
-    ValueError
+    SpecError
         If ``color_by`` names nothing available (the message lists what is).
 
     Examples
@@ -165,7 +166,7 @@ def node_values(s: Structure, color_by: str, coords: dict[str, np.ndarray] | Non
     known = sorted(
         set(coords) | set(s.attrs) | {"label", "degree", "index"} | ({"depth"} if s.parent is not None else set())
     )
-    raise ValueError(f"{s.name}: cannot colour by {color_by!r}; available: {', '.join(known)}")
+    raise SpecError(f"{s.name}: cannot colour by {color_by!r}; available: {', '.join(known)}")
 
 
 def coordinate_matrix(
@@ -190,8 +191,10 @@ def coordinate_matrix(
 
     Raises
     ------
-    ValueError
-        On an unknown name, no numeric coordinate, or a wrong row count.
+    SpecError
+        On an unknown name or column, or no numeric coordinate.
+    ShapeError
+        On a wrong row count.
 
     Examples
     --------
@@ -204,7 +207,7 @@ def coordinate_matrix(
     cols, axis_names = [], []
     for name in names:
         if name not in coords:
-            raise ValueError(f"unknown coordinate {name!r}; available: {', '.join(coords)}")
+            raise SpecError(f"unknown coordinate {name!r}; available: {', '.join(coords)}")
         arr = np.asarray(coords[name])
         if arr.dtype.kind not in "iuf":
             continue
@@ -212,10 +215,10 @@ def coordinate_matrix(
         cols.append(flat)
         axis_names += [name] if flat.shape[1] == 1 else [f"{name}[{j}]" for j in range(flat.shape[1])]
     if not cols:
-        raise ValueError(f"no numeric coordinates among {names}")
+        raise SpecError(f"no numeric coordinates among {names}")
     mat = np.concatenate(cols, axis=1)
     if n is not None and len(mat) != n:
-        raise ValueError(f"coordinates have {len(mat)} rows, structure has {n} nodes")
+        raise ShapeError(f"coordinates have {len(mat)} rows, structure has {n} nodes")
     return mat, axis_names
 
 
@@ -330,7 +333,7 @@ def draw_structure(
 
     Raises
     ------
-    ValueError
+    ShapeError
         If ``values`` does not have one entry per node.
 
     Examples
@@ -350,7 +353,7 @@ def draw_structure(
     if values is None:
         values, categorical = node_values(s, "depth" if s.parent is not None else "degree")
     if len(values) != n:
-        raise ValueError(f"{s.name}: {len(values)} colour values for {n} nodes")
+        raise ShapeError(f"{s.name}: {len(values)} colour values for {n} nodes")
     shown = np.isfinite(pos).all(axis=1) if style == "grid" else None
     rgba, key = _colors(np.asarray(values), categorical, shown=shown)
     show_text = text == "auto" and n <= LABEL_LIMIT
@@ -533,7 +536,7 @@ def draw_similarity(
 
     Raises
     ------
-    ValueError
+    ShapeError
         If ``coords`` does not have one row per node.
 
     Examples
@@ -551,7 +554,7 @@ def draw_similarity(
     if coords.ndim == 1:
         coords = coords[:, None]
     if len(coords) != n:
-        raise ValueError(f"{s.name}: coordinates have {len(coords)} rows for {n} nodes")
+        raise ShapeError(f"{s.name}: coordinates have {len(coords)} rows for {n} nodes")
     if axes is None:
         axes = Figure(figsize=(15, 4.5)).subplots(1, 3)
     dist = structural_distance(s) if distance is None else np.asarray(distance, dtype=float)
@@ -655,7 +658,7 @@ def show_figure(
 
     Raises
     ------
-    ValueError
+    SpecError
         On a too small size or an unknown ``color_by``.
 
     Examples
@@ -671,7 +674,7 @@ def show_figure(
     coords = dict(coords or {})
     w, h = size
     if w < 200 or h < 150:
-        raise ValueError(f"figure size {w}x{h} px is too small (min 200x150)")
+        raise SpecError(f"figure size {w}x{h} px is too small (min 200x150)")
     fig = Figure(figsize=(w / dpi, h / dpi), dpi=dpi, layout="constrained")
     values, categorical = node_values(s, color_by, coords)
     if similarity:

@@ -10,6 +10,8 @@ import html
 import io
 from pathlib import Path
 
+from ..exceptions import SpecError
+
 __all__ = ["figure_svg", "html_page", "save"]
 
 _CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}
@@ -94,7 +96,7 @@ def save(fig, path, *, title: str = "structpos", facts: dict | None = None) -> P
 
     Raises
     ------
-    ValueError
+    SpecError
         On an unsupported suffix.
 
     Examples
@@ -112,5 +114,5 @@ def save(fig, path, *, title: str = "structpos", facts: dict | None = None) -> P
     elif ext in (".png", ".svg", ".pdf"):
         fig.savefig(path, format=ext[1:])
     else:
-        raise ValueError(f"{path}: unsupported output type {ext or '(none)'}; use .png, .svg, .pdf or .html")
+        raise SpecError(f"{path}: unsupported output type {ext or '(none)'}; use .png, .svg, .pdf or .html")
     return path

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..exceptions import ShapeError, SpecError
+
 __all__ = ["probe_vectors", "sectioned_rope_scores", "rotary_scores"]
 
 
@@ -41,7 +43,7 @@ def probe_vectors(head_dim: int, vectors: str = "random", seed: int = 0) -> tupl
 
     Raises
     ------
-    ValueError
+    SpecError
         On an odd ``head_dim`` or unknown ``vectors``.
 
     Examples
@@ -51,7 +53,7 @@ def probe_vectors(head_dim: int, vectors: str = "random", seed: int = 0) -> tupl
     [0.5, 0.5, 0.5, 0.5]
     """
     if head_dim <= 0 or head_dim % 2:
-        raise ValueError(f"head_dim must be a positive even number, got {head_dim}")
+        raise SpecError(f"head_dim must be a positive even number, got {head_dim}")
     if vectors == "ones":
         q = np.ones(head_dim) / np.sqrt(head_dim)
         return q, q.copy()
@@ -59,7 +61,7 @@ def probe_vectors(head_dim: int, vectors: str = "random", seed: int = 0) -> tupl
         rng = np.random.default_rng(seed)
         q, k = rng.standard_normal((2, head_dim))
         return q / np.linalg.norm(q), k / np.linalg.norm(k)
-    raise ValueError(f"unknown probe vectors {vectors!r}; use 'random' or 'ones'")
+    raise SpecError(f"unknown probe vectors {vectors!r}; use 'random' or 'ones'")
 
 
 def _section_freqs(head_dim: int, num_axes: int, base: float) -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +69,7 @@ def _section_freqs(head_dim: int, num_axes: int, base: float) -> tuple[np.ndarra
     the first axes) and its frequency ``ω_j = base^(−2j/D)`` (one table shared by all axes)."""
     pairs = head_dim // 2
     if num_axes > pairs:
-        raise ValueError(f"{num_axes} coordinate axes need head_dim >= {2 * num_axes}, got {head_dim}")
+        raise SpecError(f"{num_axes} coordinate axes need head_dim >= {2 * num_axes}, got {head_dim}")
     counts = np.full(num_axes, pairs // num_axes)
     counts[: pairs % num_axes] += 1
     axis = np.repeat(np.arange(num_axes), counts)
@@ -97,7 +99,7 @@ def sectioned_rope_scores(coords: np.ndarray, q: np.ndarray, k: np.ndarray, base
 
     Raises
     ------
-    ValueError
+    SpecError
         If ``A > D/2``.
 
     Examples
@@ -127,7 +129,7 @@ def rotary_scores(
 ) -> np.ndarray:
     """``(N, N)`` scores ``⟨R(c_i) q, R(c_j) k⟩`` with ``encoder`` (or the sectioned fallback).
 
-    ``coords`` is ``(N, A)`` (or ``(N,)``); non-finite values raise ``ValueError``.
+    ``coords`` is ``(N, A)`` (or ``(N,)``); non-finite values raise :class:`~structpos.exceptions.ShapeError`.
 
     Parameters
     ----------
@@ -145,7 +147,7 @@ def rotary_scores(
 
     Raises
     ------
-    ValueError
+    ShapeError
         On a non-finite coordinate or a bad shape.
 
     Examples
@@ -159,10 +161,10 @@ def rotary_scores(
     if coords.ndim == 1:
         coords = coords[:, None]
     if coords.ndim != 2:
-        raise ValueError(f"coords must be (N, A), got shape {coords.shape}")
+        raise ShapeError(f"coords must be (N, A), got shape {coords.shape}")
     if not np.isfinite(coords).all():
         bad = np.argwhere(~np.isfinite(coords))[0]
-        raise ValueError(f"coords has a non-finite value at node {bad[0]}, axis {bad[1]}")
+        raise ShapeError(f"coords has a non-finite value at node {bad[0]}, axis {bad[1]}")
     q, k = probe_vectors(head_dim, vectors, seed)
     if encoder is None:
         return sectioned_rope_scores(coords, q, k, base=base)
