@@ -157,7 +157,7 @@ def _plain_data(obj: Any, directed: bool, i: int) -> Graph | None:
     if type(mapping) is not dict or "edge_weight" in mapping:
         return None
     ei, n = mapping.get("edge_index"), mapping.get("num_nodes")
-    if type(n) is not int or n < 0 or not is_torch(ei):
+    if type(n) is not int or n < 0 or ei is None or not is_torch(ei):
         return None
     try:
         arr = ei.numpy()  # raises for CUDA tensors and tensors that require grad
