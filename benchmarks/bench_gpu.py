@@ -7,7 +7,8 @@ end with the results on the host, or with ``torch.cuda.synchronize()`` for RoPE)
 1. ``laplacian_pe_batch(k=8)`` on bench_graph's 2,000 graphs of 10–40 nodes (the same generator,
    rebuilt here without PyG): the numpy/LAPACK path (one worker and ``workers=None``) against
    ``device="cuda"`` (``bucket=1``, ``8``, and ``32``, which pads the graphs of <= 32 nodes into
-   one stack: cuSOLVER's batched Jacobi ``eigh`` serves stacks of matrices up to 32), float64
+   one stack: cuSOLVER's batched Jacobi ``eigh``, which some torch builds use, takes matrices up
+   to 32 only), float64
    and float32. Check (against the CPU path, one worker, ``bucket=1``): the largest eigenvalue
    difference, equal masks and ambiguity flags, and on modes with a simple eigenvalue the
    largest entry difference up to sign and the count of sign flips (the basis of a degenerate
