@@ -328,7 +328,8 @@ def bucket_edges(
     eb = key[gid]
     Se = size[gid]
     flat = (pos[gid] * Se + row) * Se + col
-    order = np.argsort(eb, kind="stable")
+    # the same stable order; on 16-bit keys numpy's stable sort is a radix sort (~3x faster)
+    order = np.argsort(eb.astype(np.int16) if len(groups) < 2**15 else eb, kind="stable")
     bounds = np.searchsorted(eb[order], np.arange(len(groups) + 1))
     out = []
     for b in range(len(groups)):
