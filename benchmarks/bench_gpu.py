@@ -7,7 +7,8 @@ end with the results on the host, or with ``torch.cuda.synchronize()`` for RoPE)
 1. ``laplacian_pe_batch(k=8)`` on bench_graph's 2,000 graphs of 10–40 nodes (the same generator,
    rebuilt here without PyG): the numpy/LAPACK path (one worker and ``workers=None``) against
    ``device="cuda"`` (``bucket=1``, ``8``, and ``32``, which pads the graphs of <= 32 nodes into
-   one stack: cuSOLVER's batched Jacobi ``eigh`` serves stacks of matrices up to 32), float64
+   one stack: cuSOLVER's batched Jacobi ``eigh``, which some torch builds use, takes matrices up
+   to 32 only), float64
    and float32. Check (against the CPU path, one worker, ``bucket=1``): the largest eigenvalue
    difference, equal masks and ambiguity flags, and on modes with a simple eigenvalue the
    largest entry difference up to sign and the count of sign flips (the basis of a degenerate
@@ -24,9 +25,11 @@ end with the results on the host, or with ``torch.cuda.synchronize()`` for RoPE)
    anchors, only when ``torch_geometric`` is installed.
 
 Needs only numpy, scipy, torch and this repository. A row that fails prints its error and the run
-goes on. Without CUDA the CUDA rows are reported as skipped.
+goes on; rows still waiting after ``--budget`` seconds (default 150) are reported as skipped.
+Without CUDA the CUDA rows are reported as skipped; ``--device cpu`` runs the same torch code on
+the CPU instead (a dry run of the script).
 
-    python benchmarks/bench_gpu.py [--quick] [--out results.md] [--repeats R]
+    python benchmarks/bench_gpu.py [--quick] [--out results.md] [--repeats R] [--budget S]
 """
 
 from __future__ import annotations
@@ -80,9 +83,12 @@ def small_graphs(count: int, seed: int = 0) -> list[tuple[np.ndarray, int]]:
     return out
 
 
-def best_of(fn, repeats: int, *, budget_s: float = 8.0, sync: bool = False) -> float:
-    """One untimed warm-up call, then the best of ``repeats`` timed calls (fewer when the
-    calls together pass ``budget_s``)."""
+DEADLINE = [np.inf]  # perf_counter time after which rows are skipped (set by --budget)
+
+
+def best_of(fn, repeats: int, *, budget_s: float = 8.0, sync: bool = False, warmed_s: float | None = None) -> float:
+    """One untimed warm-up call (none when the caller made it, taking ``warmed_s``), then the
+    best of ``repeats`` timed calls (fewer when the calls together pass ``budget_s``)."""
 
     def once() -> float:
         t = time.perf_counter()
@@ -91,10 +97,10 @@ def best_of(fn, repeats: int, *, budget_s: float = 8.0, sync: bool = False) -> f
             torch.cuda.synchronize()
         return time.perf_counter() - t
 
-    first = once()
+    first = once() if warmed_s is None else warmed_s
     best, spent = np.inf, first
     for _ in range(repeats):
-        if spent > budget_s and best < np.inf:
+        if (spent > budget_s or time.perf_counter() > DEADLINE[0]) and best < np.inf:
             break
         t = once()
         best, spent = min(best, t), spent + t
@@ -147,9 +153,13 @@ def graph_rows(graphs, repeats: int, cuda: bool, dev: str = "cuda") -> list[Row]
         if device == dev and dev != "cpu" and not cuda:
             row.error = f"skipped: no {dev}"
             return None
+        if time.perf_counter() > DEADLINE[0]:
+            row.error = "skipped: past the --budget"
+            return None
         try:
+            t0 = time.perf_counter()
             result = fn()  # also the warm-up
-            row.seconds = best_of(fn, repeats, sync=False)
+            row.seconds = best_of(fn, repeats, warmed_s=time.perf_counter() - t0)
             if check is not None:
                 row.check = check(result)
             return result
@@ -215,6 +225,10 @@ def pyg_rows(graphs, repeats: int) -> list[Row]:
         ("PyG AddRandomWalkPE(16)", AddRandomWalkPE(16)),
     ):
         row = Row("PyG anchors", name, "cpu")
+        if time.perf_counter() > DEADLINE[0]:
+            row.error = "skipped: past the --budget"
+            rows.append(row)
+            continue
         try:
             row.seconds = best_of(lambda T=T: [T(d) for d in data], max(1, repeats - 2), budget_s=6.0)
         except Exception as e:
@@ -246,6 +260,9 @@ def rope_rows(shape, repeats: int, cuda: bool, dev: str = "cuda") -> list[Row]:
         rows.append(row)
         if not cuda:
             row.error = f"skipped: no {dev}"
+            continue
+        if time.perf_counter() > DEADLINE[0]:
+            row.error = "skipped: past the --budget"
             continue
         try:
             rc = rope.to(dev)
@@ -310,10 +327,14 @@ def main(argv=None) -> int:
     ap.add_argument("--graphs", type=int, default=None)
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     ap.add_argument(
+        "--budget", type=float, default=150.0, help="seconds after which the remaining rows are skipped (default 150)"
+    )
+    ap.add_argument(
         "--device", default="cuda", help="device of the torch rows (default cuda; cpu: a dry run of the same code)"
     )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    DEADLINE[0] = t0 + args.budget
     dev = args.device
     cuda = dev == "cpu" or torch.cuda.is_available()
     count = args.graphs or (300 if args.quick else 2000)

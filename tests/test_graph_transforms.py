@@ -114,3 +114,36 @@ def test_pairwise_transforms_rebuild_dense_biases_after_batching():
         n = g.num_nodes
         torch.testing.assert_close(spd[b, :n, :n].long(), hop_distances(g.edge_index, n, 3))
         torch.testing.assert_close(res[b, :n, :n], resistance_distance(g.edge_index, n).float())
+
+
+def test_as_graphs_reads_plain_data_like_the_general_path():
+    """``as_graphs`` reads a plain PyG ``Data`` (CPU int64 ``edge_index``, int ``num_nodes``, no
+    weights) in a few attribute reads; the result equals the general path's, and every other
+    form (weights, int32 indices, a tensor that requires grad, a ``num_nodes`` left to PyG) goes
+    the general way with the same checks: a bad index still names the graph and the edge."""
+    from structpos import StructureError
+    from structpos.coords._graph_utils import _unchecked, as_graphs
+
+    ei = to_undirected(torch.tensor([[0, 1, 2], [1, 2, 3]]))
+    forms = [
+        Data(edge_index=ei, num_nodes=4),
+        Data(edge_index=ei, num_nodes=4, edge_weight=torch.rand(ei.shape[1])),
+        Data(edge_index=ei.int(), num_nodes=4),
+        Data(edge_index=ei.float().requires_grad_().long(), num_nodes=4),
+        Data(edge_index=ei, x=torch.zeros(5, 1)),  # num_nodes from x
+        Data(edge_index=torch.zeros((2, 0), dtype=torch.long), num_nodes=2),
+    ]
+    for directed in (None, True):
+        got = as_graphs(forms, directed=directed)
+        want = [_unchecked(d, None, None, directed, f"graph[{i}]") for i, d in enumerate(forms)]
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a.edge_index, b.edge_index)
+            assert a.edge_index.dtype == np.int64 and (a.num_nodes, a.directed, a.name) == (
+                b.num_nodes,
+                b.directed,
+                b.name,
+            )
+            assert (a.edge_weight is None) == (b.edge_weight is None)
+    bad = Data(edge_index=torch.tensor([[0, 1], [1, 7]]), num_nodes=3)
+    with pytest.raises(StructureError, match=r"graph\[1\].*edge 1.*outside 0..2"):
+        as_graphs([forms[0], bad])

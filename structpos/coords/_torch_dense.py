@@ -8,10 +8,10 @@ kernel is done there in torch, and only the kept results come back (``(G, k, S)`
 rows, ``(G, S, K)`` walk diagonals). The formulas and conventions are those of the numpy kernels:
 
 * **LapPE** — ``L = I − D^{-1/2} max(A, Aᵀ) D^{-1/2}`` with the sentinel diagonal on isolated
-  and padded nodes, ``torch.linalg.eigh`` of the stack (cuSOLVER on CUDA: batched Jacobi for
-  ``S <= 32``), the ``k`` columns after the ``c`` trivial modes of each graph, the largest-magnitude
-  sign rule (first index within a relative ``1e-6`` of the largest entry), zeroed invalid columns,
-  and the largest residual ``max_i ‖L v_i − λ_i v_i‖``. Ambiguity flags are computed by the
+  and padded nodes, ``torch.linalg.eigh`` of the stack (cuSOLVER's batched solvers on CUDA; the
+  batched Jacobi one only takes ``S <= 32``), the ``k`` columns after the ``c`` trivial modes of
+  each graph, the largest-magnitude sign rule (first index within a relative ``1e-6`` of the
+  largest entry), zeroed invalid columns, and the largest residual ``max_i ‖L v_i − λ_i v_i‖``. Ambiguity flags are computed by the
   numpy path's own :func:`._spectrum.ambiguous_modes` from the returned eigenvalues.
 * **RWSE** — baby-step/giant-step diagonals of ``M^k`` with ``M = D^{-1/2} A D^{-1/2}``
   (symmetric) or ``D^{-1} A`` (directed), ``k = 1..K``, as ``_dense_rwse``.

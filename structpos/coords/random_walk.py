@@ -179,10 +179,11 @@ def random_walk_pe_batch(
 
     def run(local, A):
         idx = small[local]
+        A = A.astype(dtype, copy=False)  # first: rounding is monotone, so max(A, Aᵀ) is the same
         if symmetrize:
             A = np.maximum(A, A.transpose(0, 2, 1))
         if dev is None:
-            diag = _dense_rwse(A.astype(dtype, copy=False), K, symmetrize)
+            diag = _dense_rwse(A, K, symmetrize)
         else:
             diag = rwse_group_torch(A, K, symmetrize, dtype, dev)
         scatter_rows(pe, ptr, idx, sizes[idx], diag)  # disjoint rows: safe from threads
