@@ -64,13 +64,13 @@ class Row:
 
 
 # ---------------------------------------------------------------- inputs
-def small_graphs(count: int, seed: int = 0) -> list[tuple[np.ndarray, int]]:
+def small_graphs(count: int, seed: int = 0, nodes: tuple[int, int] = (10, 40)) -> list[tuple[np.ndarray, int]]:
     """bench_graph.py's graphs without PyG: per graph a random recursive tree plus ``n // 2``
     random extra edges (self-loops dropped), made undirected and coalesced as PyG's
     ``to_undirected`` does (both directions, sorted by (row, col), duplicates removed)."""
     rng = np.random.default_rng(seed)
     out = []
-    for n in rng.integers(10, 41, count):
+    for n in rng.integers(nodes[0], nodes[1] + 1, count):
         n = int(n)
         parent = [int(rng.integers(0, i)) for i in range(1, n)]
         tree = np.array([parent, list(range(1, n))], dtype=np.int64)
@@ -128,16 +128,16 @@ def lap_check(out, ref) -> str:
     d = np.minimum(same, flipped)[sel]
     flips = int(((flipped < same) & (same > 1e-3))[sel].sum())
     return (
-        f"max|Δλ| {np.abs(ev - ev_ref).max():.1e}; masks {'equal' if same_mask else 'DIFFER'}; "
+        f"max abs Δλ {np.abs(ev - ev_ref).max():.1e}; masks {'equal' if same_mask else 'DIFFER'}; "
         f"ambiguous {'equal' if same_amb else 'DIFFER'}; simple modes ({sel.sum()} of {int(np.asarray(ref.mask).sum())}): "
-        f"max|ΔPE| up to sign {d.max() if d.size else 0:.1e}, {flips} sign flips"
+        f"max abs ΔPE up to sign {d.max() if d.size else 0:.1e}, {flips} sign flips"
     )
 
 
 def max_diff(a, b) -> str:
     a = a.float().cpu() if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a, dtype=np.float64))
     b = b.float().cpu() if isinstance(b, torch.Tensor) else torch.as_tensor(np.asarray(b, dtype=np.float64))
-    return f"max|Δ| vs CPU {(a.double() - b.double()).abs().max().item():.1e}"
+    return f"max abs Δ vs CPU {(a.double() - b.double()).abs().max().item():.1e}"
 
 
 # ---------------------------------------------------------------- rows
@@ -270,7 +270,7 @@ def rope_rows(shape, repeats: int, cuda: bool, dev: str = "cuda") -> list[Row]:
             with torch.no_grad():
                 out = rc(qc, kc, cc)
                 row.seconds = best_of(lambda rc=rc, qc=qc, kc=kc, cc=cc: rc(qc, kc, cc), repeats, sync=dev != "cpu")
-            row.check = max_diff(out[0], ref[0]) + ", " + max_diff(out[1], ref[1]).replace("max|Δ| vs CPU", "k")
+            row.check = max_diff(out[0], ref[0]) + ", " + max_diff(out[1], ref[1]).replace("max abs Δ vs CPU", "k")
         except Exception as e:
             row.error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
             traceback.print_exc()
@@ -313,7 +313,7 @@ def header(args, count: int, nodes: int, cuda: bool) -> list[str]:
         f"- GPU: {gpu}; torch {torch.__version__} (CUDA {torch.version.cuda}); numpy {np.__version__}",
         f"- CPU: {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, {platform.processor() or platform.machine()}; "
         f"load average {load}",
-        f"- graphs: {count} of 10–40 nodes ({nodes} nodes; bench_graph's generator); best of {args.repeats} after a warm-up; "
+        f"- graphs: {count} of {args.nodes.replace(',', '–')} nodes ({nodes} nodes; bench_graph's generator); best of {args.repeats} after a warm-up; "
         f"{'--quick' if args.quick else 'full'}",
         "- ratio columns: CPU time ÷ this row's time (> 1: faster than the CPU path)",
         "",
@@ -325,6 +325,9 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="300 graphs, RoPE on (1, 512, 8, 64)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--graphs", type=int, default=None)
+    ap.add_argument(
+        "--nodes", default="10,40", help="LO,HI: graph sizes drawn uniformly in [LO, HI] (default bench_graph's 10,40)"
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     ap.add_argument(
         "--budget", type=float, default=150.0, help="seconds after which the remaining rows are skipped (default 150)"
@@ -339,7 +342,8 @@ def main(argv=None) -> int:
     cuda = dev == "cpu" or torch.cuda.is_available()
     count = args.graphs or (300 if args.quick else 2000)
     shape = (1, 512, 8, 64) if args.quick else (4, 2048, 16, 128)
-    graphs = small_graphs(count)
+    lo, hi = (int(x) for x in args.nodes.split(","))
+    graphs = small_graphs(count, nodes=(lo, hi))
     rows: list[Row] = []
     for part in (
         lambda: graph_rows(graphs, args.repeats, cuda, dev),
