@@ -72,8 +72,10 @@ def _decoder(quotechar: str | None, escapechar: str | None, quoted: bool):
         return lambda raw: raw
     rx = re.compile("|".join(alts))
     if escapechar is None:
-        return lambda raw: rx.sub(quotechar, raw) if quotechar in raw else raw
-    return lambda raw: rx.sub(lambda m: quotechar if m.group(1) is None else m.group(1), raw)
+        q = quotechar or ""  # not None here: alts holds the doubled quote
+        return lambda raw: rx.sub(q, raw) if q in raw else raw
+    q = quotechar or ""  # only read when the doubled quote matched, so quotechar is not None
+    return lambda raw: rx.sub(lambda m: q if m.group(1) is None else m.group(1), raw)
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -225,8 +227,8 @@ def _scan_vectorized(text: str, delimiter: str, quotechar: str | None, *, as_lis
     c_start = f_start + quoted
     c_end = f_end - quoted
     cs, ce = c_start.tolist(), c_end.tolist()
-    texts = list(map(text.__getitem__, map(slice, cs, ce)))
-    if quoted.any():
+    texts: list[str] = list(map(text.__getitem__, map(slice, cs, ce)))
+    if quotechar is not None and quoted.any():
         qq = quotechar * 2
         for k in np.flatnonzero(quoted).tolist():
             if qq in texts[k]:
@@ -257,7 +259,8 @@ def _scan_regex(text: str, delimiter: str, quotechar: str | None, escapechar: st
     cell_end: list[int] = []
     cell_text: list[str] = []
     add_start, add_end, add_text = cell_start.append, cell_end.append, cell_text.append
-    qq = None if quotechar is None else quotechar * 2
+    q = quotechar or ""  # quoted fields (raw_q below) exist only when quotechar is set
+    qq = q * 2
     plain_escapes = escapechar is not None
     n = len(text)
     pos = 0
@@ -291,7 +294,7 @@ def _scan_regex(text: str, delimiter: str, quotechar: str | None, escapechar: st
             add_start(m_start + 1)
             add_end(field_end if tail else m_start + 1 + len(raw_q))
             if escapechar is None:
-                value = raw_q.replace(qq, quotechar) if quotechar in raw_q else raw_q
+                value = raw_q.replace(qq, q) if q in raw_q else raw_q
             else:
                 value = decode_quoted(raw_q)
             add_text(value + decode_plain(tail) if tail else value)
