@@ -238,7 +238,8 @@ def _columns(sentences, with_misc):
 
 def _mutants(text, rng, n):
     """``n`` copies of ``text`` with one edit each: a character inserted, deleted or replaced by one
-    that matters to CoNLL-U readers (tab, spaces, newline, '#', '=', '-', '.', '_', digits, CR)."""
+    that matters to CoNLL-U readers (tab, spaces, newline, '#', '=', '-', '.', '_', digits, CR, and
+    characters str.splitlines or str.strip treat as breaks or space)."""
     pool = [
         "\t",
         " ",
