@@ -22,6 +22,7 @@ import numpy as np
 
 from ..structure import Structure
 from ._input import clean_label
+from ._substrings import span_mask, split_spans
 
 __all__ = ["FAST_MIN_CHARS", "scan_arrays"]
 
@@ -164,7 +165,7 @@ def scan_arrays(text: str, name: str, max_nodes: int, fmt: str) -> Structure | N
     key_arr = np.empty(N, dtype=object)
     members = np.flatnonzero(is_member)
     if members.size:
-        keys, member_labels = _member_keys(text, start[members], end_of_key=s_close[is_key] + 1)
+        keys, member_labels = _member_keys(text, c, start[members], end_of_key=s_close[is_key] + 1)
         key_arr[members] = keys
         labels[members] = member_labels
     return Structure(
@@ -202,14 +203,19 @@ def _parents(start, kind, c, bpos, opening, o_pos, o_lvl, o_node, n: int) -> tup
     return np.where(in_obj, np.arange(N, dtype=np.int64) - 1, parent), in_obj
 
 
-def _member_keys(text: str, key_start: np.ndarray, end_of_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _member_keys(
+    text: str, c: np.ndarray, key_start: np.ndarray, end_of_key: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Decoded keys and ``member:<key>`` labels of the keys at ``[key_start, end_of_key)`` (quotes
-    included); each distinct key is decoded once (as :class:`~structpos.parsers.json_tree._Scanner` does: ``scanstring``)."""
-    raws = list(map(text.__getitem__, map(slice, key_start.tolist(), end_of_key.tolist())))
+    included); each distinct key is decoded once (as :class:`~structpos.parsers.json_tree._Scanner`
+    does: ``scanstring``). The raw keys come from one split (:mod:`~structpos.parsers._substrings`;
+    valid JSON holds no NUL character)."""
+    inner_start, inner_end = key_start + 1, end_of_key - 1
+    raws = split_spans(c, span_mask(c.size, inner_start, inner_end), inner_end)
     decoded: dict[str, str] = {}
     labelled: dict[str, str] = {}
     for raw in set(raws):
-        key = scanstring(raw, 1, True)[0] if "\\" in raw else raw[1:-1]
+        key = scanstring(raw + '"', 0, True)[0] if "\\" in raw else raw
         decoded[raw] = key
         labelled[raw] = "member:" + (key if key.isascii() else clean_label(key))
     keys = np.empty(len(raws), dtype=object)

@@ -30,6 +30,7 @@ from ..exceptions import SpecError
 from ..limits import Limits
 from ..structure import Structure, StructureError
 from ._input import check_text
+from ._substrings import span_mask, split_spans
 from ._table_build import TableData, build_table
 
 __all__ = ["scan_csv", "parse_csv_table", "sniff_header"]
@@ -250,23 +251,17 @@ def _sliced_cell_texts(
 def _joined_cell_texts(
     text: str, a: np.ndarray, c_start: np.ndarray, c_end: np.ndarray, quotechar: str | None
 ) -> list[str] | None:
-    """:func:`_sliced_cell_texts` by one ``str.split``: the cells' characters joined by NUL, built in numpy.
+    """:func:`_sliced_cell_texts` by one ``str.split`` (:mod:`~structpos.parsers._substrings`).
 
-    Every cell's characters are kept (the second quote of each doubled pair dropped: in the
-    well-formed CSV the caller passes, quotes inside a cell are doubled pairs of quoted cells) and
-    the character just past each cell — its closing quote or separator, or one appended at the
-    end — becomes the NUL that ends it. ``None`` (slice instead) when the text holds a NUL or a
-    run of quotes inside a cell has odd length.
+    The second quote of each doubled pair is dropped: in the well-formed CSV the caller passes,
+    quotes inside a cell are doubled pairs of quoted cells. ``None`` (slice instead) when the text
+    holds a NUL or a run of quotes inside a cell has odd length.
     """
-    n = a.size
     if c_start.size == 0 or "\x00" in text:
         return None
-    bounds = np.zeros(n + 2, dtype=np.int8)  # starts and ends are each strictly increasing
-    bounds[c_start] += 1
-    bounds[c_end] -= 1
-    keep = np.cumsum(bounds[: n + 1], dtype=np.int8).view(bool)  # inside a cell (0 or 1)
+    keep = span_mask(a.size, c_start, c_end)
     if quotechar is not None:
-        inner = np.flatnonzero(keep[:n] & (a == ord(quotechar)))
+        inner = np.flatnonzero(keep[: a.size] & (a == ord(quotechar)))
         if inner.size:
             run_first = np.flatnonzero(np.diff(inner, prepend=-2) != 1)
             run_len = np.diff(run_first, append=inner.size)
@@ -274,14 +269,7 @@ def _joined_cell_texts(
                 return None
             in_run = np.arange(inner.size) - np.repeat(run_first, run_len)
             keep[inner[in_run % 2 == 1]] = False  # within each run: keep, drop, keep, drop, ...
-    keep[c_end] = True
-    chars = np.empty(n + 1, dtype=a.dtype)
-    chars[:n] = a
-    chars[c_end] = 0
-    joined = chars[keep].tobytes().decode("ascii" if a.dtype == np.uint8 else "utf-32-le", "surrogatepass")
-    texts = joined.split("\x00")
-    texts.pop()  # after the last cell's NUL
-    return texts
+    return split_spans(a, keep, c_end)
 
 
 def _run_lengths(sorted_ids: np.ndarray) -> np.ndarray:
