@@ -101,10 +101,7 @@ def scan_arrays(text: str, name: str, max_nodes: int, fmt: str) -> Structure | N
     n = len(c)
     rq = _real_quotes(c)
     s_open, s_close = rq[0::2], rq[1::2]  # string spans [s_open, s_close]
-    depth = np.zeros(n + 1, dtype=np.int8)  # +1 inside a string (quotes included), parity kept
-    depth[s_open] = 1
-    depth[s_close + 1] -= 1
-    outside = np.cumsum(depth[:n], dtype=np.int8) == 0
+    outside = ~span_mask(n, s_open, s_close + 1)[:n]  # not inside a string (quotes included)
     # outside strings, valid JSON has ASCII only and no control characters but whitespace (all <= 32)
     tok = np.flatnonzero(outside & (c > 32))  # structural characters and scalar characters
     tcl = _CLASS[np.minimum(c[tok], 127)]

@@ -32,7 +32,7 @@ def span_mask(n: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     n : int
         The text's length (the mask has ``n + 1`` entries: the end ``n`` may hold a NUL).
     start, end : numpy.ndarray
-        Disjoint spans, each array strictly increasing (an empty span ``start == end`` is allowed).
+        Disjoint spans in order: ``start[k] <= end[k] <= start[k + 1]``, ``end[-1] <= n``.
 
     Returns
     -------
@@ -44,10 +44,11 @@ def span_mask(n: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     >>> span_mask(5, np.array([0, 3]), np.array([2, 3])).tolist()
     [True, True, False, False, False, False]
     """
-    bounds = np.zeros(n + 2, dtype=np.int8)
-    bounds[start] += 1  # each array is strictly increasing: no index repeats within one
-    bounds[end] -= 1
-    return np.cumsum(bounds[: n + 1], dtype=np.int8).view(bool)
+    bounds = np.empty(2 * start.size + 2, dtype=np.int64)
+    bounds[0], bounds[1:-1:2], bounds[2:-1:2], bounds[-1] = 0, start, end, n + 1
+    inside = np.zeros(2 * start.size + 1, dtype=bool)
+    inside[1::2] = True  # the runs alternate: outside, span 0, outside, span 1, ..., outside
+    return np.repeat(inside, np.diff(bounds))  # a run-length fill: no cumulative sum over the text
 
 
 def split_spans(codes: np.ndarray, keep: np.ndarray, end: np.ndarray) -> list[str]:

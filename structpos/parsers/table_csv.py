@@ -161,7 +161,7 @@ def _scan_vectorized(text: str, delimiter: str, quotechar: str | None, *, as_lis
     """numpy scanner for well-formed CSV (RFC 4180 quoting); ``None`` when the input is not.
 
     A character is inside quotes iff an odd number of quote characters precede it, so the
-    separators (delimiters and newlines outside quotes) come from one cumulative sum. The
+    separators (delimiters and newlines outside quotes) are those outside the quote pairs. The
     parity reading equals :mod:`csv`'s state machine exactly when every quote is an opening
     quote at a field start, a closing quote before a separator or the end, or half of a
     doubled quote — checked here, vectorized; otherwise (and for an odd quote count) the
@@ -185,10 +185,9 @@ def _scan_vectorized(text: str, delimiter: str, quotechar: str | None, *, as_lis
     is_nl = (a == 10) | (a == 13)
     is_sep = (a == ord(delimiter)) | is_nl
     if qpos.size:
-        # quotes strictly before i, mod 2 (int8 wraps modulo 256, which keeps the parity)
-        inside = (np.cumsum(is_q, dtype=np.int8) - is_q) & 1
-        is_sep &= inside == 0
         opening, closing = qpos[0::2], qpos[1::2]
+        # an odd number of quotes strictly before i: i in (opening, closing]
+        is_sep &= ~span_mask(n, opening + 1, closing + 1)[:n]
         before = opening - 1
         ok_open = (before < 0) | is_sep[np.maximum(before, 0)] | is_q[np.maximum(before, 0)]
         after = closing + 1
