@@ -316,7 +316,9 @@ def test_parse_conllu_same_through_reader_and_conllu(ud_path, monkeypatch):
     text = ud_path.read_text(encoding="utf-8")
     rows = [_row(1, "Do", 2, "aux"), _row(2, "go", 0, "root", "SpaceAfter=No"), _row(3, "!", 2, "punct")]
     bad = [_row(1, "a", 2, "dep"), _row(2, "b", 1, "dep")]
+    huge = [_row(1, "a", 0, "root"), _row(2, "b", "9" * 5000, "dep")]  # past int()'s 4,300 digits (fuzzer)
     cases = [text, _sentence(rows, "Do go!") + _sentence(rows), _sentence(bad, "a b"), _sentence(rows, "Do stop!")]
+    cases += [_sentence(huge, "a b"), _sentence([_row("9" * 5000, "a", 0, "root")], "a")]
     for t in cases:
         results = []
         for reader in (ct.read_sentences, lambda _text: None):

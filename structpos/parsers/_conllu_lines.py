@@ -50,8 +50,9 @@ class TokenRows(list):
 
 
 def _plain_int(s: str) -> bool:
-    """``s`` is ``0`` or an ASCII number without a leading zero (``conllu``'s ``int`` IDs and HEADs)."""
-    return s.isascii() and s.isdigit() and (s[0] != "0" or s == "0")
+    """``s`` is ``0`` or an ASCII number without a leading zero (``conllu``'s ``int`` IDs and HEADs), of at
+    most 18 digits (longer ones are left to ``conllu``, whose ``int()`` may refuse them past 4,300 digits)."""
+    return len(s) <= 18 and s.isascii() and s.isdigit() and (s[0] != "0" or s == "0")
 
 
 def _comment(line: str, metadata: dict[str, str | None]) -> None:
