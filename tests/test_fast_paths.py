@@ -186,6 +186,34 @@ def test_csv_array_columns_equal_regex_scanner():
             assert list(getattr(got, f)) == list(getattr(ref, f)), (f, text)
 
 
+def test_csv_joined_cell_texts_equal_slices(monkeypatch):
+    """The one-split cell values equal a slice per cell, on ASCII and non-ASCII text; a NUL in the text
+    sends it to the slices (it is the split character), with the same answer."""
+    from structpos import ParseError
+    from structpos.parsers import table_csv
+
+    joined_texts = table_csv._joined_cell_texts
+    answered = []
+
+    def counting(*args):
+        out = joined_texts(*args)
+        answered.append(out is not None)
+        return out
+
+    for text in [*_csv_texts(), 'a,"x\x00""y"\r\n\x00,b\n', '"é""""",""\n']:
+        monkeypatch.setattr(table_csv, "_joined_cell_texts", counting)
+        try:
+            got = table_csv._scan(text, ",", '"', None, "t", as_lists=False)
+        except ParseError:
+            continue
+        monkeypatch.setattr(table_csv, "_joined_cell_texts", lambda *args: None)
+        sliced = table_csv._scan(text, ",", '"', None, "t", as_lists=False)
+        assert got.cell_text == sliced.cell_text, text
+        if "\x00" in text and answered:
+            assert not answered[-1]
+    assert sum(answered) > 200  # 269 of the generated texts reach it
+
+
 def test_row_sliced_grid_equals_cell_by_cell_grid():
     from structpos.parsers.table_csv import parse_csv_table
 

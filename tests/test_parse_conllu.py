@@ -221,3 +221,113 @@ def test_spacy_cycle_raises():
     t0.head, t1.head = t1, t0
     with pytest.raises(StructureError, match="cycle"):
         parse_spacy(FakeDoc("a b", [t0, t1]))
+
+
+# --------------------------------------------------------------------------- the plain-CoNLL-U reader
+_READ_KEYS = ("id", "form", "upos", "head", "deprel")
+
+
+def _columns(sentences, with_misc):
+    """What parse_conllu reads of each sentence: its comments and the six columns."""
+    out = []
+    for s in sentences:
+        keys = _READ_KEYS + (("misc",) if with_misc(s) else ())
+        out.append((dict(s.metadata), [tuple(t[k] for k in keys) for t in s]))
+    return out
+
+
+def _mutants(text, rng, n):
+    """``n`` copies of ``text`` with one edit each: a character inserted, deleted or replaced by one
+    that matters to CoNLL-U readers (tab, spaces, newline, '#', '=', '-', '.', '_', digits, CR, and
+    characters str.splitlines or str.strip treat as breaks or space)."""
+    pool = [
+        "\t",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "#",
+        "=",
+        "-",
+        ".",
+        "_",
+        "0",
+        "7",
+        "\r",
+        "x",
+        "\u00a0",
+        "global.columns",
+        "|2-1:x",
+        "1-2\t",
+    ]
+    for _ in range(n):
+        i = int(rng.integers(len(text)))
+        op = rng.integers(3)
+        piece = pool[int(rng.integers(len(pool)))]
+        yield text[:i] + (piece if op < 2 else "") + text[i + (op > 0) :]
+
+
+def test_reader_gives_conllus_columns_or_declines(ud_path):
+    """Wherever the reader answers, conllu.parse accepts the text and has the same comments and columns."""
+    from structpos.parsers._conllu_lines import read_sentences
+
+    text = ud_path.read_text(encoding="utf-8")
+    ours = read_sentences(text)
+    assert ours is not None  # UD EWT is plain CoNLL-U
+    has_text = lambda s: "text" not in s.metadata  # noqa: E731 - MISC is read where there is no # text
+    assert _columns(ours, has_text) == _columns(conllu.parse(text), has_text)
+    rows = [
+        ["1-2", "Don't", "_", "_", "_", "_", "_", "_", "_", "_"],
+        _row(1, "Do", 3, "aux"),
+        _row(2, "n't", 3, "advmod"),
+        _row(3, "go", 0, "root", "SpaceAfter=No|X=1"),
+        ["3.1", "went", "go", "VERB", "_", "_", "_", "_", "3:conj", "_"],
+        _row(4, "!", 3, "punct"),
+    ]
+    small = "# newpar\n# x =\n" + _sentence(rows, "Don't go!") + _sentence(rows[1:4]) + "\r\n" + _sentence(rows[1:4])
+    rng = np.random.default_rng(0)
+    answered = declined = 0
+    for t in [small, small.replace("\n", "\r\n"), *_mutants(small, rng, 1500)]:
+        got = read_sentences(t)
+        if got is None:
+            declined += 1
+            continue
+        answered += 1
+        assert _columns(got, has_text) == _columns(conllu.parse(t), has_text), repr(t)
+    assert answered > 300 and declined > 100  # both branches exercised by the mutants
+
+
+def _same_sentences(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert (x.source, x.name, x.format, x.sentence) == (y.source, y.name, y.format, y.sentence)
+        assert list(x.labels) == list(y.labels)
+        for f in ("start", "end", "parent"):
+            np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
+        assert x.attrs.keys() == y.attrs.keys()
+        for k in x.attrs:
+            assert list(x.attrs[k]) == list(y.attrs[k]), k
+
+
+def test_parse_conllu_same_through_reader_and_conllu(ud_path, monkeypatch):
+    """Structures and errors are those of the conllu.parse path (the reader switched off)."""
+    import structpos.parsers.conllu_tree as ct
+
+    text = ud_path.read_text(encoding="utf-8")
+    rows = [_row(1, "Do", 2, "aux"), _row(2, "go", 0, "root", "SpaceAfter=No"), _row(3, "!", 2, "punct")]
+    bad = [_row(1, "a", 2, "dep"), _row(2, "b", 1, "dep")]
+    huge = [_row(1, "a", 0, "root"), _row(2, "b", "9" * 5000, "dep")]  # past int()'s 4,300 digits (fuzzer)
+    cases = [text, _sentence(rows, "Do go!") + _sentence(rows), _sentence(bad, "a b"), _sentence(rows, "Do stop!")]
+    cases += [_sentence(huge, "a b"), _sentence([_row("9" * 5000, "a", 0, "root")], "a")]
+    for t in cases:
+        results = []
+        for reader in (ct.read_sentences, lambda _text: None):
+            monkeypatch.setattr(ct, "read_sentences", reader)
+            try:
+                results.append(ct.parse_conllu(t, name="c"))
+            except StructureError as e:
+                results.append(str(e))
+        if isinstance(results[0], str):
+            assert results[0] == results[1]
+        else:
+            _same_sentences(*results)

@@ -304,7 +304,7 @@ def check_text(text: str, name: str, limits: Limits | None = None) -> str:
     if maximum is not None and len(text) * 4 > maximum:  # a char is at most 4 UTF-8 bytes
         size = len(text.encode("utf-8", "surrogatepass"))
         check_limit(size, maximum, "max_input_bytes", "bytes of input", name=name)
-    m = _SURROGATE.search(text)
+    m = None if text.isascii() else _SURROGATE.search(text)  # isascii is O(1) on str
     if m is not None:
         raise ParseError(
             f"lone surrogate U+{ord(m.group()):04X} in the text (not valid Unicode; cannot be encoded as UTF-8)",

@@ -196,6 +196,9 @@ def place_cells(
     return row, col, rs, cs
 
 
+_CELL_LABELS = np.array(["cell", "header"], dtype=object)
+
+
 def _row_major(row: np.ndarray, col: np.ndarray, n_rows: int) -> bool:
     """Cells listed row by row, each row's cells in columns ``0, 1, 2, …`` (no holes)."""
     if row.size == 0:
@@ -212,8 +215,10 @@ def _expanded_grid(
     """``n_rows × n_cols`` list grid of texts, merged cells repeated, ``None`` in holes."""
     simple = bool((rs == 1).all() and (cs == 1).all())
     if simple and _row_major(row, col, n_rows):  # CSV and most HTML: one slice of the texts per row
-        counts = np.bincount(row, minlength=n_rows).tolist()
         values = cast("list[str | None]", texts)
+        if n_cols and len(values) == n_rows * n_cols:  # rectangular (row-major, no holes): every row is full
+            return [values[k : k + n_cols] for k in range(0, len(values), n_cols)]
+        counts = np.bincount(row, minlength=n_rows).tolist()
         out: list[list[str | None]] = []
         k = 0
         for c in counts:
@@ -298,7 +303,7 @@ def _build_table(data: TableData, source, name, table_span, header_rows, fmt, ta
     labels = np.empty(n, dtype=object)
     labels[0] = "table"
     labels[row_node] = "row"
-    labels[cell_node] = np.where(header_flag == 1, "header", "cell")
+    labels[cell_node] = _CELL_LABELS[header_flag]  # an object gather: no str → object conversion
 
     text_arr = np.empty(n, dtype=object)
     text_arr[cell_node] = data.cell_text

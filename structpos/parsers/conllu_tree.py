@@ -31,6 +31,7 @@ from .._optional import require
 from ..limits import Limits, check_limit, node_budget
 from ..node_attrs import FORM, HEAD, TOKEN_INDEX, UPOS
 from ..structure import SentenceInfo, Structure, StructureError, raise_at_first
+from ._conllu_lines import read_sentences
 from ._dependency import dependency_structure, heads_to_preorder
 from ._input import read_text
 
@@ -126,10 +127,12 @@ def parse_conllu(text_or_path, name: str | None = None, *, limits: Limits | None
     """
     conllu = require("conllu", "text", "parse_conllu")
     text, name = _read(text_or_path, name, limits)
-    try:
-        sentences = conllu.parse(text)
-    except Exception as e:
-        raise StructureError(f"not valid CoNLL-U: {e}", name=name) from None
+    sentences = read_sentences(text)
+    if sentences is None:  # not plain CoNLL-U: conllu's own reading (and its error)
+        try:
+            sentences = conllu.parse(text)
+        except Exception as e:
+            raise StructureError(f"not valid CoNLL-U: {e}", name=name) from None
     out, budget = [], node_budget(limits)
     for k, s in enumerate(sentences):
         out.append(_checked_sentence(s, k, name))

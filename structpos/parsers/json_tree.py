@@ -13,32 +13,39 @@ root → ``i`` (:func:`json_path`). Spans of value nodes slice to valid JSON tha
 the value. The scanner keeps an explicit stack (no recursion), so nesting depth is only
 limited by memory; strings are decoded with :func:`json.decoder.scanstring` and numbers
 matched with :data:`json.scanner.NUMBER_RE`, exactly as :func:`json.loads` does (including
-its ``NaN``/``Infinity`` extension). Texts of at least :data:`FAST_MIN_CHARS` characters that
-``json.loads`` accepts take an array scanner instead (:func:`_scan_arrays`: numpy passes over the
-characters, 2–3× faster on large files), which builds the same Structure.
+its ``NaN``/``Infinity`` extension). Texts of at least
+:data:`~structpos.parsers._json_arrays.FAST_MIN_CHARS` characters that ``json.loads`` accepts take an
+array scanner instead (:func:`~structpos.parsers._json_arrays.scan_arrays`: numpy passes over the
+characters, 2–3× faster on large files), which builds the same Structure. A Python value is first
+written as text by :func:`~structpos.parsers._json_dumps.dumps_iterative`.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-from json.decoder import scanstring
+from collections.abc import Callable
+from json.decoder import scanstring  # type: ignore[attr-defined]  # public, not in typeshed
 from json.scanner import NUMBER_RE
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from ..exceptions import InputError, ParseError
 from ..limits import Limits, check_limit, node_budget
 from ..node_attrs import INDEX, KEY
-from ..structure import Structure, StructureError
+from ..structure import Structure
 from ._input import clean_label, is_pathlike, read_text
+from ._json_arrays import FAST_MIN_CHARS
+from ._json_arrays import scan_arrays as _scan_arrays
+from ._json_dumps import dumps_iterative
 from ._tree_builder import line_col
 
 __all__ = ["parse_json", "json_path", "dumps_iterative"]
 
 _WS = re.compile(r"[ \t\n\r]*")
+# the pattern matches the empty string, so its match never returns None
+_ws_match: Callable[[str, int], re.Match[str]] = _WS.match  # type: ignore[assignment]
 _WS_CHARS = " \t\n\r"
 _LITERALS = (
     ("true", "boolean"),
@@ -147,200 +154,6 @@ def _string_error(text: str, e: json.JSONDecodeError) -> str:
     return msg.removesuffix(" at").rstrip()
 
 
-# ------------------------------------------------------------------ array scanner
-FAST_MIN_CHARS = 512
-"""Texts at least this long go through :func:`_scan_arrays` first (below it numpy's fixed costs
-outweigh the per-node Python work of :class:`_Scanner`)."""
-
-# character classes of the array scanner: whitespace, the six structural characters, '"', the rest
-_WS_C, _OBJ_C, _OBJ_END_C, _ARR_C, _ARR_END_C, _COLON_C, _COMMA_C, _QUOTE_C, _OTHER_C = range(9)
-_CLASS = np.full(128, _OTHER_C, dtype=np.int8)
-for _ch, _cl in zip(' \t\n\r{}[]:,"', [_WS_C] * 4 + list(range(_OBJ_C, _OTHER_C))):
-    _CLASS[ord(_ch)] = _cl
-
-
-def _codes(text: str) -> np.ndarray | None:
-    """The text as one integer per character (character offsets = array indices)."""
-    try:
-        if text.isascii():
-            return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-        return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    except UnicodeEncodeError:  # a lone surrogate character: the scanner reports it
-        return None
-
-
-def _real_quotes(c: np.ndarray) -> np.ndarray:
-    """Positions of the ``"`` that open or close strings (not preceded by an odd run of backslashes)."""
-    q = np.flatnonzero(c == 34)
-    cand = q[(q > 0) & (c[np.maximum(q - 1, 0)] == 92)]
-    if cand.size == 0:
-        return q
-    run = np.zeros(cand.size, dtype=np.int64)  # backslashes right before each candidate
-    active = np.ones(cand.size, dtype=bool)
-    while active.any():
-        at = cand - run - 1
-        active &= (at >= 0) & (c[np.maximum(at, 0)] == 92)
-        run += active
-    escaped = cand[run % 2 == 1]
-    return q[~np.isin(q, escaped)]
-
-
-def _scan_arrays(text: str, name: str, max_nodes: int, fmt: str) -> Structure | None:
-    """The Structure :class:`_Scanner` builds, from numpy passes over the characters.
-
-    Only for text that ``json.loads`` accepts (checked first; it accepts exactly what the
-    scanner accepts except deeply nested text, which it refuses by recursion, and non-ASCII
-    digits, which ``NUMBER_RE`` matches): every other input, and a tree over ``max_nodes``,
-    returns ``None`` for :class:`_Scanner`, which raises the error or handles the nesting.
-    In valid JSON, strings are the spans between consecutive unescaped quotes; outside them
-    the structural characters and scalar runs (numbers, literals) are the tokens; node ``i``
-    in preorder is the ``i``-th token that starts a value or a member (its key), in text order;
-    brackets match level by level; a value's parent is its member (the node before it) inside
-    objects, its innermost open bracket otherwise.
-
-    Examples
-    --------
-    >>> text = '{"a": [1, "x", {"b": null}], "c": true}' + " " * FAST_MIN_CHARS
-    >>> fast, slow = _scan_arrays(text, "t", 100, "json"), _Scanner(text, "t", 100).scan("json")
-    >>> list(fast.labels) == list(slow.labels), fast.parent.tolist() == slow.parent.tolist()
-    (True, True)
-    >>> _scan_arrays("[1, 2", "t", 100, "json") is None  # bad JSON: left to the scanner's error
-    True
-    """
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # the throwaway value of the check: ~1 object per node, no cycles to find
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    c = _codes(text)
-    if c is None:
-        return None
-    n = len(c)
-    rq = _real_quotes(c)
-    s_open, s_close = rq[0::2], rq[1::2]  # string spans [s_open, s_close]
-    depth = np.zeros(n + 1, dtype=np.int8)  # +1 inside a string (quotes included), parity kept
-    depth[s_open] = 1
-    depth[s_close + 1] -= 1
-    outside = np.cumsum(depth[:n], dtype=np.int8) == 0
-    # outside strings, valid JSON has ASCII only and no control characters but whitespace (all <= 32)
-    tok = np.flatnonzero(outside & (c > 32))  # structural characters and scalar characters
-    tcl = _CLASS[np.minimum(c[tok], 127)]
-    # scalars: maximal runs of "other" characters outside strings
-    sc = tok[tcl == _OTHER_C]
-    brk = np.flatnonzero(np.diff(sc) != 1)
-    sc_start = sc[np.concatenate([[0], brk + 1])] if sc.size else sc
-    sc_end = sc[np.concatenate([brk, [sc.size - 1]])] + 1 if sc.size else sc
-    # strings: a key when the next token after it is ':'
-    struct = tok[tcl != _OTHER_C]
-    scl = tcl[tcl != _OTHER_C]
-    after = np.searchsorted(struct, s_close, side="right")
-    is_key = np.append(scl, _WS_C)[after] == _COLON_C  # (past the last token: not a key)
-    # brackets: levels and matching
-    bmask = (scl == _OBJ_C) | (scl == _ARR_C) | (scl == _OBJ_END_C) | (scl == _ARR_END_C)
-    bpos, bcl = struct[bmask], scl[bmask]
-    opening = (bcl == _OBJ_C) | (bcl == _ARR_C)
-    level = np.cumsum(np.where(opening, 1, -1)) + ~opening  # an opener's level = a closer's level
-    order = np.lexsort((bpos, level))  # per level: open, close, open, close, ...
-    o_pos, c_pos = bpos[order[0::2]], bpos[order[1::2]]
-    o_lvl = level[order[0::2]]
-    # the nodes, in preorder (= text order of their starts)
-    kind = np.concatenate(
-        [
-            np.where(c[o_pos] == ord("{"), 0, 1),  # 0 object, 1 array
-            np.where(is_key, 2, 3),  # 2 member, 3 string
-            np.where(
-                c[sc_start] == ord("t"),
-                4,
-                np.where(c[sc_start] == ord("f"), 4, np.where(c[sc_start] == ord("n"), 5, 6)),
-            ),
-        ]
-    )  # 4 boolean, 5 null, 6 number
-    starts = np.concatenate([o_pos, s_open, sc_start])
-    ends_all = np.concatenate([c_pos + 1, s_close + 1, sc_end])
-    node_order = np.argsort(starts, kind="stable")
-    N = node_order.size
-    if N > max_nodes:
-        return None
-    start = starts[node_order]
-    end = ends_all[node_order]
-    kind = kind[node_order]
-    node_of_open = np.empty(N, dtype=np.int64)
-    node_of_open[node_order] = np.arange(N, dtype=np.int64)  # the opens come first in node_order's input
-    parent, in_obj = _parents(start, kind, c, bpos, opening, o_pos, o_lvl, node_of_open[: o_pos.size], n)
-    is_member = kind == 2
-    end[is_member] = end[np.flatnonzero(is_member) + 1]
-    # attributes: element indices of array children, keys of members
-    index = np.full(N, -1, dtype=np.int64)
-    in_arr = np.flatnonzero((parent >= 0) & ~is_member & ~in_obj)
-    if in_arr.size:
-        pa = parent[in_arr]
-        by_parent = np.argsort(pa, kind="stable")
-        pa_sorted = pa[by_parent]
-        first = np.searchsorted(pa_sorted, pa_sorted, side="left")
-        index[in_arr[by_parent]] = np.arange(in_arr.size) - first
-    labels = np.array(["object", "array", "", "string", "boolean", "null", "number"], dtype=object)[kind]
-    key_arr = np.empty(N, dtype=object)
-    members = np.flatnonzero(is_member)
-    if members.size:
-        keys, member_labels = _member_keys(text, start[members], end_of_key=s_close[is_key] + 1)
-        key_arr[members] = keys
-        labels[members] = member_labels
-    return Structure(
-        kind="tree",
-        labels=labels,
-        start=start,
-        end=end,
-        parent=parent,
-        source=text,
-        name=name,
-        attrs={KEY: key_arr, INDEX: index},
-        format=fmt,
-    )
-
-
-def _parents(start, kind, c, bpos, opening, o_pos, o_lvl, o_node, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Parent of each node and whether it is a value inside an object (its member is its parent).
-
-    The innermost container open at a node's start is the last opener before it at the level
-    that counts the containers open there; inside an object, a value hangs from its member, the
-    node just before it in preorder."""
-    N = start.size
-    if o_pos.size == 0:  # a lone scalar
-        return np.full(N, -1, dtype=np.int64), np.zeros(N, dtype=bool)
-    lvl_key = o_lvl.astype(np.int64) * (n + 1) + o_pos
-    lorder = np.argsort(lvl_key, kind="stable")
-    d = np.concatenate([[0], np.cumsum(np.where(opening, 1, -1))])
-    enclosing = d[np.searchsorted(bpos, start, side="left")]  # containers open at each start
-    slot = np.searchsorted(lvl_key[lorder], enclosing.astype(np.int64) * (n + 1) + start, side="left") - 1
-    cont = lorder[np.maximum(slot, 0)]  # the enclosing container, as an index into the opens
-    cont_pos = o_pos[cont]
-    inside = enclosing > 0
-    parent = np.where(inside, o_node[cont], -1)
-    in_obj = inside & (c[cont_pos] == ord("{")) & (kind != 2)
-    return np.where(in_obj, np.arange(N, dtype=np.int64) - 1, parent), in_obj
-
-
-def _member_keys(text: str, key_start: np.ndarray, end_of_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Decoded keys and ``member:<key>`` labels of the keys at ``[key_start, end_of_key)`` (quotes
-    included); each distinct key is decoded once (as :class:`_Scanner` does: ``scanstring``)."""
-    raws = list(map(text.__getitem__, map(slice, key_start.tolist(), end_of_key.tolist())))
-    decoded: dict[str, str] = {}
-    labelled: dict[str, str] = {}
-    for raw in set(raws):
-        key = scanstring(raw, 1, True)[0] if "\\" in raw else raw[1:-1]
-        decoded[raw] = key
-        labelled[raw] = "member:" + (key if key.isascii() else clean_label(key))
-    keys = np.empty(len(raws), dtype=object)
-    labels = np.empty(len(raws), dtype=object)
-    keys[:] = list(map(decoded.__getitem__, raws))
-    labels[:] = list(map(labelled.__getitem__, raws))
-    return keys, labels
-
-
 class _Scanner:
     """One left-to-right pass over JSON text with an explicit container stack (no recursion).
 
@@ -361,12 +174,12 @@ class _Scanner:
         self.stack: list[list] = []
         self.parent, self.index = -1, -1  # where the next value goes
 
-    def fail(self, pos: int, msg: str):
+    def fail(self, pos: int, msg: str) -> NoReturn:
         raise ParseError(msg, name=self.name, position=f"line:col {line_col(self.text, pos)}")
 
     def skip_ws(self, pos: int) -> int:
         if pos < self.n and self.text[pos] in _WS_CHARS:
-            return _WS.match(self.text, pos).end()
+            return _ws_match(self.text, pos).end()
         return pos
 
     def scan(self, fmt: str) -> Structure:
@@ -437,7 +250,7 @@ class _Scanner:
         text, n = self.text, self.n
         pos += 1
         if pos < n and text[pos] in _WS_CHARS:
-            pos = _WS.match(text, pos).end()
+            pos = _ws_match(text, pos).end()
         if pos < n and text[pos] == ("}" if is_obj else "]"):
             self.ends[node] = pos + 1
             return pos + 1
@@ -457,7 +270,7 @@ class _Scanner:
             key, end = scanstring(text, pos + 1, True)
         except json.JSONDecodeError as e:
             self.fail(e.pos, _string_error(self.text, e))
-        colon = _WS.match(text, end).end()
+        colon = _ws_match(text, end).end()
         if colon >= self.n or text[colon] != ":":
             self.fail(colon, "expected ':' after a property name")
         self.parent = frame[0]
@@ -465,14 +278,14 @@ class _Scanner:
         self.keys[member] = key
         frame[3] = member
         self.parent, self.index = member, -1
-        return -_WS.match(text, colon + 1).end() - 1
+        return -_ws_match(text, colon + 1).end() - 1
 
     def next_slot(self, pos: int) -> int:
         """After a value: close finished containers; return where the next value starts, -1 at the end."""
         stack, text, n, ends = self.stack, self.text, self.n, self.ends
         while True:
             if pos < n and text[pos] in _WS_CHARS:
-                pos = _WS.match(text, pos).end()
+                pos = _ws_match(text, pos).end()
             if not stack:
                 if pos != n:
                     self.fail(pos, "extra data after the JSON value")
@@ -484,7 +297,7 @@ class _Scanner:
             if c == ",":
                 pos += 1
                 if pos < n and text[pos] in _WS_CHARS:
-                    pos = _WS.match(text, pos).end()
+                    pos = _ws_match(text, pos).end()
                 if frame[1]:
                     return -self.member(pos, frame) - 1
                 self.parent, self.index = frame[0], frame[2]
@@ -496,7 +309,7 @@ class _Scanner:
             stack.pop()
             pos += 1
 
-    def expected_separator(self, pos: int, is_obj: bool, c: str):
+    def expected_separator(self, pos: int, is_obj: bool, c: str) -> NoReturn:
         what = "',' or '}' after an object member" if is_obj else "',' or ']' after an array element"
         self.fail(pos, f"expected {what}, found {c!r}" if c else f"expected {what}, found end of input")
 
@@ -555,6 +368,8 @@ def json_path(structure: Structure, i: int) -> list[str | int]:
     ({'b': None}, '{"b": null}')
     """
     keys, idx, parent = structure.attrs[KEY], structure.attrs[INDEX], structure.parent
+    if parent is None:
+        raise InputError(f"json_path needs a tree Structure, not kind={structure.kind!r}", name=structure.name)
     path: list[str | int] = []
     i = int(i)
     while i >= 0:
@@ -564,97 +379,3 @@ def json_path(structure: Structure, i: int) -> list[str | int]:
             path.append(int(idx[i]))
         i = int(parent[i])
     return path[::-1]
-
-
-def _key_text(k: Any, name: str) -> str:
-    if isinstance(k, str):
-        return json.dumps(k)
-    if k is None or isinstance(k, (bool, int, float)):  # json.dumps coerces these keys
-        return json.dumps(json.dumps(k))
-    raise StructureError(f"object keys must be str, int, float, bool or None, not {type(k).__name__}", name=name)
-
-
-def dumps_iterative(obj: Any, name: str = "<json object>") -> str:
-    """``json.dumps(obj)`` (default options) without recursion, for arbitrarily deep values.
-
-    Parameters
-    ----------
-    obj : JSON-serializable value
-        Dicts (keys ``str``, ``int``, ``float``, ``bool`` or ``None``, coerced as ``json.dumps``
-        does), lists, tuples and scalars.
-    name : str
-        The value's name in error messages.
-
-    Returns
-    -------
-    str
-        The same text as ``json.dumps(obj)``.
-
-    Raises
-    ------
-    ParseError
-        A circular reference, a key or value ``json.dumps`` cannot serialize.
-
-    Examples
-    --------
-    >>> dumps_iterative({1: [True, None, 1.5], "k": ()})
-    '{"1": [true, null, 1.5], "k": []}'
-    >>> deep = []
-    >>> for _ in range(5000):
-    ...     deep = [deep]
-    >>> dumps_iterative(deep) == "[" * 5001 + "]" * 5001  # json.dumps raises RecursionError here
-    True
-    >>> loop = []
-    >>> loop.append(loop)
-    >>> dumps_iterative(loop, name="loop")
-    Traceback (most recent call last):
-    ...
-    structpos.exceptions.ParseError: loop: circular reference
-    """
-    out: list[str] = []
-    # stack of (iterator over items, is_dict, container id)
-    stack: list[tuple[Any, bool, int]] = []
-    active: set[int] = set()
-    first = True
-    value = obj
-    while True:
-        # emit `value`
-        if isinstance(value, dict) or isinstance(value, (list, tuple)):
-            if id(value) in active:
-                raise StructureError("circular reference", name=name)
-            is_dict = isinstance(value, dict)
-            if not value:
-                out.append("{}" if is_dict else "[]")
-            else:
-                out.append("{" if is_dict else "[")
-                active.add(id(value))
-                stack.append((iter(value.items() if is_dict else value), is_dict, id(value)))
-                first = True
-        else:
-            try:
-                out.append(json.dumps(value))
-            except TypeError as e:
-                raise StructureError(str(e), name=name) from None
-        # find the next value to emit
-        while stack:
-            it, is_dict, cid = stack[-1]
-            try:
-                item = next(it)
-            except StopIteration:
-                out.append("}" if is_dict else "]")
-                active.discard(cid)
-                stack.pop()
-                first = False
-                continue
-            if not first:
-                out.append(", ")
-            first = False
-            if is_dict:
-                out.append(_key_text(item[0], name))
-                out.append(": ")
-                value = item[1]
-            else:
-                value = item
-            break
-        else:
-            return "".join(out)

@@ -30,6 +30,7 @@ from ..exceptions import SpecError
 from ..limits import Limits
 from ..structure import Structure, StructureError
 from ._input import check_text
+from ._substrings import span_mask, split_spans
 from ._table_build import TableData, build_table
 
 __all__ = ["scan_csv", "parse_csv_table", "sniff_header"]
@@ -72,8 +73,10 @@ def _decoder(quotechar: str | None, escapechar: str | None, quoted: bool):
         return lambda raw: raw
     rx = re.compile("|".join(alts))
     if escapechar is None:
-        return lambda raw: rx.sub(quotechar, raw) if quotechar in raw else raw
-    return lambda raw: rx.sub(lambda m: quotechar if m.group(1) is None else m.group(1), raw)
+        q = quotechar or ""  # not None here: alts holds the doubled quote
+        return lambda raw: rx.sub(q, raw) if q in raw else raw
+    q = quotechar or ""  # only read when the doubled quote matched, so quotechar is not None
+    return lambda raw: rx.sub(lambda m: q if m.group(1) is None else m.group(1), raw)
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -158,7 +161,7 @@ def _scan_vectorized(text: str, delimiter: str, quotechar: str | None, *, as_lis
     """numpy scanner for well-formed CSV (RFC 4180 quoting); ``None`` when the input is not.
 
     A character is inside quotes iff an odd number of quote characters precede it, so the
-    separators (delimiters and newlines outside quotes) come from one cumulative sum. The
+    separators (delimiters and newlines outside quotes) are those outside the quote pairs. The
     parity reading equals :mod:`csv`'s state machine exactly when every quote is an opening
     quote at a field start, a closing quote before a separator or the end, or half of a
     doubled quote — checked here, vectorized; otherwise (and for an odd quote count) the
@@ -182,10 +185,9 @@ def _scan_vectorized(text: str, delimiter: str, quotechar: str | None, *, as_lis
     is_nl = (a == 10) | (a == 13)
     is_sep = (a == ord(delimiter)) | is_nl
     if qpos.size:
-        # quotes strictly before i, mod 2 (int8 wraps modulo 256, which keeps the parity)
-        inside = (np.cumsum(is_q, dtype=np.int8) - is_q) & 1
-        is_sep &= inside == 0
         opening, closing = qpos[0::2], qpos[1::2]
+        # an odd number of quotes strictly before i: i in (opening, closing]
+        is_sep &= ~span_mask(n, opening + 1, closing + 1)[:n]
         before = opening - 1
         ok_open = (before < 0) | is_sep[np.maximum(before, 0)] | is_q[np.maximum(before, 0)]
         after = closing + 1
@@ -224,16 +226,49 @@ def _scan_vectorized(text: str, delimiter: str, quotechar: str | None, *, as_lis
         quoted = np.zeros(f_start.size, dtype=bool)
     c_start = f_start + quoted
     c_end = f_end - quoted
-    cs, ce = c_start.tolist(), c_end.tolist()
-    texts = list(map(text.__getitem__, map(slice, cs, ce)))
-    if quoted.any():
+    texts = _joined_cell_texts(text, a, c_start, c_end, quotechar)
+    if texts is None:
+        texts = _sliced_cell_texts(text, c_start, c_end, quoted, quotechar)
+    if not as_lists:
+        return TableData(row_start, row_end, counts, c_start, c_end, texts)  # type: ignore[arg-type]
+    return TableData(row_start.tolist(), row_end.tolist(), counts.tolist(), c_start.tolist(), c_end.tolist(), texts)
+
+
+def _sliced_cell_texts(
+    text: str, c_start: np.ndarray, c_end: np.ndarray, quoted: np.ndarray, quotechar: str | None
+) -> list[str]:
+    """Each cell's value: its slice ``text[c_start:c_end]``, doubled quotes undoubled in quoted cells."""
+    texts: list[str] = list(map(text.__getitem__, map(slice, c_start.tolist(), c_end.tolist())))
+    if quotechar is not None and quoted.any():
         qq = quotechar * 2
         for k in np.flatnonzero(quoted).tolist():
             if qq in texts[k]:
                 texts[k] = texts[k].replace(qq, quotechar)
-    if not as_lists:
-        return TableData(row_start, row_end, counts, c_start, c_end, texts)  # type: ignore[arg-type]
-    return TableData(row_start.tolist(), row_end.tolist(), counts.tolist(), cs, ce, texts)
+    return texts
+
+
+def _joined_cell_texts(
+    text: str, a: np.ndarray, c_start: np.ndarray, c_end: np.ndarray, quotechar: str | None
+) -> list[str] | None:
+    """:func:`_sliced_cell_texts` by one ``str.split`` (:mod:`~structpos.parsers._substrings`).
+
+    The second quote of each doubled pair is dropped: in the well-formed CSV the caller passes,
+    quotes inside a cell are doubled pairs of quoted cells. ``None`` (slice instead) when the text
+    holds a NUL or a run of quotes inside a cell has odd length.
+    """
+    if c_start.size == 0 or "\x00" in text:
+        return None
+    keep = span_mask(a.size, c_start, c_end)
+    if quotechar is not None:
+        inner = np.flatnonzero(keep[: a.size] & (a == ord(quotechar)))
+        if inner.size:
+            run_first = np.flatnonzero(np.diff(inner, prepend=-2) != 1)
+            run_len = np.diff(run_first, append=inner.size)
+            if (run_len % 2).any():
+                return None
+            in_run = np.arange(inner.size) - np.repeat(run_first, run_len)
+            keep[inner[in_run % 2 == 1]] = False  # within each run: keep, drop, keep, drop, ...
+    return split_spans(a, keep, c_end)
 
 
 def _run_lengths(sorted_ids: np.ndarray) -> np.ndarray:
@@ -257,7 +292,8 @@ def _scan_regex(text: str, delimiter: str, quotechar: str | None, escapechar: st
     cell_end: list[int] = []
     cell_text: list[str] = []
     add_start, add_end, add_text = cell_start.append, cell_end.append, cell_text.append
-    qq = None if quotechar is None else quotechar * 2
+    q = quotechar or ""  # quoted fields (raw_q below) exist only when quotechar is set
+    qq = q * 2
     plain_escapes = escapechar is not None
     n = len(text)
     pos = 0
@@ -291,7 +327,7 @@ def _scan_regex(text: str, delimiter: str, quotechar: str | None, escapechar: st
             add_start(m_start + 1)
             add_end(field_end if tail else m_start + 1 + len(raw_q))
             if escapechar is None:
-                value = raw_q.replace(qq, quotechar) if quotechar in raw_q else raw_q
+                value = raw_q.replace(qq, q) if q in raw_q else raw_q
             else:
                 value = decode_quoted(raw_q)
             add_text(value + decode_plain(tail) if tail else value)

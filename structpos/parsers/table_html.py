@@ -39,6 +39,13 @@ _WS = re.compile(r"[\r\n]+|\s{2,}")
 _SECTIONS = ("thead", "tbody", "tfoot")
 _VOID = frozenset("area base br col embed hr img input link meta source track wbr".split())
 _INVISIBLE = frozenset(("style", "script"))
+_TABLE_TAGS = frozenset(("table", "thead", "tbody", "tfoot", "tr", "td", "th"))  # the tags whose position counts
+
+
+def _hides(attrs: list[tuple[str, str | None]]) -> bool:
+    """The element's ``style`` says ``display:none``."""
+    style = (dict(attrs).get("style") or "").replace(" ", "").lower()
+    return "display:none" in style
 
 
 def normalize_cell_text(s: str) -> str:
@@ -147,13 +154,18 @@ class _TableScanner(HTMLParser):
             return
         if not self.displayed_only or tag in _VOID:
             return
-        style = (dict(attrs).get("style") or "").replace(" ", "").lower()
-        if tag in _INVISIBLE or "display:none" in style:
+        if tag in _INVISIBLE or (any(k == "style" for k, _ in attrs) and _hides(attrs)):
             self.hidden_tag, self.hidden_depth = tag, 1
 
     def handle_starttag(self, tag, attrs):
-        pos = self._pos()
         self._track_hidden(tag, attrs)
+        if tag not in _TABLE_TAGS:
+            if tag == "br" and self.hidden_tag is None:
+                for ot in self.stack:
+                    if ot.cell is not None:
+                        ot.cell_parts.append("\n")
+            return
+        pos = self._pos()
         if tag == "table":
             self.stack.append(_OpenTable(pos, nested=bool(self.stack)))
             return
@@ -170,24 +182,23 @@ class _TableScanner(HTMLParser):
             if t.row is None:  # a cell outside <tr>: an implicit row, as browsers do
                 t.row = RowRecord(pos, -1, [], group=t.group, in_thead=t.in_thead)
             self._close_cell(t, pos)
-            a = dict(attrs)
-            where = self._where(t)
-            rowspan = check_span_value(a.get("rowspan"), "rowspan", name=self.name, where=where)
-            colspan = check_span_value(a.get("colspan"), "colspan", name=self.name, where=where)
+            rowspan = colspan = 1
+            if attrs:
+                a = dict(attrs)
+                if "rowspan" in a or "colspan" in a:
+                    where = self._where(t)
+                    rowspan = check_span_value(a.get("rowspan"), "rowspan", name=self.name, where=where)
+                    colspan = check_span_value(a.get("colspan"), "colspan", name=self.name, where=where)
             content = pos + len(self.get_starttag_text() or "")
             t.cell = CellRecord(content, -1, "", rowspan=rowspan, colspan=colspan, is_th=tag == "th")
             t.row.cells.append(t.cell)
-        elif tag == "br" and self.hidden_tag is None:
-            for ot in self.stack:
-                if ot.cell is not None:
-                    ot.cell_parts.append("\n")
 
     def handle_endtag(self, tag):
         if self.hidden_tag == tag:
             self.hidden_depth -= 1
             if self.hidden_depth == 0:
                 self.hidden_tag = None
-        if not self.stack:
+        if not self.stack or tag not in _TABLE_TAGS:
             return
         pos = self._pos()
         t = self.stack[-1]

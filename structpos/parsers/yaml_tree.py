@@ -157,15 +157,15 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
             b.add("alias", parent, index=index)  # a node already emitted, or anchored elsewhere
             continue
         seen.add(id(node))
-        s, e = node.start_mark.index, node.end_mark.index
+        span = node.start_mark.index, node.end_mark.index
         if isinstance(node, yaml.MappingNode):
-            i = b.add("object", parent, s, e, index=index)
+            i = b.add("object", parent, *span, index=index)
             for k, v in reversed(node.value):
                 stack.append(((k, v), i, _key(k, text, constructor, yaml), -1, True))
         elif isinstance(node, yaml.SequenceNode):
-            i = b.add("array", parent, s, e, index=index)
+            i = b.add("array", parent, *span, index=index)
             for j in range(len(node.value) - 1, -1, -1):
                 stack.append((node.value[j], i, None, j, False))
         else:
-            b.add(_tag_label(node), parent, s, e, index=index)
+            b.add(_tag_label(node), parent, *span, index=index)
     return b.build("tree", text, name, format="yaml")
