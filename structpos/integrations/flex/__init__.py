@@ -16,6 +16,7 @@ O(L) (or a small per-graph table) and never materialise an L×L tensor:
   distances (:func:`token_distance_fn`, :func:`tree_distance_fn`, :func:`spd_distance_fn`);
 * a distance ``d`` becomes a bias as in :mod:`structpos.encoders.attention_bias`: ALiBi-style
   ``−slope_h·d`` or a learned ``table[bucket(d), h]`` (:class:`~structpos.encoders.SPDBias`);
+  :func:`distance_score_mod` makes the score_mod of any distance function;
 * masks: :func:`table_mask_mod` (same row / column / header), :func:`hierarchy_mask_mod`
   (same paragraph / sentence / section), :func:`document_mask_mod` (packed sequences from
   ``cu_seqlens``), :func:`graph_kv_mask_mod` (Graph-KV: a chunk reads itself and its source
@@ -56,7 +57,7 @@ from ._common import DistanceFn as DistanceFn  # the callable types, importable 
 from ._common import MaskMod as MaskMod
 from ._common import ScoreMod as ScoreMod
 from .attention import flex, hf_flex_attention
-from .bias import distance_to_bias, fire_score_mod, token_distance_fn
+from .bias import distance_score_mod, distance_to_bias, fire_score_mod, token_distance_fn
 from .blocks import block_mask, dense_mask, full_block_mask, graph_kv_block_mask
 from .graph import spd_distance_fn, spd_score_mod, spd_tables
 from .masks import TableMode as TableMode
@@ -73,6 +74,7 @@ __all__ = [
     "block_mask",
     "causal_mask_mod",
     "dense_mask",
+    "distance_score_mod",
     "distance_to_bias",
     "document_mask_mod",
     "euler_tables",

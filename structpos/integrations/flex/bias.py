@@ -91,6 +91,56 @@ def _check_bias_params(slopes, table, num_heads: int | None = None):
     return slopes, table
 
 
+def distance_score_mod(
+    distance: DistanceFn,
+    *,
+    slopes: torch.Tensor | None = None,
+    table: torch.Tensor | None = None,
+    unreachable: float = float("-inf"),
+) -> ScoreMod:
+    """``score + bias(d(b, q_idx, kv_idx), h)`` for any distance function (:func:`distance_to_bias` per score).
+
+    The score_mod behind :func:`~structpos.integrations.flex.tree_distance_score_mod` and
+    :func:`~structpos.integrations.flex.spd_score_mod`; give it any other distance the same way.
+
+    Parameters
+    ----------
+    distance : callable
+        ``dist(b, q_idx, kv_idx)`` → integer distance, negative when unreachable
+        (:func:`token_distance_fn`, :func:`~structpos.integrations.flex.tree_distance_fn`, ...).
+    slopes, table, unreachable
+        See :func:`distance_to_bias`.
+
+    Returns
+    -------
+    callable
+        ``score_mod(score, b, h, q_idx, kv_idx)``.
+
+    Raises
+    ------
+    ShapeError
+        ``slopes`` not ``(H,)`` or ``table`` not ``(M + 2, H)``.
+
+    Examples
+    --------
+    Causal ALiBi as a score_mod (keys after the query are unreachable):
+
+    >>> mod = distance_score_mod(token_distance_fn(), slopes=torch.tensor([0.5]))
+    >>> i = torch.arange(3)
+    >>> mod(torch.zeros(3, 3), 0, torch.tensor(0), i[:, None], i[None, :])
+    tensor([[ 0.0000,    -inf,    -inf],
+            [-0.5000,  0.0000,    -inf],
+            [-1.0000, -0.5000,  0.0000]])
+    """
+    slopes, table = _check_bias_params(slopes, table)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        d = distance(b, q_idx, kv_idx)
+        return score + distance_to_bias(d, h, slopes, table, unreachable).to(score.dtype)
+
+    return score_mod
+
+
 def token_distance_fn(causal: bool = True, offset: int = 0) -> DistanceFn:
     """``d(b, q_idx, kv_idx)``: token distance, ``q − kv`` (``-1`` for future keys) or ``|q − kv|``.
 

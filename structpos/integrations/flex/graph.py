@@ -16,7 +16,7 @@ import torch
 
 from ...exceptions import ShapeError
 from ._common import DistanceFn, ScoreMod, _tokens
-from .bias import _check_bias_params, distance_to_bias
+from .bias import distance_score_mod
 
 
 def spd_tables(distances: list) -> torch.Tensor:
@@ -98,14 +98,7 @@ def spd_score_mod(
     >>> float(mod(torch.tensor(0.0), torch.tensor(0), torch.tensor(0), torch.tensor(0), torch.tensor(1)))
     -1.0
     """
-    dist = spd_distance_fn(graph_id, node, spd)
-    slopes, table = _check_bias_params(slopes, table)
-
-    def score_mod(score, b, h, q_idx, kv_idx):
-        d = dist(b, q_idx, kv_idx)
-        return score + distance_to_bias(d, h, slopes, table, unreachable).to(score.dtype)
-
-    return score_mod
+    return distance_score_mod(spd_distance_fn(graph_id, node, spd), slopes=slopes, table=table, unreachable=unreachable)
 
 
 def spd_distance_fn(graph_id, node, spd) -> DistanceFn:

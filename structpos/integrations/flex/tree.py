@@ -23,7 +23,7 @@ from ...coords.tree import check_parent
 from ...coords.tree import depth as tree_depth
 from ...exceptions import ParseError, ShapeError
 from ._common import DistanceFn, ScoreMod, _tokens
-from .bias import _check_bias_params, distance_to_bias
+from .bias import distance_score_mod
 
 
 def euler_tables(parent) -> dict[str, torch.Tensor]:
@@ -205,11 +205,4 @@ def tree_distance_score_mod(
     >>> float(mod(torch.tensor(0.0), torch.tensor(0), torch.tensor(0), torch.tensor(1), torch.tensor(2)))
     -2.0
     """
-    dist = tree_distance_fn(parent, node)
-    slopes, table = _check_bias_params(slopes, table)
-
-    def score_mod(score, b, h, q_idx, kv_idx):
-        d = dist(b, q_idx, kv_idx)
-        return score + distance_to_bias(d, h, slopes, table, unreachable).to(score.dtype)
-
-    return score_mod
+    return distance_score_mod(tree_distance_fn(parent, node), slopes=slopes, table=table, unreachable=unreachable)
