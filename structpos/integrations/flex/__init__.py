@@ -7,7 +7,7 @@ O(L) (or a small per-graph table) and never materialise an L×L tensor:
 
 * :func:`tree_distance_score_mod` — tree distance ``d(m, n) = δ_m + δ_n − 2·δ(lca)``, the LCA
   depth (= the length of the longest common prefix of the two root paths, minus one) read as a
-  range minimum over the Euler tour (:func:`euler_tables`): 8 independent lookups per score.
+  range minimum over the Euler tour (:func:`euler_tables`): 6 independent lookups per score.
   (A binary search over root-path prefixes chains ``log₂ K`` dependent lookups, which the
   compiler inlines into a kernel that took minutes to build);
 * :func:`spd_score_mod` — graph shortest-path distance from a per-graph ``(G, N, N)`` table

@@ -2,9 +2,11 @@
 
 ``d(m, n) = δ_m + δ_n − 2·δ(lca)``, the LCA depth (= the length of the longest common prefix of
 the two root paths, minus one) read as a range minimum over the Euler tour
-(:func:`euler_tables`): 8 independent lookups per score. (A binary search over root-path
-prefixes chains ``log₂ K`` dependent lookups, which the compiler inlines into a kernel that took
-minutes to build.)
+(:func:`euler_tables`): 6 independent lookups per score into int32 tables (the compiled CPU
+kernel runs int32 lookups far faster than int64 ones), with a separator of depth −1 before every
+tree of the tour, so pairs across trees or without a node come out unreachable with no root
+lookup. (A binary search over root-path prefixes chains ``log₂ K`` dependent lookups, which the
+compiler inlines into a kernel that took minutes to build.)
 
 Examples
 --------
@@ -64,6 +66,18 @@ def euler_tables(parent) -> dict[str, torch.Tensor]:
     ...
     structpos.exceptions.ParseError: <parent> at node 3: node 3 (parent 1) is not in preorder: a subtree is interrupted or misordered near it
     """
+    first, dep, root, level = _euler_tour(parent)
+    return {
+        "first": torch.from_numpy(first),
+        "depth": torch.from_numpy(dep),
+        "root": torch.from_numpy(root),
+        "sparse": torch.from_numpy(_range_min_table(level)),
+    }
+
+
+def _euler_tour(parent) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(first, depth, root, level)`` of a preorder forest: each node's first tour position, depth and root,
+    and the depth of every tour entry (trees one after another); ParseError when not in preorder."""
     p = check_parent(parent)
     n = p.size
     dep = tree_depth(p).astype(np.int64)
@@ -93,6 +107,13 @@ def euler_tables(parent) -> dict[str, torch.Tensor]:
         if stack:
             tour.append(stack[-1])
     level = dep[np.asarray(tour, dtype=np.int64)] if tour else np.zeros(0, dtype=np.int64)
+    return first, dep, root, level
+
+
+def _range_min_table(level: np.ndarray) -> np.ndarray:
+    """``(J, M)`` sparse table ``out[j, i] = min(level[i .. i + 2^j − 1])`` (entries past the end keep shorter spans)."""
+    if not len(level):
+        return np.zeros((1, 0), dtype=level.dtype)
     rows = [level]
     width = 1
     while 2 * width <= len(level):
@@ -101,12 +122,18 @@ def euler_tables(parent) -> dict[str, torch.Tensor]:
         nxt[: len(prev) - width] = np.minimum(prev[: len(prev) - width], prev[width:])
         rows.append(nxt)
         width *= 2
-    return {
-        "first": torch.from_numpy(first),
-        "depth": torch.from_numpy(dep),
-        "root": torch.from_numpy(root),
-        "sparse": torch.from_numpy(np.stack(rows)) if len(level) else torch.zeros(1, 0, dtype=torch.int64),
-    }
+    return np.stack(rows)
+
+
+def _floor_log2(n: torch.Tensor) -> torch.Tensor:
+    """``⌊log₂ n⌋`` of integers ``1 ≤ n < 2^31`` from the float32 exponent bits (no ``log2`` call).
+
+    Rounding to float32 can carry ``n`` just below a power of two up to it; the step back when
+    ``2^level > n`` makes the result exact."""
+    bits = n.to(torch.float32).view(torch.int32)
+    level = (torch.bitwise_right_shift(bits, 23) - 127).to(n.dtype)
+    too_big = torch.bitwise_left_shift(torch.ones_like(level), level) > n
+    return level - too_big.to(n.dtype)
 
 
 def tree_distance_fn(parent, node) -> DistanceFn:
@@ -125,7 +152,7 @@ def tree_distance_fn(parent, node) -> DistanceFn:
     Returns
     -------
     callable
-        ``dist(b, q_idx, kv_idx)`` → int64 distance: 8 lookups, no chain of dependent lookups.
+        ``dist(b, q_idx, kv_idx)`` → int64 distance: 6 lookups, no chain of dependent lookups.
 
     Raises
     ------
@@ -142,26 +169,31 @@ def tree_distance_fn(parent, node) -> DistanceFn:
     [2, 0, 3, -1]
     """
     nid = _tokens(node, "node", 2)
-    t = euler_tables(parent)
-    n = t["first"].numel()
+    first, dep, root, level = _euler_tour(parent)
+    n = first.size
     if nid.numel() and int(nid.max()) >= n:
         raise ShapeError(f"node ids must be < N = {n} (the parent array's length); given max {int(nid.max())}")
-    safe = nid.clamp(min=0)
-    first = torch.where(nid >= 0, t["first"][safe], torch.zeros_like(nid)).contiguous()
-    dep = torch.where(nid >= 0, t["depth"][safe], torch.full_like(nid, -1)).contiguous()
-    root = torch.where(nid >= 0, t["root"][safe], torch.full_like(nid, -1)).contiguous()
-    sparse = t["sparse"].reshape(-1).contiguous()
-    m = t["sparse"].shape[1]
+    # a separator of depth -1 before every tree: a range that crosses trees (or starts at position 0,
+    # where tokens without a node point) has minimum -1, so "unreachable" needs no root or depth lookup
+    roots = np.flatnonzero(root == np.arange(n))
+    level = np.insert(level, first[roots], -1) if n else np.full(1, -1, dtype=np.int64)
+    first = first + np.searchsorted(roots, root) + 1
+    table = _range_min_table(level)
+    itype = torch.int32 if table.size < 2**31 else torch.int64  # int32 lookups vectorise in the compiled kernel
+    sparse = torch.from_numpy(table).reshape(-1).to(itype).contiguous()
+    m = table.shape[1]
+    slot = torch.where(nid >= 0, nid, n)  # tokens without a node read the appended entry: position 0, depth 0
+    first_t = torch.from_numpy(np.append(first, 0))[slot].to(itype).contiguous()
+    dep_t = torch.from_numpy(np.append(dep, 0))[slot].to(itype).contiguous()
 
     def dist(b, q_idx, kv_idx):
-        fq, fk = first[b, q_idx], first[b, kv_idx]
+        fq, fk = first_t[b, q_idx], first_t[b, kv_idx]
         lo, hi = torch.minimum(fq, fk), torch.maximum(fq, fk)
-        level = torch.floor(torch.log2((hi - lo + 1).to(torch.float32))).to(torch.int64)
+        level = _floor_log2(hi - lo + 1)
         span = torch.bitwise_left_shift(torch.ones_like(level), level)
         lca = torch.minimum(sparse[level * m + lo], sparse[level * m + hi - span + 1])
-        dq, dk = dep[b, q_idx], dep[b, kv_idx]
-        ok = (root[b, q_idx] == root[b, kv_idx]) & (dq >= 0) & (dk >= 0)
-        return torch.where(ok, dq + dk - 2 * lca, torch.full_like(dq, -1))
+        d = dep_t[b, q_idx] + dep_t[b, kv_idx] - 2 * lca
+        return torch.where(lca < 0, -1, d).to(torch.int64)
 
     return dist
 
@@ -189,7 +221,7 @@ def tree_distance_score_mod(
     Returns
     -------
     callable
-        ``score_mod(score, b, h, q_idx, kv_idx)``: 8 lookups per score (no chain of dependent
+        ``score_mod(score, b, h, q_idx, kv_idx)``: 6 lookups per score (no chain of dependent
         lookups), per-token inputs O(L), tables O(N log N).
 
     Raises
