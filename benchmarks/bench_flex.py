@@ -98,7 +98,7 @@ def graph_inputs(L: int):
     return mats, gid, nid
 
 
-def child(L: int, method: str, repeat: int = 1) -> dict:
+def child(L: int, method: str, repeat: int = 1, threads: int = 0) -> dict:
     import torch
     import torch.nn.functional as F
 
@@ -106,6 +106,8 @@ def child(L: int, method: str, repeat: int = 1) -> dict:
     from structpos.integrations.flex import flex, spd_score_mod, spd_tables, tree_distance_score_mod
 
     warnings.filterwarnings("ignore")
+    if threads:
+        torch.set_num_threads(threads)
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, H, L, D) for _ in range(3))
     slopes = alibi_slopes(H)
@@ -147,6 +149,7 @@ def child(L: int, method: str, repeat: int = 1) -> dict:
     _reset_peak()
     times = []
     for _ in range(repeat):
+        out = None  # only one output alive at a time: the peak is one call's
         t0 = time.perf_counter()
         out = run()
         times.append(time.perf_counter() - t0)
@@ -156,6 +159,7 @@ def child(L: int, method: str, repeat: int = 1) -> dict:
     return {
         "L": L,
         "method": method,
+        "threads": torch.get_num_threads(),
         "seconds": min(times),
         "times": times,
         "structpos": str(Path(structpos.__file__).parent.parent),
@@ -165,13 +169,15 @@ def child(L: int, method: str, repeat: int = 1) -> dict:
     }
 
 
-def run_one(L: int, method: str, timeout: float, repeat: int = 1, pythonpath: str | None = None) -> dict:
+def run_one(
+    L: int, method: str, timeout: float, repeat: int = 1, pythonpath: str | None = None, threads: int = 0
+) -> dict:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
     try:
         p = subprocess.run(
-            [sys.executable, __file__, "--child", str(L), method, str(repeat)],
+            [sys.executable, __file__, "--child", str(L), method, str(repeat), str(threads)],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -200,15 +206,18 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per (L, method) process")
     ap.add_argument("--repeat", type=int, default=3, help="timed calls per process; the fastest is reported")
     ap.add_argument("--baseline", metavar="DIR", help="also run the flex methods with DIR first on PYTHONPATH")
-    ap.add_argument("--child", nargs=3, metavar=("L", "METHOD", "REPEAT"), help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads in every process (default: torch's)")
+    ap.add_argument("--child", nargs=4, metavar=("L", "METHOD", "REPEAT", "THREADS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(int(args.child[0]), args.child[1], int(args.child[2]))), flush=True)
+        L, method, repeat, threads = args.child
+        print(json.dumps(child(int(L), method, int(repeat), int(threads))), flush=True)
         return 0
     lengths = [256, 1024] if args.quick else args.lengths
     print(
         f"FlexAttention structural bias vs dense bias + SDPA: B=1, H={H}, D={D}, fp32, CPU "
-        f"(each row: fresh process, warm-up then the fastest of {args.repeat} timed calls)"
+        f"(each row: fresh process, warm-up then the fastest of {args.repeat} timed calls; "
+        f"threads {args.threads or 'default'})"
     )
     runs = [(m, m, None) for m in args.methods]
     if args.baseline:
@@ -216,7 +225,7 @@ def main(argv=None) -> int:
     results = {}
     for L in lengths:
         for label, m, path in runs:
-            r = run_one(L, m, args.timeout, args.repeat, path)
+            r = run_one(L, m, args.timeout, args.repeat, path, args.threads)
             results[(L, label)] = r
             extra = "" if "error" not in r else f"  [{r['error']}]"
             print(
