@@ -11,9 +11,10 @@ Batch 1, 8 heads, head_dim 64, L = 1k, 4k, 8k tokens. Two biases:
   dense: the block-diagonal L×L distance matrix → ``(1, 8, L, L)`` bias.
 
 Every (L, method) runs in a fresh process: a warm-up call (compiles flex), then ``--repeat``
-timed calls, of which the fastest is reported. ``extra MiB`` is the peak resident memory during
-the timed calls above the resident memory before them (Linux ``/proc/self/clear_refs`` +
-``VmHWM``), so it includes building the dense bias. Ratios are flex / dense. A run that exceeds
+timed calls, of which the fastest is reported (wall time, and CPU time of the process: on a
+shared machine the CPU time moves much less with the other jobs, notably with ``--threads 1``).
+``extra MiB`` is the peak resident memory during the timed calls above the resident memory
+before them (Linux ``/proc/self/clear_refs`` + ``VmHWM``), so it includes building the dense bias. Ratios are flex / dense. A run that exceeds
 ``--timeout`` seconds is reported as such. ``--baseline DIR`` also runs every flex method with
 ``DIR`` (another checkout of the repository) first on ``PYTHONPATH``, in the same run, interleaved,
 to compare a change against the tree before it.
@@ -147,12 +148,13 @@ def child(L: int, method: str, repeat: int = 1, threads: int = 0) -> dict:
     del out
     rss0, _ = _rss_kib()
     _reset_peak()
-    times = []
+    times, cpu = [], []
     for _ in range(repeat):
         out = None  # only one output alive at a time: the peak is one call's
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = run()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     _, peak = _rss_kib()
     import structpos
 
@@ -161,6 +163,7 @@ def child(L: int, method: str, repeat: int = 1, threads: int = 0) -> dict:
         "method": method,
         "threads": torch.get_num_threads(),
         "seconds": min(times),
+        "cpu_seconds": min(cpu),
         "times": times,
         "structpos": str(Path(structpos.__file__).parent.parent),
         "first_call_s": warm,
@@ -229,7 +232,8 @@ def main(argv=None) -> int:
             results[(L, label)] = r
             extra = "" if "error" not in r else f"  [{r['error']}]"
             print(
-                f"  L={L:5d} {label:15s} time {fmt(r, 'seconds', '8.3f')} s   first call {fmt(r, 'first_call_s', '7.1f')} s"
+                f"  L={L:5d} {label:15s} time {fmt(r, 'seconds', '8.3f')} s (CPU {fmt(r, 'cpu_seconds', '8.3f')} s)"
+                f"   first call {fmt(r, 'first_call_s', '7.1f')} s"
                 f"   extra {fmt(r, 'extra_mib', '8.1f')} MiB   structpos {r.get('structpos', '?')}{extra}",
                 flush=True,
             )
@@ -242,6 +246,7 @@ def main(argv=None) -> int:
             if f and d and "error" not in f and "error" not in d:
                 print(
                     f"  {bias:9s} L={L:5d}: time {f['seconds'] / d['seconds']:6.2f}x   "
+                    f"CPU time {f['cpu_seconds'] / d['cpu_seconds']:6.2f}x   "
                     f"memory {f['extra_mib'] / max(d['extra_mib'], 1e-3):6.3f}x "
                     f"({f['extra_mib']:.1f} vs {d['extra_mib']:.1f} MiB)"
                 )
