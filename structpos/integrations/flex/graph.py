@@ -140,14 +140,12 @@ def spd_distance_fn(graph_id, node, spd) -> DistanceFn:
     spd = torch.as_tensor(spd)
     if spd.dim() != 3 or spd.shape[1] != spd.shape[2] or spd.is_floating_point():
         raise ShapeError(f"spd must be an integer (G, N, N) table; given {spd.dtype} {tuple(spd.shape)}")
-    itype = torch.int32 if spd.numel() < 2**31 else torch.int64  # int32 lookups vectorise in the compiled kernel
-    spd = spd.to(itype).contiguous()
-    gid, nid = gid.to(itype).contiguous(), nid.to(itype).contiguous()
+    spd = spd.to(torch.int64).contiguous()
 
     def dist(b, q_idx, kv_idx):
         gq, gk, nq, nk = gid[b, q_idx], gid[b, kv_idx], nid[b, q_idx], nid[b, kv_idx]
         ok = (gq == gk) & (gq >= 0) & (nq >= 0) & (nk >= 0)
         d = spd[gq.clamp(min=0), nq.clamp(min=0), nk.clamp(min=0)]
-        return torch.where(ok, d, -1).to(torch.int64)
+        return torch.where(ok, d, torch.full_like(d, -1))
 
     return dist
