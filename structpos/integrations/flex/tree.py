@@ -2,10 +2,9 @@
 
 ``d(m, n) = δ_m + δ_n − 2·δ(lca)``, the LCA depth (= the length of the longest common prefix of
 the two root paths, minus one) read as a range minimum over the Euler tour
-(:func:`euler_tables`): 6 independent lookups per score into int32 tables (the compiled CPU
-kernel runs int32 lookups far faster than int64 ones), with a separator of depth −1 before every
-tree of the tour, so pairs across trees or without a node come out unreachable with no root
-lookup. (A binary search over root-path prefixes chains ``log₂ K`` dependent lookups, which the
+(:func:`euler_tables`): 6 independent lookups per score into int32 tables, with a separator of
+depth −1 before every tree of the tour, so pairs across trees or without a node come out
+unreachable with no root lookup; ``⌊log₂⌋`` of the range length comes from float exponent bits. (A binary search over root-path prefixes chains ``log₂ K`` dependent lookups, which the
 compiler inlines into a kernel that took minutes to build.)
 
 Examples
@@ -179,7 +178,7 @@ def tree_distance_fn(parent, node) -> DistanceFn:
     level = np.insert(level, first[roots], -1) if n else np.full(1, -1, dtype=np.int64)
     first = first + np.searchsorted(roots, root) + 1
     table = _range_min_table(level)
-    itype = torch.int32 if table.size < 2**31 else torch.int64  # int32 lookups vectorise in the compiled kernel
+    itype = torch.int32 if table.size < 2**31 else torch.int64  # half the bytes per lookup, narrower vector arithmetic
     sparse = torch.from_numpy(table).reshape(-1).to(itype).contiguous()
     m = table.shape[1]
     slot = torch.where(nid >= 0, nid, n)  # tokens without a node read the appended entry: position 0, depth 0
