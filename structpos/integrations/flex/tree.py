@@ -4,8 +4,9 @@
 the two root paths, minus one) read as a range minimum over the Euler tour
 (:func:`euler_tables`): 6 independent lookups per score into int32 tables, with a separator of
 depth −1 before every tree of the tour, so pairs across trees or without a node come out
-unreachable with no root lookup; ``⌊log₂⌋`` of the range length comes from float exponent bits. (A binary search over root-path prefixes chains ``log₂ K`` dependent lookups, which the
-compiler inlines into a kernel that took minutes to build.)
+unreachable with no root lookup; ``⌊log₂⌋`` of the range length comes from float exponent bits.
+(A binary search over root-path prefixes chains ``log₂ K`` dependent lookups, which the compiler
+inlines into a kernel that took minutes to build.)
 
 Examples
 --------
