@@ -10,19 +10,25 @@ Batch 1, 8 heads, head_dim 64, L = 1k, 4k, 8k tokens. Two biases:
   node; flex: :func:`~structpos.integrations.flex.spd_score_mod` on a ``(G, 256, 256)`` table;
   dense: the block-diagonal L×L distance matrix → ``(1, 8, L, L)`` bias.
 
-Every (L, method) runs in a fresh process: a warm-up call (compiles flex), then one timed call.
-``extra MiB`` is the peak resident memory during the timed call above the resident memory before
-it (Linux ``/proc/self/clear_refs`` + ``VmHWM``), so it includes building the dense bias. Ratios
-are flex / dense. A run that exceeds ``--timeout`` seconds is reported as such.
+Every (L, method) runs in a fresh process: a warm-up call (compiles flex), then ``--repeat``
+timed calls, of which the fastest is reported (wall time, and CPU time of the process: on a
+shared machine the CPU time moves much less with the other jobs, notably with ``--threads 1``).
+``extra MiB`` is the peak resident memory during the timed calls above the resident memory
+before them (Linux ``/proc/self/clear_refs`` + ``VmHWM``), so it includes building the dense bias. Ratios are flex / dense. A run that exceeds
+``--timeout`` seconds is reported as such. ``--baseline DIR`` also runs every flex method with
+``DIR`` (another checkout of the repository) first on ``PYTHONPATH``, in the same run, interleaved,
+to compare a change against the tree before it.
 
     python benchmarks/bench_flex.py                  # L = 1024 4096 8192
     python benchmarks/bench_flex.py --quick          # L = 256 1024
+    PYTHONPATH=. python benchmarks/bench_flex.py --methods dense_tree flex_tree --baseline /tmp/before
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -93,7 +99,7 @@ def graph_inputs(L: int):
     return mats, gid, nid
 
 
-def child(L: int, method: str) -> dict:
+def child(L: int, method: str, repeat: int = 1, threads: int = 0) -> dict:
     import torch
     import torch.nn.functional as F
 
@@ -101,6 +107,8 @@ def child(L: int, method: str) -> dict:
     from structpos.integrations.flex import flex, spd_score_mod, spd_tables, tree_distance_score_mod
 
     warnings.filterwarnings("ignore")
+    if threads:
+        torch.set_num_threads(threads)
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, H, L, D) for _ in range(3))
     slopes = alibi_slopes(H)
@@ -140,28 +148,44 @@ def child(L: int, method: str) -> dict:
     del out
     rss0, _ = _rss_kib()
     _reset_peak()
-    t0 = time.perf_counter()
-    out = run()
-    seconds = time.perf_counter() - t0
+    times, cpu = [], []
+    for _ in range(repeat):
+        out = None  # only one output alive at a time: the peak is one call's
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = run()
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     _, peak = _rss_kib()
+    import structpos
+
     return {
         "L": L,
         "method": method,
-        "seconds": seconds,
+        "threads": torch.get_num_threads(),
+        "seconds": min(times),
+        "cpu_seconds": min(cpu),
+        "times": times,
+        "structpos": str(Path(structpos.__file__).parent.parent),
         "first_call_s": warm,
         "extra_mib": (peak - rss0) / 1024,
         "finite": bool(torch.isfinite(out).all()),
     }
 
 
-def run_one(L: int, method: str, timeout: float) -> dict:
+def run_one(
+    L: int, method: str, timeout: float, repeat: int = 1, pythonpath: str | None = None, threads: int = 0
+) -> dict:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
     try:
         p = subprocess.run(
-            [sys.executable, __file__, "--child", str(L), method],
+            [sys.executable, __file__, "--child", str(L), method, str(repeat), str(threads)],
             capture_output=True,
             text=True,
             timeout=timeout,
             check=False,
+            env=env,
         )
     except subprocess.TimeoutExpired:
         return {"L": L, "method": method, "error": f"timeout after {timeout:.0f}s"}
@@ -183,46 +207,58 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="L = 256 1024")
     ap.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per (L, method) process")
-    ap.add_argument("--child", nargs=2, metavar=("L", "METHOD"), help=argparse.SUPPRESS)
+    ap.add_argument("--repeat", type=int, default=3, help="timed calls per process; the fastest is reported")
+    ap.add_argument("--baseline", metavar="DIR", help="also run the flex methods with DIR first on PYTHONPATH")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads in every process (default: torch's)")
+    ap.add_argument("--child", nargs=4, metavar=("L", "METHOD", "REPEAT", "THREADS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(int(args.child[0]), args.child[1])), flush=True)
+        L, method, repeat, threads = args.child
+        print(json.dumps(child(int(L), method, int(repeat), int(threads))), flush=True)
         return 0
     lengths = [256, 1024] if args.quick else args.lengths
     print(
         f"FlexAttention structural bias vs dense bias + SDPA: B=1, H={H}, D={D}, fp32, CPU "
-        f"(each row: fresh process, warm-up then one timed call)"
+        f"(each row: fresh process, warm-up then the fastest of {args.repeat} timed calls; "
+        f"threads {args.threads or 'default'})"
     )
+    runs = [(m, m, None) for m in args.methods]
+    if args.baseline:
+        runs += [(f"{m}@base", m, args.baseline) for m in args.methods if m.startswith("flex")]
     results = {}
     for L in lengths:
-        for m in args.methods:
-            r = run_one(L, m, args.timeout)
-            results[(L, m)] = r
+        for label, m, path in runs:
+            r = run_one(L, m, args.timeout, args.repeat, path, args.threads)
+            results[(L, label)] = r
             extra = "" if "error" not in r else f"  [{r['error']}]"
             print(
-                f"  L={L:5d} {m:10s} time {fmt(r, 'seconds', '8.3f')} s   first call {fmt(r, 'first_call_s', '7.1f')} s"
-                f"   extra {fmt(r, 'extra_mib', '8.1f')} MiB{extra}",
+                f"  L={L:5d} {label:15s} time {fmt(r, 'seconds', '8.3f')} s (CPU {fmt(r, 'cpu_seconds', '8.3f')} s)"
+                f"   first call {fmt(r, 'first_call_s', '7.1f')} s"
+                f"   extra {fmt(r, 'extra_mib', '8.1f')} MiB   structpos {r.get('structpos', '?')}{extra}",
                 flush=True,
             )
     print("\nratios flex / dense (time, extra memory):")
-    for bias in ("tree", "spd"):
+    for bias in ("tree", "spd", "tree@base", "spd@base"):
         for L in lengths:
-            f, d = results.get((L, f"flex_{bias}")), results.get((L, f"dense_{bias}"))
+            f, d = results.get((L, f"flex_{bias}")), results.get((L, f"dense_{bias.split('@')[0]}"))
+            if f is None or d is None:
+                continue
             if f and d and "error" not in f and "error" not in d:
                 print(
-                    f"  {bias:4s} L={L:5d}: time {f['seconds'] / d['seconds']:6.2f}x   "
+                    f"  {bias:9s} L={L:5d}: time {f['seconds'] / d['seconds']:6.2f}x   "
+                    f"CPU time {f['cpu_seconds'] / d['cpu_seconds']:6.2f}x   "
                     f"memory {f['extra_mib'] / max(d['extra_mib'], 1e-3):6.3f}x "
                     f"({f['extra_mib']:.1f} vs {d['extra_mib']:.1f} MiB)"
                 )
             else:
-                print(f"  {bias:4s} L={L:5d}: not measured (see errors above)")
-    for m in args.methods:
+                print(f"  {bias:9s} L={L:5d}: not measured (see errors above)")
+    for m, _, _ in runs:
         rows = [results[(L, m)] for L in lengths if "error" not in results.get((L, m), {"error": 1})]
         if len(rows) >= 2:
             a, b = rows[0], rows[-1]
             growth = b["extra_mib"] / max(a["extra_mib"], 1e-3)
             print(
-                f"  {m:10s} extra memory ×{growth:.1f} from L={a['L']} to L={b['L']} "
+                f"  {m:15s} extra memory ×{growth:.1f} from L={a['L']} to L={b['L']} "
                 f"(O(L): ×{b['L'] / a['L']:.0f}, O(L²): ×{(b['L'] / a['L']) ** 2:.0f})"
             )
     return 0

@@ -28,6 +28,7 @@ from structpos.integrations.flex import (
     spd_score_mod,
     spd_tables,
     table_mask_mod,
+    tree_distance_fn,
     tree_distance_score_mod,
 )
 
@@ -105,6 +106,47 @@ def test_tree_distance_forest_and_special_tokens_unreachable():
     dense2[..., 0, :] = -30.0
     dense2[..., :, 0] = -30.0
     torch.testing.assert_close(flex(q, k, v, mod2), sdpa(q, k, v, dense2), rtol=0, atol=1e-5)
+
+
+def random_preorder_forest(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A forest of ``n`` nodes in preorder: each node hangs below a node on the current root path, or starts a tree."""
+    parent, path = np.full(n, -1), []
+    for i in range(n):
+        if path and rng.random() > 0.1:
+            path = path[: int(rng.integers(1, len(path) + 1))]
+            parent[i] = path[-1]
+        else:
+            path = []
+        path.append(i)
+    return parent
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tree_distance_fn_equals_tree_distance_on_forests_with_nodeless_tokens(seed):
+    """Every pair of a ragged batch: separators between trees and node-less tokens give -1, as the dense reference."""
+    rng = np.random.default_rng(seed)
+    n = [0, 1, 7, 60, 200, 333][seed]
+    parent = random_preorder_forest(rng, n)
+    node = torch.as_tensor(rng.integers(-1, n, size=(2, 50))) if n else torch.full((2, 50), -1)
+    i = torch.arange(50)
+    dist = tree_distance_fn(parent, node)
+    for b in range(2):
+        got = dist(b, i[:, None], i[None, :])
+        if n:
+            want = torch.as_tensor(tree_distance(parent))[node[b].clamp(min=0)][:, node[b].clamp(min=0)]
+            want = torch.where((node[b][:, None] >= 0) & (node[b][None, :] >= 0), want, -1)
+        else:
+            want = torch.full((50, 50), -1)
+        assert got.dtype == torch.int64 and torch.equal(got, want)
+
+
+def test_floor_log2_from_float_bits_is_exact_over_int32():
+    from structpos.integrations.flex.tree import _floor_log2
+
+    k = torch.arange(31, dtype=torch.int64)
+    n = torch.cat([(1 << k) - 1, 1 << k, (1 << k) + 1, torch.randint(1, 2**31 - 1, (20000,))]).clamp(1, 2**31 - 1)
+    want = torch.tensor([v.bit_length() - 1 for v in n.tolist()])
+    assert torch.equal(_floor_log2(n.to(torch.int32)).long(), want) and torch.equal(_floor_log2(n), want)
 
 
 def test_euler_tables_lca_depth_equals_parent_walk():

@@ -18,6 +18,10 @@ read back by :class:`ShardDataset`, or built on the fly. :class:`StructuralColla
   patched HF model does so with ``attn_implementation="structpos_flex"`` and refuses
   ``cu_seqlens`` under any other attention.
 
+Both forms come from one mechanism, :mod:`structpos.encoders.batching`: the columns are packed
+``(T, …)`` with ``cu_seqlens_from_lengths``, and the padded form is ``unpack_packed`` of them
+(so ``pack_padded(padded, attention_mask)`` gives the packed tokens back).
+
 ``position_ids`` of shape ``(B, L, A)`` is what a model patched by
 :func:`structpos.integrations.transformers.install_structural_rope` takes, so the output goes
 straight into ``model(**batch)``; keep ``extra`` empty for the HF ``Trainer`` (it passes every key
@@ -43,6 +47,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from ..encoders.batching import cu_seqlens_from_lengths, unpack_packed
 from ..exceptions import ShapeError, SpecError
 
 __all__ = ["ShardDataset", "StructuralCollator"]
@@ -129,7 +134,7 @@ class StructuralCollator:
         An unknown ``mode``, or no position axis at all (no ``coords`` and no ``index_axis``).
     ShapeError
         (when called) A coordinate or extra column whose length differs from ``input_ids``
-        (names the example and the column), an empty batch.
+        (names the example and the column), a non-finite real coordinate, an empty batch.
 
     Examples
     --------
@@ -188,6 +193,8 @@ class StructuralCollator:
                     f"given ({full}{', ' if col.dim() > 1 else ''}{', '.join(map(str, col.shape[1:]))})"
                 )
             if name in self.coords:
+                if col.is_floating_point() and not bool(torch.isfinite(col).all()):
+                    raise ShapeError(f"example {i}: column {name!r} has non-finite coordinates")
                 axes.append(col.to(torch.int64) if not col.is_floating_point() else col)
             else:
                 out[name] = col
@@ -199,46 +206,31 @@ class StructuralCollator:
         if not examples:
             raise ShapeError("StructuralCollator: empty batch")
         items = [self._example(i, ex) for i, ex in enumerate(examples)]
-        return self._pack(items) if self.mode == "pack" else self._pad(items)
+        lengths = torch.tensor([it["input_ids"].numel() for it in items], dtype=torch.int64)
+        cu = cu_seqlens_from_lengths(lengths)
+        packed = {name: torch.cat([it[name] for it in items]) for name in items[0]}  # (T, …) each
+        return self._pack(packed, cu, lengths) if self.mode == "pack" else self._pad(packed, cu, lengths)
 
-    def _pad(self, items: list[dict]) -> dict[str, torch.Tensor]:
-        lengths = [it["input_ids"].numel() for it in items]
-        L = -(-max(lengths) // self.pad_to_multiple) * self.pad_to_multiple
-        B = len(items)
-        batch = {
-            "input_ids": torch.full((B, L), self.pad_token_id, dtype=torch.int64),
-            "attention_mask": torch.zeros(B, L, dtype=torch.int64),
-        }
-        pos = items[0]["position_ids"]
-        batch["position_ids"] = torch.zeros(B, L, pos.shape[-1], dtype=pos.dtype)
-        for name in self.extra:
-            t = items[0][name]
-            batch[name] = torch.full((B, L, *t.shape[1:]), -1, dtype=t.dtype)
-        for b, (it, n) in enumerate(zip(items, lengths)):
-            batch["input_ids"][b, :n] = it["input_ids"]
-            batch["attention_mask"][b, :n] = 1
-            batch["position_ids"][b, :n] = it["position_ids"].to(pos.dtype)
-            for name in self.extra:
-                batch[name][b, :n] = it[name]
+    def _pad(self, packed: dict[str, torch.Tensor], cu: torch.Tensor, lengths: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The padded form: each packed column unpacked to ``(B, L, …)`` (:func:`~structpos.encoders.unpack_packed`)."""
+        longest = int(lengths.max())
+        L = -(-longest // self.pad_to_multiple) * self.pad_to_multiple
+        fill = {"input_ids": self.pad_token_id, "position_ids": 0}
+        batch = {name: unpack_packed(col, cu, L, fill.get(name, -1)) for name, col in packed.items()}
+        batch["attention_mask"] = unpack_packed(torch.ones_like(packed["input_ids"]), cu, L, 0)
         if self.labels:
             batch["labels"] = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
         return batch
 
-    def _pack(self, items: list[dict]) -> dict[str, torch.Tensor]:
-        lengths = torch.tensor([it["input_ids"].numel() for it in items])
-        cu = torch.zeros(len(items) + 1, dtype=torch.int32)
-        cu[1:] = torch.cumsum(lengths, 0)
-        dtype = torch.float32 if any(it["position_ids"].is_floating_point() for it in items) else torch.int64
-        batch = {
-            "input_ids": torch.cat([it["input_ids"] for it in items])[None],
-            "position_ids": torch.cat([it["position_ids"].to(dtype) for it in items])[None],
-            "cu_seqlens": cu,
-        }
+    def _pack(
+        self, packed: dict[str, torch.Tensor], cu: torch.Tensor, lengths: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
+        """The packed form: one row ``(1, T, …)`` per column and the documents' ``cu_seqlens``."""
+        batch = {name: col[None] for name, col in packed.items()}
+        batch["cu_seqlens"] = cu
         batch["attention_mask"] = torch.ones_like(batch["input_ids"])
-        for name in self.extra:
-            batch[name] = torch.cat([it[name] for it in items])[None]
         if self.labels:
             labels = batch["input_ids"].clone()
-            labels[0, cu[:-1].long()] = -100
+            labels[0, cu[:-1][lengths > 0].long()] = -100  # each document's first token
             batch["labels"] = labels
         return batch
