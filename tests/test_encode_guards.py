@@ -15,7 +15,7 @@ import pytest
 
 import structpos
 from structpos.cli import main
-from structpos.coords import MAX_K, MAX_MAGLAP_Q, MAX_TREE_DEPTH, MAX_TREE_WIDTH, compute, validate_spec
+from structpos.coords import COORDS, MAX_K, MAX_MAGLAP_Q, MAX_TREE_DEPTH, MAX_TREE_WIDTH, compute, validate_spec
 from structpos.exceptions import SpecError
 from structpos.limits import Limits
 
@@ -92,6 +92,10 @@ def test_finite_limits_still_work_end_to_end(tmp_path, capsys):
         ("rw", f"rw:{MAX_K}", f"rw:{MAX_K + 1}"),
         ("maglap", f"maglap:{MAX_K}", f"maglap:{MAX_K + 1}"),
         ("maglap", f"maglap:2:{MAX_MAGLAP_Q}", "maglap:2:1.0001"),
+        ("peg", f"peg:{MAX_K}", f"peg:{MAX_K + 1}"),
+        ("rwdir", f"rwdir:{MAX_K}", f"rwdir:{MAX_K + 1}"),
+        ("rwdir_pair", f"rwdir_pair:{MAX_K}", f"rwdir_pair:{MAX_K + 1}"),
+        ("anchor", f"anchor:{MAX_K}", f"anchor:{MAX_K + 1}"),
     ],
 )
 def test_spec_parameters_are_bounded_exactly_at_the_documented_maximum(family, at_max, past_max):
@@ -102,11 +106,41 @@ def test_spec_parameters_are_bounded_exactly_at_the_documented_maximum(family, a
 
 
 @pytest.mark.parametrize(
-    "spec", ["tree:100000000x100000000", "rw:100000000", "lap:1000000000", "maglap:2:1e308", "maglap:2:-0.5"]
+    "spec",
+    [
+        "tree:100000000x100000000",
+        "rw:100000000",
+        "lap:1000000000",
+        "maglap:2:1e308",
+        "maglap:2:-0.5",
+        "peg:99999999999999999999",
+        "rwdir_pair:100000000",
+        "anchor:100000000",
+    ],
 )
 def test_huge_spec_parameters_fail_up_front_in_the_cli(tmp_path, capsys, spec):
     err = _refused(tmp_path, capsys, "--coords", spec)
     assert f"--coords {spec}:" in err
+
+
+CUTOFF_FAMILIES = {"spd"}
+"""Families whose integer argument is a cutoff (no array grows with it): any value is fine."""
+
+
+@pytest.mark.parametrize("name", sorted(COORDS.entries))
+def test_every_integer_sized_family_refuses_a_huge_argument(name):
+    """A family that takes an integer (``name:8``) must refuse ``name:100000000`` up front unless the
+    integer is a cutoff; otherwise a record allocates ``O(argument)`` and fails late (fuzz seed 7:
+    ``peg:100000000`` reached the record as a MemoryError)."""
+    try:
+        COORDS[name].validate("8")
+    except SpecError:
+        return  # takes no integer
+    if name in CUTOFF_FAMILIES:
+        COORDS[name].validate("100000000")
+        return
+    with pytest.raises(SpecError):
+        COORDS[name].validate("100000000")
 
 
 def test_maglap_q_range_holds_every_distinct_operator():

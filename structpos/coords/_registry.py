@@ -276,6 +276,7 @@ COORDS.add(
         param="K",
         default=16,
         minimum=1,
+        maximum=MAX_K,
         summary="Directional random walks: forward and backward return probabilities after 1..K steps.",
         reference=r"$[(D_{out}^{-1}A)^k]_{vv}$ and $[(D_{in}^{-1}A^\top)^k]_{vv}$, $k = 1..K$; dangling nodes "
         "stay (Geisler et al. 2023).",
@@ -292,6 +293,7 @@ COORDS.add(
         param="K",
         default=4,
         minimum=1,
+        maximum=MAX_K,
         summary="Directional random walks: k-step landing probability to every node, forward and backward.",
         reference=r"$[(D_{out}^{-1}A)^k]_{uv}$ and $[(D_{in}^{-1}A^\top)^k]_{uv}$; each row a distribution.",
         columns=(
@@ -308,6 +310,7 @@ COORDS.add(
         param="k",
         default=8,
         minimum=1,
+        maximum=MAX_K,
         summary="Hop distances to k anchors chosen by greedy k-centre (NT-LLM); -1 unreachable or missing.",
         reference=r"$a_1 = \arg\max_v \deg v$, $a_{j+1} = \arg\max_v \min_{i \le j} d(v, a_i)$, ties to the "
         "lowest index; coordinates $d(v, a_j)$ (Ji et al. 2024).",
@@ -333,6 +336,7 @@ COORDS.add(
         _peg_arg,
         syntax="peg[:k[:scale]]",
         default_arg="8:none",
+        maximum=f"k <= {MAX_K}",
         summary="PEG positional distances between Laplacian coordinates (split eigenspaces dropped).",
         reference=r"$\lVert z_u - z_v \rVert$, $z_v = (f(\lambda_j) U_{vj})_j$, $f = 1$ or $\lambda^{-1/2}$ "
         "(Wang et al. 2022).",

@@ -32,6 +32,7 @@ import numpy as np
 from ..exceptions import ShapeError, SpecError
 from ..structure import Structure
 from ._graph_utils import as_graph
+from ._registry import MAX_K
 from .laplacian import laplacian_pe
 
 __all__ = ["positional_distances", "peg_distances", "peg_coords"]
@@ -196,7 +197,7 @@ def peg_arg(arg: str | None) -> dict[str, Any]:
     Raises
     ------
     SpecError
-        ``k`` not an integer >= 1, an unknown scale or too many parts.
+        ``k`` not an integer in ``[1, MAX_K]``, an unknown scale or too many parts.
 
     Examples
     --------
@@ -214,6 +215,8 @@ def peg_arg(arg: str | None) -> dict[str, Any]:
             k = 0
         if k < 1:
             raise SpecError(f"peg:{arg}: k must be an integer >= 1 (got {parts[0]!r})")
+        if k > MAX_K:
+            raise SpecError(f"peg:{arg}: k must be <= {MAX_K} (got {k}; the documented maximum)")
     scale = parts[1] if len(parts) > 1 and parts[1] else "none"
     if scale not in SCALES:
         raise SpecError(f"peg:{arg}: scale must be {' or '.join(map(repr, SCALES))} (got {scale!r})")
