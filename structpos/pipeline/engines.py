@@ -1,5 +1,5 @@
-"""Engines: who runs the shards. Each takes :class:`~structpos.pipeline.shards.ShardTask` s and
-yields :class:`~structpos.pipeline.shards.ShardResult` s as shards finish (in any order).
+"""Engines: who runs the shards. Each takes :class:`~structpos.pipeline.shard_writer.ShardTask` s and
+yields :class:`~structpos.pipeline.shard_writer.ShardResult` s as shards finish (in any order).
 
 * ``local`` with ``workers=0``: in this process (no isolation from crashes; for debugging).
 * ``local`` with ``N >= 1`` workers: a :class:`~structpos.pipeline.isolation.WorkerPool` of
@@ -29,15 +29,8 @@ from typing import Iterable, Iterator, Sequence
 from .encode import EncodeOptions, cannot_store, encode_one, error_entry
 from .isolation import WorkerPool, memory_limited
 from .records import Record
-from .shards import (
-    ShardResult,
-    ShardTask,
-    encode_shard,
-    encode_shard_table,
-    shard_digest,
-    write_shard,
-    write_shard_records,
-)
+from .shard_io import shard_digest, write_shard
+from .shard_writer import ShardResult, ShardTask, encode_shard, encode_shard_table, write_shard_records
 
 __all__ = ["run_serial", "run_processes", "run_ray", "ENGINES"]
 

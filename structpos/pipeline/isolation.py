@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .encode import EncodeOptions, error_entry
-from .shards import ShardResult, ShardTask, encode_shard
+from .shard_writer import ShardResult, ShardTask, encode_shard
 
 __all__ = ["WorkerPool", "limit_memory", "memory_limited"]
 
