@@ -99,9 +99,7 @@ def run_processes(tasks: Iterable[ShardTask], workers: int = 1, **_) -> Iterator
 # ------------------------------------------------------------------ Ray
 def _ray_shard(task: ShardTask):
     with memory_limited(task.options.limits.max_memory_bytes, above_current=True):
-        return encode_shard_table(
-            task.index, task.records, replace(task.options, timeout_in_process=True), preset=task.preset
-        )
+        return encode_shard_table(task.index, task.records, _in_task(task.options), preset=task.preset)
 
 
 def _ray_init(ray, workers: int, address: str | None) -> bool:
@@ -137,7 +135,13 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
 
 def _ray_one(record: Record, options: EncodeOptions):
     with memory_limited(options.limits.max_memory_bytes, above_current=True):
-        return encode_one(record, replace(options, timeout_in_process=True))
+        return encode_one(record, _in_task(options))
+
+
+def _in_task(options: EncodeOptions) -> EncodeOptions:
+    """A Ray task's options: records timed by ``SIGALRM``; a task past its time is cancelled by the
+    driver, so parsers need no helper process of their own (:meth:`EncodeOptions.parser_limits`)."""
+    return replace(options, timeout_in_process=True, killed_past_timeout=True)
 
 
 def _first_line(e: BaseException) -> str:

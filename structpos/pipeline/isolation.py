@@ -234,7 +234,9 @@ class WorkerPool:
 
     def __post_init__(self) -> None:
         self._ctx = mp.get_context("spawn")
-        self.options = replace(self.options, timeout_in_process=True)
+        # records are timed in the worker (SIGALRM) and a worker stuck past the limit is killed
+        # here: parsers need no helper process of their own (EncodeOptions.parser_limits)
+        self.options = replace(self.options, timeout_in_process=True, killed_past_timeout=True)
 
     def _start(self) -> _Worker:
         parent, child = self._ctx.Pipe()
