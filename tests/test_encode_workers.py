@@ -67,3 +67,24 @@ def test_the_worker_pool_and_ray_tasks_mark_their_options_killed_past_timeout():
         assert isolated.parser_limits().record_timeout is None
         assert isolated.limits == options.limits  # the record's own budget (SIGALRM, the driver's kill) is kept
         assert isolated.as_dict() == options.as_dict()  # not part of what the manifest compares
+
+
+def test_the_pool_reads_the_next_shard_while_its_worker_encodes(tmp_path):
+    """I/O overlapped with parsing, memory still bounded: when a shard's result arrives, the next shard's
+    records are already read (one per worker ahead), and never more than that."""
+    from structpos.pipeline.isolation import WorkerPool
+
+    options = EncodeOptions("json", "tree")
+    pulled = 0
+
+    def tasks():
+        nonlocal pulled
+        for i in range(5):
+            pulled += 1
+            yield ShardTask(i, [Record(f"r{i}", f"[{i}]", f"r{i}")], options, str(tmp_path), [f"d{i}"])
+
+    seen = []
+    for done, res in enumerate(WorkerPool(1, options).run(tasks()), start=1):
+        seen.append((res.index, pulled))
+        assert pulled == min(5, done + 1)  # the shard after the one being encoded, read before the result
+    assert [i for i, _ in seen] == [0, 1, 2, 3, 4]

@@ -5,7 +5,9 @@ yields :class:`~structpos.pipeline.shard_writer.ShardResult` s as shards finish 
 * ``local`` with ``N >= 1`` workers: a :class:`~structpos.pipeline.isolation.WorkerPool` of
   ``spawn`` processes; each encodes *and writes* its shard (only counts travel back), a record
   that times out or kills its worker becomes an error entry and the worker is replaced. One
-  shard per worker is in flight, so memory stays bounded however large the input.
+  shard per worker is in flight and one more per worker is read ahead (its records read while the
+  workers encode), so memory stays bounded however large the input. Workers parse in their own
+  process (no helper per parse: :meth:`~structpos.pipeline.options.EncodeOptions.parser_limits`).
 * ``ray``: one Ray task per shard on a local cluster (``ray.init(num_cpus=N)``) or on an
   existing one (``address``); tasks return the Arrow table and errors and the driver writes
   them, so the workers need no shared filesystem. A shard whose task dies or runs past its
