@@ -33,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import structpos
 from benchmarks.proctree import TreeSampler, load_average
 from structpos.pipeline import encode_to_parquet
 
@@ -126,7 +127,8 @@ def main() -> None:
         n_files, size = stage_input(src, args.quick)
         print(
             f"input: {n_files} stdlib .py files, {size / 1e6:.1f} MB; coords={args.coords}; "
-            f"shard size {args.shard_size}; {args.repeat} interleaved repeats, fastest kept"
+            f"shard size {args.shard_size}; {args.repeat} interleaved repeats, fastest kept; "
+            f"structpos from {Path(structpos.__file__).parent.parent}"
         )
         print(f"before: {load_average()}")
         best: dict[tuple[str, int], dict] = {}
