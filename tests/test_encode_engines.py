@@ -101,7 +101,9 @@ def ray_cluster():
 
 
 @pytest.mark.slow
-def test_ray_engine_on_an_existing_cluster_matches_local(ray_cluster, shared_data, tmp_path):
+def test_ray_engine_on_an_existing_cluster_matches_local(ray_cluster, shared_data, tmp_path, monkeypatch):
+    from structpos.pipeline import engines
+
     ray, address = ray_cluster
     src = shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu"
     common = [
@@ -129,6 +131,13 @@ def test_ray_engine_on_an_existing_cluster_matches_local(ray_cluster, shared_dat
     assert "60 records: 60 encoded" in proc.stdout
     assert read_output(tmp_path / "ray").equals(read_output(tmp_path / "local"))
     assert read_errors(tmp_path / "ray") == []
+    # a cluster of this machine alone: each task writes its own shard, only counts come back
+    assert engines._on_driver_node(ray)
+
+    def driver_writes(*args, **kwargs):
+        raise AssertionError("the driver wrote a shard that its task could write")
+
+    monkeypatch.setattr(engines, "write_shard", driver_writes)
     in_process = encode_to_parquet(
         src,
         tmp_path / "ray2",
@@ -142,6 +151,8 @@ def test_ray_engine_on_an_existing_cluster_matches_local(ray_cluster, shared_dat
     )
     assert in_process.shards == 4 and ray.is_initialized()  # used the running cluster and left it up
     assert read_output(tmp_path / "ray2").equals(read_output(tmp_path / "local"))
+    for part in sorted((tmp_path / "local").glob("part-*.parquet")):  # written by the same code: the same bytes
+        assert part.read_bytes() == (tmp_path / "ray2" / part.name).read_bytes(), part.name
 
 
 @pytest.mark.slow

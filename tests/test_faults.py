@@ -671,7 +671,7 @@ def test_a_record_whose_rows_cannot_be_written_is_an_error_and_the_rest_are_kept
 def test_a_shard_too_large_for_one_table_is_written_record_by_record(tmp_path, monkeypatch):
     """Each record's rows fit, all of them together do not (as with ``tree,spd:8`` on many large files):
     nothing is lost, the rows are those of a normal run."""
-    import structpos.pipeline.shards as shards
+    import structpos.pipeline.shard_writer as shards
 
     src = tmp_path / "in.jsonl"
     ids = _jsonl(src, [_good(i) for i in range(8)] + ["[1,"])

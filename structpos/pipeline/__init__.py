@@ -8,7 +8,8 @@
 * :mod:`.schema` — the Parquet schema, built from the parsers' and coordinate families' column declarations;
 * :mod:`.adapters` — the picklable :class:`EncodeBatch` (HF ``datasets.map``, Ray Data ``map_batches``);
 * :mod:`.walk` — safe directory walking (regular files only; everything else skipped with a reason);
-* :mod:`.shards` — atomic shard writes and the manifest behind ``--resume``;
+* :mod:`.shards` — the shard names gathered from :mod:`.shard_io` (a shard's files, written atomically),
+  :mod:`.shard_writer` (encoding and writing one shard) and :mod:`.manifest` (the manifest behind ``--resume``);
 * :mod:`.isolation` — worker processes with per-record timeout, memory limit and replacement;
 * :mod:`.engines` — in-process, isolated worker processes and Ray execution;
 * :mod:`.lock` — the exclusive lock on an output directory;

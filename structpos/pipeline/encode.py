@@ -162,13 +162,18 @@ def _rows(
     limits: Limits,
     extra_parsers: Mapping[str, str] | None,
     tokenizer: str | None,
+    parser_limits: Limits | None = None,
 ) -> list[dict]:
-    """:func:`encode_payload`, with a coordinate failure raised as a :class:`StageFailure`."""
+    """:func:`encode_payload`, with a coordinate failure raised as a :class:`StageFailure`.
+
+    ``parser_limits`` (default ``limits``) go to the parser (:meth:`EncodeOptions.parser_limits`).
+    """
     from .tokens import add_token_columns
 
     if limits.max_input_bytes is not None and isinstance(payload, (str, bytes)):
         check_limit(len(payload), limits.max_input_bytes, "max_input_bytes", "bytes of input", name=record_id)
-    out = parse_payload(payload, kind, record_id, language, fmt, parser_options, limits, extra_parsers)
+    parser_limits = limits if parser_limits is None else parser_limits
+    out = parse_payload(payload, kind, record_id, language, fmt, parser_options, parser_limits, extra_parsers)
     structures = out if isinstance(out, (list, tuple)) else [out]
     rows = []
     for k, s in enumerate(structures):
@@ -444,6 +449,7 @@ def encode_one(rec: Record, options: EncodeOptions) -> tuple[list[dict], dict | 
                 options.limits,
                 dict(options.extra_parsers),
                 options.tokenizer,
+                options.parser_limits(),
             )
         return rows, None
     except StageFailure as failure:

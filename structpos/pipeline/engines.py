@@ -1,14 +1,19 @@
-"""Engines: who runs the shards. Each takes :class:`~structpos.pipeline.shards.ShardTask` s and
-yields :class:`~structpos.pipeline.shards.ShardResult` s as shards finish (in any order).
+"""Engines: who runs the shards. Each takes :class:`~structpos.pipeline.shard_writer.ShardTask` s and
+yields :class:`~structpos.pipeline.shard_writer.ShardResult` s as shards finish (in any order).
 
 * ``local`` with ``workers=0``: in this process (no isolation from crashes; for debugging).
 * ``local`` with ``N >= 1`` workers: a :class:`~structpos.pipeline.isolation.WorkerPool` of
   ``spawn`` processes; each encodes *and writes* its shard (only counts travel back), a record
   that times out or kills its worker becomes an error entry and the worker is replaced. One
-  shard per worker is in flight, so memory stays bounded however large the input.
+  shard per worker is in flight and one more per worker is read ahead (its records read while the
+  workers encode), so memory stays bounded however large the input. Workers parse in their own
+  process (no helper per parse: :meth:`~structpos.pipeline.options.EncodeOptions.parser_limits`).
 * ``ray``: one Ray task per shard on a local cluster (``ray.init(num_cpus=N)``) or on an
-  existing one (``address``); tasks return the Arrow table and errors and the driver writes
-  them, so the workers need no shared filesystem. A shard whose task dies or runs past its
+  existing one (``address``). On a cluster of one node, the driver's, each task writes its
+  shard itself and returns only its counts, as a local worker does (no table through the object
+  store, no Parquet writing serialised in the driver); on a cluster of several nodes tasks
+  return the Arrow table and errors and the driver writes them, so the workers need no shared
+  filesystem. A shard whose task dies or runs past its
   time is run again one task per record, so only the record at fault becomes an error. Ray
   restarts dead workers itself. The per-record limits are the local workers' own: records are
   timed by ``SIGALRM`` inside the task (Ray runs tasks on the worker's main thread; a record
@@ -29,15 +34,8 @@ from typing import Iterable, Iterator, Sequence
 from .encode import EncodeOptions, cannot_store, encode_one, error_entry
 from .isolation import WorkerPool, memory_limited
 from .records import Record
-from .shards import (
-    ShardResult,
-    ShardTask,
-    encode_shard,
-    encode_shard_table,
-    shard_digest,
-    write_shard,
-    write_shard_records,
-)
+from .shard_io import shard_digest, write_shard
+from .shard_writer import ShardResult, ShardTask, encode_shard, encode_shard_table, write_shard_records
 
 __all__ = ["run_serial", "run_processes", "run_ray", "ENGINES"]
 
@@ -106,9 +104,26 @@ def run_processes(tasks: Iterable[ShardTask], workers: int = 1, **_) -> Iterator
 # ------------------------------------------------------------------ Ray
 def _ray_shard(task: ShardTask):
     with memory_limited(task.options.limits.max_memory_bytes, above_current=True):
-        return encode_shard_table(
-            task.index, task.records, replace(task.options, timeout_in_process=True), preset=task.preset
-        )
+        return encode_shard_table(task.index, task.records, _in_task(task.options), preset=task.preset)
+
+
+def _ray_write_shard(task: ShardTask) -> tuple:
+    """A task on the driver's node: encode the shard and write it here; ``("done", ShardResult)``
+    or ``("oserror", errno, strerror, filename)`` (a disk full ends the run, as with local workers)."""
+    with memory_limited(task.options.limits.max_memory_bytes, above_current=True):
+        try:
+            return ("done", encode_shard(replace(task, options=_in_task(task.options))))
+        except OSError as e:
+            return ("oserror", e.errno, e.strerror or str(e), e.filename)
+
+
+def _on_driver_node(ray) -> bool:
+    """The cluster is this machine alone (its tasks see the driver's filesystem)."""
+    try:
+        alive = [n for n in ray.nodes() if n.get("Alive")]
+        return len(alive) == 1 and alive[0]["NodeID"] == ray.get_runtime_context().get_node_id()
+    except Exception:  # an older Ray, a client connection: assume no shared filesystem
+        return False
 
 
 def _ray_init(ray, workers: int, address: str | None) -> bool:
@@ -144,7 +159,13 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
 
 def _ray_one(record: Record, options: EncodeOptions):
     with memory_limited(options.limits.max_memory_bytes, above_current=True):
-        return encode_one(record, replace(options, timeout_in_process=True))
+        return encode_one(record, _in_task(options))
+
+
+def _in_task(options: EncodeOptions) -> EncodeOptions:
+    """A Ray task's options: records timed by ``SIGALRM``; a task past its time is cancelled by the
+    driver, so parsers need no helper process of their own (:meth:`EncodeOptions.parser_limits`)."""
+    return replace(options, timeout_in_process=True, killed_past_timeout=True)
 
 
 def _first_line(e: BaseException) -> str:
@@ -189,7 +210,8 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
     ray = require("ray", "ray", "--engine ray")
     started = _ray_init(ray, workers, address)
     try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_shard)
+        in_task = _on_driver_node(ray)
+        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_write_shard if in_task else _ray_shard)
         cap = 2 * max(1, int(ray.available_resources().get("CPU", workers)))
         pending: dict = {}
         it = iter(tasks)
@@ -213,10 +235,14 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
             for ref in done:
                 task = pending.pop(ref)
                 try:
-                    table, errors, res = ray.get(ref)
+                    outcome = ray.get(ref)
                 except Exception as e:  # the worker died (OOM, segfault): isolate the record
                     yield _ray_per_record(ray, task, f"the shard's task failed ({_first_line(e)})")
                     continue
+                if in_task:
+                    yield _written(outcome)
+                    continue
+                table, errors, res = outcome
                 ids = [r.id for r in task.records]
                 try:
                     res.sha256 = write_shard(Path(task.out_dir), res.index, table, errors, ids, task.digests)
@@ -230,6 +256,13 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
     finally:
         if started:
             ray.shutdown()
+
+
+def _written(outcome: tuple) -> ShardResult:
+    if outcome[0] == "oserror":
+        _, errno, strerror, filename = outcome
+        raise OSError(errno, f"writing a shard: {strerror}", filename)
+    return outcome[1]
 
 
 def _shard_timeout(pending: dict) -> float | None:

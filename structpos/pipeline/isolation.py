@@ -26,13 +26,14 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait as wait_ready
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .encode import EncodeOptions, error_entry
-from .shards import ShardResult, ShardTask, encode_shard
+from .shard_writer import ShardResult, ShardTask, encode_shard
 
 __all__ = ["WorkerPool", "limit_memory", "memory_limited"]
 
@@ -234,7 +235,9 @@ class WorkerPool:
 
     def __post_init__(self) -> None:
         self._ctx = mp.get_context("spawn")
-        self.options = replace(self.options, timeout_in_process=True)
+        # records are timed in the worker (SIGALRM) and a worker stuck past the limit is killed
+        # here: parsers need no helper process of their own (EncodeOptions.parser_limits)
+        self.options = replace(self.options, timeout_in_process=True, killed_past_timeout=True)
 
     def _start(self) -> _Worker:
         parent, child = self._ctx.Pipe()
@@ -267,8 +270,11 @@ class WorkerPool:
         self._busy.append(w)
 
     def run(self, tasks: Iterable[ShardTask]) -> Iterator[ShardResult]:
-        """Encode ``tasks``, one shard per worker at a time (so at most ``workers`` shards are in memory,
-        however large the input), yielding results as shards finish.
+        """Encode ``tasks``, one shard per worker at a time (so at most ``workers`` shards are being
+        encoded, and ``workers`` more read ahead, however large the input), yielding results as shards finish.
+
+        The next shards' records are read while the workers encode, so a worker that finishes a
+        shard gets the next one at once instead of waiting for its files to be read.
 
         The workers are stopped when the iteration ends, fails or is abandoned.
 
@@ -288,22 +294,34 @@ class WorkerPool:
         """
         it = iter(tasks)
         queue: list[ShardTask] = []  # shards to start again after a worker death
+        ahead: deque[ShardTask] = deque()  # shards read while the workers encode (I/O overlapped with parsing)
         exhausted = False
         try:
             while True:
-                while len(self._busy) < self.workers and (queue or not exhausted):
+                while len(self._busy) < self.workers and (queue or ahead or not exhausted):
                     if queue:
                         self._submit(queue.pop(0))
-                        continue
-                    try:
-                        self._submit(next(it))
-                    except StopIteration:
-                        exhausted = True
+                    elif ahead:
+                        self._submit(ahead.popleft())
+                    else:
+                        exhausted = self._read_ahead(it, ahead, 1)
                 if not self._busy:
                     return
+                if not exhausted:  # the next shards' records are read before waiting, not after a worker is free
+                    exhausted = self._read_ahead(it, ahead, self.workers)
                 yield from self._collect(queue)
         finally:
             self.close()
+
+    @staticmethod
+    def _read_ahead(it: Iterator[ShardTask], ahead: deque[ShardTask], n: int) -> bool:
+        """Read tasks from ``it`` until ``ahead`` holds ``n``; whether ``it`` is exhausted."""
+        while len(ahead) < n:
+            task = next(it, None)
+            if task is None:
+                return True
+            ahead.append(task)
+        return False
 
     def _timeout(self) -> float | None:
         limit = self.options.limits.record_timeout

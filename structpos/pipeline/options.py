@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 
 from ..exceptions import SpecError
@@ -35,6 +35,10 @@ class EncodeOptions:
         More input kinds, ``(kind, "module:function")``.
     timeout_in_process : bool, optional
         Enforce ``limits.record_timeout`` with ``SIGALRM`` in the encoding thread.
+    killed_past_timeout : bool, optional
+        The encoding process is killed from outside when a record runs past ``record_timeout``
+        (a worker of the local engine, a Ray task), so parsers need no helper process of their
+        own to stop C code at the deadline (see :meth:`parser_limits`).
     tokenizer : str, optional
         A tokenizer path (a directory or ``tokenizer.json``): rows gain the token columns of
         :func:`~structpos.pipeline.tokens.add_token_columns`.
@@ -63,6 +67,8 @@ class EncodeOptions:
     """Enforce ``limits.record_timeout`` with ``SIGALRM`` in the encoding thread (main thread only)."""
     tokenizer: str | None = None
     """A tokenizer path (``--tokenizer``): rows gain ``input_ids`` and per-token coordinates."""
+    killed_past_timeout: bool = False
+    """The encoding process is killed from outside past ``record_timeout`` (an isolated worker)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.parser_options, Mapping):
@@ -128,6 +134,35 @@ class EncodeOptions:
                 raise SpecError(f"--kind {self.kind} needs {missing[0]}=...", name="--parser-opt")
         if self.kind == "grammar" and self.kind not in extra:
             _validate_grammar(options)
+
+    def parser_limits(self) -> Limits:
+        """The limits handed to the parsers: ``limits``, without ``record_timeout`` in a process killed past it.
+
+        With ``record_timeout`` a parser whose C code cannot be interrupted (tree-sitter, an
+        Earley parse) runs each parse in a forked helper process killed at the deadline, which
+        costs a pipe round trip per record and pickles the parse's arrays back. A worker of the
+        local engine or a Ray task is itself killed past the deadline by its driver (and Python
+        code in it is stopped by ``SIGALRM``, ``timeout_in_process``), so there the parsers run
+        in the worker itself: the same output, one process per worker. The record's error entry
+        still has stage ``timeout``.
+
+        Returns
+        -------
+        Limits
+            ``limits``, or a copy with ``record_timeout=None`` when ``killed_past_timeout``.
+
+        Examples
+        --------
+        >>> opts = EncodeOptions("code", "tree", "python")
+        >>> opts.parser_limits() is opts.limits
+        True
+        >>> isolated = replace(opts, killed_past_timeout=True).parser_limits()
+        >>> isolated.record_timeout, isolated.max_nodes == opts.limits.max_nodes
+        (None, True)
+        """
+        if not self.killed_past_timeout or self.limits.record_timeout is None:
+            return self.limits
+        return replace(self.limits, record_timeout=None)
 
     def as_dict(self) -> dict:
         """What determines the output (kept in the manifest; a resume with other values is refused).

@@ -27,8 +27,10 @@ from ..limits import DEFAULT_LIMITS, Limits
 from .encode import EncodeOptions
 from .engines import ENGINES
 from .lock import lock_output
+from .manifest import ERRORS, MANIFEST, Manifest
 from .records import Record, check_input, count_records, read_records, record_digest
-from .shards import ERRORS, MANIFEST, Manifest, ShardTask, atomic_write_bytes, shard_files
+from .shard_io import atomic_write_bytes, shard_files
+from .shard_writer import ShardTask
 
 __all__ = [
     "EncodeConfig",
