@@ -129,6 +129,8 @@ class Task:
         keys = [spec.key] if spec.key else []
         if spec.bias:
             keys.append(spec.bias)
+        if spec.attend:
+            keys.append(spec.attend)
         if spec.kind in ("lappe", "spe"):
             keys.append(spec.key + "_eigvals")
         if spec.kind == "awrope":

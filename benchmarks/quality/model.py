@@ -80,6 +80,8 @@ class Enc:
     ``"peg"`` (PEGBias, a learned per-head function of the ``pair_`` distances ``key``).
     ``bias`` names a
     ``pair_`` array for an SPDBias added on top of any kind (e.g. 1-D RoPE + a tree-distance bias).
+    ``attend`` names a ``pair_`` array of 0/1 that restricts attention on top of any kind: token ``i``
+    reads token ``j`` only where it is 1 (a block mask such as Graph-KV's; padding reads nothing).
     ``role`` is one of :data:`ROLES`.
     """
 
@@ -90,13 +92,14 @@ class Enc:
     about: str = ""
     role: str = "claimed"
     bias: str = ""
+    attend: str = ""
 
     def __post_init__(self):
         if self.role not in ROLES:
             raise ValueError(f"role {self.role!r} is not one of {ROLES}")
 
     def __hash__(self):  # opts is a dict
-        return hash((self.kind, self.key, self.dim, self.bias, tuple(sorted(self.opts.items()))))
+        return hash((self.kind, self.key, self.dim, self.bias, self.attend, tuple(sorted(self.opts.items()))))
 
 
 class Encoding(nn.Module):
@@ -274,6 +277,8 @@ class Transformer(nn.Module):
             x = x + extra
         L = tok.shape[1]
         allowed = mask[:, None, None, :]
+        if self.enc.spec.attend:  # a per-example block mask (``pair_`` array, -1 on padding)
+            allowed = allowed & (batch[self.enc.spec.attend] > 0)[:, None]
         if self.causal:
             allowed = allowed & torch.ones(L, L, dtype=torch.bool, device=tok.device).tril()
         attn_mask = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill(~allowed, -1e9)
