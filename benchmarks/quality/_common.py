@@ -127,7 +127,7 @@ class Task:
     def keys(self, enc: str) -> list[str]:
         spec = self.encodings[enc]
         keys = [spec.key] if spec.key else []
-        keys += [k for k in (spec.bias, spec.tree) if k]
+        keys += [k for k in (spec.bias, spec.tree, spec.attend) if k]
         if spec.kind in ("lappe", "spe"):
             keys.append(spec.key + "_eigvals")
         if spec.kind == "awrope":

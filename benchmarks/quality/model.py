@@ -84,7 +84,9 @@ class Enc:
     ``tree`` names a per-token ``(depth, sibling)`` array whose learned embeddings
     (:class:`~structpos.encoders.TreePositionEmbedding`, depth clipped at ``opts["max_depth"]``,
     sibling at ``opts["max_sibling"]``) are added to the token embeddings on top of any kind
-    (tree-enhanced code encoders: 1-D positions + tree position embeddings).
+    (tree-enhanced code encoders: 1-D positions + tree position embeddings);
+    ``attend`` names a ``pair_`` array of 0/1 that restricts attention on top of any kind: token ``i``
+    reads token ``j`` only where it is 1 (a block mask such as Graph-KV's; padding reads nothing).
     ``role`` is one of :data:`ROLES`.
     """
 
@@ -96,13 +98,16 @@ class Enc:
     role: str = "claimed"
     bias: str = ""
     tree: str = ""
+    attend: str = ""
 
     def __post_init__(self):
         if self.role not in ROLES:
             raise ValueError(f"role {self.role!r} is not one of {ROLES}")
 
     def __hash__(self):  # opts is a dict
-        return hash((self.kind, self.key, self.dim, self.bias, self.tree, tuple(sorted(self.opts.items()))))
+        return hash(
+            (self.kind, self.key, self.dim, self.bias, self.tree, self.attend, tuple(sorted(self.opts.items())))
+        )
 
 
 class Encoding(nn.Module):
@@ -293,6 +298,8 @@ class Transformer(nn.Module):
             x = x + extra
         L = tok.shape[1]
         allowed = mask[:, None, None, :]
+        if self.enc.spec.attend:  # a per-example block mask (``pair_`` array, -1 on padding)
+            allowed = allowed & (batch[self.enc.spec.attend] > 0)[:, None]
         if self.causal:
             allowed = allowed & torch.ones(L, L, dtype=torch.bool, device=tok.device).tril()
         attn_mask = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill(~allowed, -1e9)

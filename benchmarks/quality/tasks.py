@@ -8,6 +8,7 @@ from .dag_reachability import DAGReachability
 from .doc_retrieval import DocRetrieval
 from .graph_distance import GraphDistance
 from .grid_copy import GridCopy
+from .segment_graph import SegmentGraph
 from .sorting_network import SortingNetwork
 from .table_lookup import TableLookup
 from .tree_root import TreeRoot
@@ -26,4 +27,5 @@ TASKS = {
     "grid_copy": GridCopy,
     "sorting_network": SortingNetwork,
     "unit_lookup": UnitLookup,
+    "segment_graph": SegmentGraph,
 }
