@@ -79,3 +79,18 @@ def test_bad_inputs_raise_named_errors():
         emb(torch.zeros(2, 5), torch.tensor([0, 1]), torch.tensor([0, 0]))
     with pytest.raises(SpecError, match="max_depth"):
         TreePositionEmbedding(dim=4, max_depth=0)
+
+
+@pytest.mark.parametrize("init_std", [1e31, 1e300, float("inf"), -0.1])
+def test_an_init_std_that_would_overflow_the_float32_tables_is_refused(init_std):
+    """Fuzz seed 7 built one with ``init_std = 1e300``: every row then reads inf."""
+    with pytest.raises(SpecError, match="init_std"):
+        TreePositionEmbedding(dim=4, init_std=init_std)
+
+
+def test_the_largest_accepted_init_std_keeps_the_tables_finite():
+    from structpos.encoders.tree_embedding import MAX_INIT_STD
+
+    torch.manual_seed(0)
+    emb = TreePositionEmbedding(dim=4, max_depth=3, max_sibling=3, init_std=MAX_INIT_STD)
+    assert torch.isfinite(emb.depth.weight).all() and torch.isfinite(emb.sibling.weight).all()

@@ -30,7 +30,10 @@ from torch import nn
 from ..exceptions import ShapeError
 from ._checks import check_count, check_real, check_table_size
 
-__all__ = ["TreePositionEmbedding", "clip_tree_index"]
+__all__ = ["TreePositionEmbedding", "clip_tree_index", "MAX_INIT_STD"]
+
+MAX_INIT_STD = 1e30
+"""Largest ``init_std``: the float32 tables (largest finite value 3.4e38) stay finite with room to add."""
 
 
 def clip_tree_index(values: torch.Tensor, maximum: int) -> torch.Tensor:
@@ -85,7 +88,7 @@ class TreePositionEmbedding(nn.Module):
     Raises
     ------
     SpecError
-        ``dim``, ``max_depth`` or ``max_sibling`` below 1, or a negative ``init_std``.
+        ``dim``, ``max_depth`` or ``max_sibling`` below 1, or ``init_std`` outside ``[0, MAX_INIT_STD]``.
 
     Notes
     -----
@@ -114,7 +117,8 @@ class TreePositionEmbedding(nn.Module):
             check_count(value, f"TreePositionEmbedding: {what}")
         check_table_size("TreePositionEmbedding depth table (max_depth + 2) × dim", max_depth + 2, dim)
         check_table_size("TreePositionEmbedding sibling table (max_sibling + 2) × dim", max_sibling + 2, dim)
-        init_std = check_real(init_std, "TreePositionEmbedding: init_std", low=0.0)
+        # the tables are drawn in float32: a std near its range (3.4e38) would fill them with inf
+        init_std = check_real(init_std, "TreePositionEmbedding: init_std", low=0.0, high=MAX_INIT_STD)
         self.dim, self.max_depth, self.max_sibling = int(dim), int(max_depth), int(max_sibling)
         self.depth = nn.Embedding(self.max_depth + 2, self.dim, padding_idx=self.max_depth + 1)
         self.sibling = nn.Embedding(self.max_sibling + 2, self.dim, padding_idx=self.max_sibling + 1)
