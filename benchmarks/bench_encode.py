@@ -13,8 +13,10 @@ seconds, is printed apart): a user encoding a large corpus pays it once.
 Besides wall time, every process of the run is sampled (:mod:`benchmarks.proctree`: driver,
 workers, the helpers they fork, Ray's processes), so the CPU seconds include what
 ``getrusage(RUSAGE_CHILDREN)`` misses. On a shared machine wall time measures the neighbours too;
-the CPU figures do not: ``2 x CPU(1 worker) / CPU(2 workers)`` is the speed-up two idle cores
-would give if the work split evenly (start-up and the last shard make the real one lower).
+the CPU figures less so: ``2 x CPU(1 worker) / CPU(2 workers)`` (the least CPU of the repeats)
+is the speed-up two idle cores would give if the work split evenly (start-up and the last shard
+make the real one lower). On a loaded machine CPU seconds vary too (caches, the host's other
+threads): between runs at load 4-9 the same configuration measured 4.7-6.7 CPU s.
 
     python benchmarks/bench_encode.py [--quick] [--coords tree] [--repeat 3] [--ray]
 """
@@ -109,8 +111,10 @@ def run_interleaved(
             r = run_once(src, workers, args.coords, args.shard_size, engine)
             loads.append(r["load"])
             key = (local_key if engine == "local" else engine, workers)
+            cpu_min = min(r["cpu"], best[key]["cpu_min"]) if key in best else r["cpu"]
             if key not in best or r["wall"] < best[key]["wall"]:
                 best[key] = r
+            best[key]["cpu_min"] = cpu_min
 
 
 def main() -> None:
@@ -147,14 +151,15 @@ def main() -> None:
             )
         one, two = best["local", 1], best["local", 2]
         speedup = one["wall"] / two["wall"]
-        cpu_bound = 2 * one["cpu"] / two["cpu"]
+        cpu_bound = 2 * one["cpu_min"] / two["cpu_min"]
         print(
             f"speed-up 2 workers / 1 worker (wall): {speedup:.2f}x (goal >= {GOAL_SPEEDUP}x: "
             f"{'met' if speedup >= GOAL_SPEEDUP else 'NOT met'})"
         )
         print(
-            f"CPU-time bound on 2 idle cores, 2 x CPU(1) / CPU(2): {cpu_bound:.2f}x "
-            f"(CPU {one['cpu']:.1f} s -> {two['cpu']:.1f} s: {100 * (two['cpu'] / one['cpu'] - 1):+.1f} % for the second worker)"
+            f"CPU-time bound on 2 idle cores, 2 x CPU(1) / CPU(2), least CPU of the repeats: {cpu_bound:.2f}x "
+            f"(CPU {one['cpu_min']:.1f} s -> {two['cpu_min']:.1f} s: "
+            f"{100 * (two['cpu_min'] / one['cpu_min'] - 1):+.1f} % for the second worker)"
         )
         if args.ray:
             beside = best["local+ray-up", 2]
