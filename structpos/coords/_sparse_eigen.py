@@ -52,6 +52,11 @@ a failed check) falls back to the next (``shift-invert → amg → dense``, ``la
 dense``, ``amg → lanczos → dense``; dense only up to ``DENSE_FALLBACK_MAX`` rows) and
 ``EigenResult.notes`` says so; an explicitly chosen method does not fall back. When nothing
 converges, :class:`~structpos.exceptions.EigenConvergenceError` carries the residuals.
+
+Length: this module is over 600 lines on purpose. It is one concept, the certified sparse eigensolver
+layer: the method choice, the solvers (dense, shift-invert, Lanczos, AMG, LOBPCG) and the one
+certificate they all return share private deflation and residual helpers; split, each solver module
+would import the others' privates.
 """
 
 from __future__ import annotations

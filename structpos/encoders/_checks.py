@@ -24,6 +24,10 @@ structpos.exceptions.ShapeError: q must be a floating tensor (B, L, H, 8) or (T,
 Traceback (most recent call last):
 ...
 structpos.exceptions.SpecError: head_dim must be a positive even integer, got 7
+
+Length: this module is over 600 lines on purpose: it is the one place where every encoder's input
+checks live (the project keeps one mechanism for errors); splitting it by check kind would spread the
+same messages over several modules again.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@
 
 Figures are built with :class:`matplotlib.figure.Figure` directly (never ``pyplot``), so no
 GUI backend or display is touched.
+
+Length: this module is over 600 lines on purpose. Its drawings (the structure, the similarity panels and
+the figure of both) share the private colour, label and layout helpers; split, each drawing module would import the
+others' privates.
 """
 
 from __future__ import annotations
