@@ -83,7 +83,7 @@ from torch import nn
 import structpos
 from structpos.coords import compute
 from structpos.coords.laplacian import laplacian_pe_batch
-from structpos.encoders import AWRoPE, WIRE, StructuralRoPE
+from structpos.encoders import WIRE, AWRoPE, StructuralRoPE
 
 MIN_NODES, MAX_NODES = 24, 160
 NUM_CLASSES = 16  # depth 0..14, 15 = "15 or deeper"
