@@ -84,10 +84,11 @@ def token_features(s, offsets: np.ndarray) -> dict[str, np.ndarray]:
     """Per-token tree coordinates of the tokens at ``offsets`` in the parsed code ``s``.
 
     Depth and sibling (``token_coords``), HiRoPE-style units (top-level child of the root,
-    nearest statement-like ancestor), the tree-path PE, and the aligned node ids.
+    nearest statement-like ancestor), the tree-path PE, the aligned node ids, and the library's
+    HiRoPE levels recounted over these tokens (``ast``: ``function``, ``statement``, ``token``).
     """
     parent = np.asarray(s.parent)
-    tc = token_coords(s, offsets, "tree")
+    tc = token_coords(s, offsets, "tree,hirope")  # one alignment for both families
     node = np.maximum(tc["node"], 0)  # an unaligned token reads the root's coordinates
     names, inverse = np.unique(np.asarray(s.labels).astype(str), return_inverse=True)
     stmt = np.array([any(w in x for w in STATEMENT_WORDS) for x in names], dtype=bool)[inverse]
@@ -102,6 +103,7 @@ def token_features(s, offsets: np.ndarray) -> dict[str, np.ndarray]:
         "top": top[node],
         "unit": unit[node],
         "path": tree_path_pe(s, PATH_DEPTH, PATH_WIDTH, clip=True)[node],
+        "ast": hirope_token_levels(tc["hirope_function"], tc["hirope_statement"]),
     }
 
 
@@ -172,8 +174,7 @@ def encode_window(f, lo: int, hi: int, vocab: dict[str, int], rng: np.random.Gen
     tgt = np.where(masked & (ids != UNK), ids, -100)
     tree, offsets = masked_parse(f, lo, hi, masked)
     c = token_features(tree, offsets)
-    levels = token_coords(tree, offsets, "hirope")
-    ast = hirope_token_levels(levels["hirope_function"], levels["hirope_statement"])
+    ast = c["ast"]
     pos = np.arange(n, dtype=np.int64)[:, None]
     ds = np.stack([c["depth"], c["sibling"]], 1).astype(np.int64)
     units = torch.from_numpy(np.stack([c["top"], c["unit"], np.arange(n)], 1))
