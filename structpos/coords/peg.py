@@ -31,6 +31,7 @@ import numpy as np
 
 from ..exceptions import ShapeError, SpecError
 from ..structure import Structure
+from ._args import int_arg
 from ._graph_utils import as_graph
 from ._registry import MAX_K
 from .laplacian import laplacian_pe
@@ -207,16 +208,7 @@ def peg_arg(arg: str | None) -> dict[str, Any]:
     parts = (arg or "").split(":")
     if len(parts) > 2:
         raise SpecError(f"peg:{arg}: expected peg[:k[:scale]]")
-    k = 8
-    if parts[0]:
-        try:
-            k = int(parts[0])
-        except ValueError:
-            k = 0
-        if k < 1:
-            raise SpecError(f"peg:{arg}: k must be an integer >= 1 (got {parts[0]!r})")
-        if k > MAX_K:
-            raise SpecError(f"peg:{arg}: k must be <= {MAX_K} (got {k}; the documented maximum)")
+    k = int_arg(f"peg:{arg}", parts[0], "k", 1, maximum=MAX_K) if parts[0] else 8
     scale = parts[1] if len(parts) > 1 and parts[1] else "none"
     if scale not in SCALES:
         raise SpecError(f"peg:{arg}: scale must be {' or '.join(map(repr, SCALES))} (got {scale!r})")
