@@ -38,6 +38,11 @@ def native_module(name: str) -> ModuleType | None:
     Returns
     -------
     module or None
+
+    Examples
+    --------
+    >>> native_module("no_such_module") is None
+    True
     """
     if _DISABLED:
         return None
@@ -67,7 +72,15 @@ def native_available() -> list[str]:
 
 @contextmanager
 def pure_python() -> Iterator[None]:
-    """Run the enclosed code on the pure-Python paths (for tests and benchmarks)."""
+    """Run the enclosed code on the pure-Python paths (for tests and benchmarks).
+
+    Examples
+    --------
+    >>> from structpos.parsers.json_tree import parse_json
+    >>> with pure_python():
+    ...     list(parse_json("[1]").labels)
+    ['array', 'number']
+    """
     global _DISABLED
     was = _DISABLED
     _DISABLED = True
