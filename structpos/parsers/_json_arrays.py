@@ -25,7 +25,7 @@ from ..structure import Structure
 from ._input import clean_label
 from ._substrings import span_mask, split_spans
 
-__all__ = ["FAST_MIN_CHARS", "scan_arrays"]
+__all__ = ["FAST_MIN_CHARS", "scan_arrays", "member_label", "label_keys"]
 
 FAST_MIN_CHARS = 512
 """Texts at least this long go through :func:`_scan_arrays` first (below it numpy's fixed costs
@@ -36,6 +36,30 @@ _WS_C, _OBJ_C, _OBJ_END_C, _ARR_C, _ARR_END_C, _COLON_C, _COMMA_C, _QUOTE_C, _OT
 _CLASS = np.full(128, _OTHER_C, dtype=np.int8)
 for _ch, _cl in zip(' \t\n\r{}[]:,"', [_WS_C] * 4 + list(range(_OBJ_C, _OTHER_C))):
     _CLASS[ord(_ch)] = _cl
+
+
+def member_label(key: str) -> str:
+    """The label of the member node with the decoded key ``key``: ``member:<key>``, lone surrogates as U+FFFD.
+
+    Examples
+    --------
+    >>> member_label("a"), member_label("k\\ud800")
+    ('member:a', 'member:k\\ufffd')
+    """
+    return "member:" + (key if key.isascii() else clean_label(key))
+
+
+def label_keys(keys: list[str]) -> np.ndarray:
+    """The ``member:<key>`` labels of ``keys`` (:func:`member_label` of each), as an object array.
+
+    Examples
+    --------
+    >>> label_keys(["a", "b"]).tolist()
+    ['member:a', 'member:b']
+    """
+    labels = np.empty(len(keys), dtype=object)
+    labels[:] = [member_label(k) for k in keys]
+    return labels
 
 
 def _codes(text: str) -> np.ndarray | None:
@@ -210,12 +234,10 @@ def _member_keys(
     valid JSON holds no NUL character)."""
     inner_start, inner_end = key_start + 1, end_of_key - 1
     raws = split_spans(c, span_mask(c.size, inner_start, inner_end), inner_end)
-    decoded: dict[str, str] = {}
-    labelled: dict[str, str] = {}
-    for raw in set(raws):
-        key = scanstring(raw + '"', 0, True)[0] if "\\" in raw else raw
-        decoded[raw] = key
-        labelled[raw] = "member:" + (key if key.isascii() else clean_label(key))
+    distinct = list(set(raws))
+    distinct_keys = [scanstring(raw + '"', 0, True)[0] if "\\" in raw else raw for raw in distinct]
+    decoded = dict(zip(distinct, distinct_keys))
+    labelled = dict(zip(distinct, label_keys(distinct_keys).tolist()))
     keys = np.empty(len(raws), dtype=object)
     labels = np.empty(len(raws), dtype=object)
     keys[:] = list(map(decoded.__getitem__, raws))

@@ -33,12 +33,14 @@ import numpy as np
 
 from ..exceptions import InputError, ParseError
 from ..limits import Limits, check_limit, node_budget
+from ..native import native_module
 from ..node_attrs import INDEX, KEY
 from ..structure import Structure
-from ._input import clean_label, is_pathlike, read_text
-from ._json_arrays import FAST_MIN_CHARS
+from ._input import is_pathlike, read_text
+from ._json_arrays import FAST_MIN_CHARS, member_label
 from ._json_arrays import scan_arrays as _scan_arrays
 from ._json_dumps import dumps_iterative
+from ._json_native import scan_native
 from ._tree_builder import line_col
 
 __all__ = ["parse_json", "json_path", "dumps_iterative"]
@@ -129,7 +131,10 @@ def parse_json(
         text, name = read_text(text_or_obj, name=name, default="<json>", limits=limits)
         fmt = "json"
     budget = node_budget(limits)
-    fast = _scan_arrays(text, name, budget, fmt) if len(text) >= FAST_MIN_CHARS else None
+    if native_module("json") is not None:  # the compiled scanner: every length; None on bad input
+        fast = scan_native(text, name, budget, fmt)
+    else:
+        fast = _scan_arrays(text, name, budget, fmt) if len(text) >= FAST_MIN_CHARS else None
     return fast if fast is not None else _Scanner(text, name, budget).scan(fmt)
 
 
@@ -274,7 +279,7 @@ class _Scanner:
         if colon >= self.n or text[colon] != ":":
             self.fail(colon, "expected ':' after a property name")
         self.parent = frame[0]
-        member = self.add("member:" + (key if key.isascii() else clean_label(key)), pos, -1)
+        member = self.add(member_label(key), pos, -1)
         self.keys[member] = key
         frame[3] = member
         self.parent, self.index = member, -1
