@@ -1,7 +1,9 @@
 """Text-format parsers vs the tools they build on, in one run.
 
-* JSON: ``parse_json`` (iterative scanner with character spans) vs ``json.loads`` (C, no
-  offsets) on a synthetic records file — the price of offsets.
+* JSON: ``parse_json`` (tree with character spans) vs ``json.loads`` (C, no offsets) on a
+  synthetic records file and the real JSON files of site-packages — the price of offsets; one
+  row for the compiled scanner (``structpos._native_json``, when built) and one for the
+  pure-Python paths (``structpos.native.pure_python``).
 * lark: LALR vs Earley through ``parse_grammar`` on an arithmetic grammar (anchor: LALR is
   ~12x faster than Earley on JSON).
 * CoNLL-U: ``parse_conllu`` (trees + rebuilt offsets) vs bare ``conllu.parse`` on UD EWT dev (CPU
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
@@ -24,6 +27,7 @@ try:
 except ImportError:  # the anchor of the CoNLL-U row (structpos's "text" extra installs it)
     conllu = None
 
+from structpos.native import native_module, pure_python
 from structpos.parsers.conllu_tree import parse_conllu
 from structpos.parsers.document import parse_document
 from structpos.parsers.grammar import parse_grammar
@@ -98,21 +102,28 @@ def main() -> None:
     ]
     text = json.dumps(rows, indent=1)
     n_nodes = len(parse_json(text))
-    t_ours, t_ref = interleaved([lambda: parse_json(text), lambda: json.loads(text)], a.repeat)
-    print(
-        f"json     {len(text) / 1e6:.2f} MB, {n_nodes} nodes: parse_json {t_ours:.3f}s "
-        f"({len(text) / t_ours / 1e6:.2f} MB/s, {n_nodes / t_ours / 1e3:.0f}k nodes/s), json.loads {t_ref:.3f}s, ratio {t_ours / t_ref:.1f}x"
-    )
     real = real_json_files()
-    if real:
-        size = sum(map(len, real)) / 1e6
-        t_ours, t_ref = interleaved(
-            [lambda: [parse_json(t) for t in real], lambda: [json.loads(t) for t in real]], a.repeat
-        )
-        print(
-            f"json     {len(real)} real files >= 20 kB from site-packages ({size:.2f} MB): parse_json {t_ours:.3f}s, "
-            f"json.loads {t_ref:.3f}s, ratio {t_ours / t_ref:.1f}x"
-        )
+    size = sum(map(len, real)) / 1e6
+    # the compiled scanner (when built) and the pure-Python paths, each against json.loads
+    for path, ctx in (("native", contextlib.nullcontext), ("pure", pure_python)):
+        if path == "native" and native_module("json") is None:
+            print("json     native: structpos._native_json is not built (pure-Python paths only)")
+            continue
+        with ctx():
+            t_ours, t_ref = interleaved([lambda: parse_json(text), lambda: json.loads(text)], a.repeat)
+            print(
+                f"json     {path:6s} {len(text) / 1e6:.2f} MB, {n_nodes} nodes: parse_json {t_ours:.3f}s "
+                f"({len(text) / t_ours / 1e6:.2f} MB/s, {n_nodes / t_ours / 1e3:.0f}k nodes/s), "
+                f"json.loads {t_ref:.3f}s, ratio {t_ours / t_ref:.2f}x"
+            )
+            if real:
+                t_ours, t_ref = interleaved(
+                    [lambda: [parse_json(t) for t in real], lambda: [json.loads(t) for t in real]], a.repeat
+                )
+                print(
+                    f"json     {path:6s} {len(real)} real files >= 20 kB from site-packages ({size:.2f} MB): "
+                    f"parse_json {t_ours:.3f}s, json.loads {t_ref:.3f}s, ratio {t_ours / t_ref:.2f}x"
+                )
     deep = 100_000
     t_deep = best(lambda: parse_json("[" * deep + "]" * deep), 1)
     print(f"json     {deep}-deep nesting: {t_deep:.3f}s")

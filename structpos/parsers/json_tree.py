@@ -13,7 +13,11 @@ root → ``i`` (:func:`json_path`). Spans of value nodes slice to valid JSON tha
 the value. The scanner keeps an explicit stack (no recursion), so nesting depth is only
 limited by memory; strings are decoded with :func:`json.decoder.scanstring` and numbers
 matched with :data:`json.scanner.NUMBER_RE`, exactly as :func:`json.loads` does (including
-its ``NaN``/``Infinity`` extension). Texts of at least
+its ``NaN``/``Infinity`` extension). When the compiled scanner ``structpos._native_json`` is
+built (``native/json.c``), every text goes through it first
+(:func:`~structpos.parsers._json_native.scan_native`: one C pass over the code points, faster than
+``json.loads`` on large files); it builds the same Structure and leaves every input it refuses to
+the scanner, which raises the error. Without it, texts of at least
 :data:`~structpos.parsers._json_arrays.FAST_MIN_CHARS` characters that ``json.loads`` accepts take an
 array scanner instead (:func:`~structpos.parsers._json_arrays.scan_arrays`: numpy passes over the
 characters, 2–3× faster on large files), which builds the same Structure. A Python value is first
