@@ -440,9 +440,15 @@ static PyObject *column(const void *p, Py_ssize_t n, size_t item) {
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *text;
-    Py_ssize_t max_nodes;
-    if (!PyArg_ParseTuple(args, "Un:scan", &text, &max_nodes)) return NULL;
+    PyObject *text, *max_obj;
+    if (!PyArg_ParseTuple(args, "UO:scan", &text, &max_obj)) return NULL;
+    if (!PyLong_Check(max_obj)) {
+        PyErr_SetString(PyExc_TypeError, "scan: max_nodes must be an int");
+        return NULL;
+    }
+    /* a budget beyond Py_ssize_t (a Limits value, not checked against memory) clips to its maximum */
+    Py_ssize_t max_nodes = PyNumber_AsSsize_t(max_obj, NULL);
+    if (max_nodes == -1 && PyErr_Occurred()) return NULL;
     if (max_nodes < 0) max_nodes = 0;
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);

@@ -224,6 +224,7 @@ def test_max_nodes_limit_fails_alike():
         assert_same(text, limits=Limits(max_nodes=m))
     assert_same("[" * 50 + "]" * 50, limits=Limits(max_nodes=10))
     assert_same("[1, 2, 3, x", limits=Limits(max_nodes=2))  # the limit comes before the error
+    assert_same("[1, 2]", limits=Limits(max_nodes=10**20))  # beyond Py_ssize_t: clipped, not an OverflowError
 
 
 # ---------------------------------------------------------------- the entry point itself
@@ -277,5 +278,8 @@ def test_scan_columns_and_bounds():
     assert list(kind) == [0, 2, 1, 6, 3, 2, 0] and keys == ["a"]
     assert NATIVE.scan("[1, 2]", 3) is not None
     assert NATIVE.scan("[1, 2]", 2) is None and NATIVE.scan("[1, 2]", 0) is None and NATIVE.scan("1", -5) is None
+    assert NATIVE.scan("[1]", 10**30) is not None and NATIVE.scan("[1]", -(10**30)) is None
     with pytest.raises(TypeError):
         NATIVE.scan(b"[]", 10)
+    with pytest.raises(TypeError):
+        NATIVE.scan("[]", 1.5)
