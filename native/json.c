@@ -4,12 +4,13 @@
  * with an explicit container stack (no recursion), and accepts exactly what json.loads
  * accepts (strict strings; NaN, Infinity, -Infinity; whitespace " \t\n\r"). It returns
  *
- *     (kind, parent, start, end, index, key_id, keys)
+ *     (kind, parent, start, end, index, members, member_key, keys)
  *
- * where the first six are bytearrays of one entry per node in preorder (kind: uint8 codes
+ * where the first five are bytearrays of one entry per node in preorder (kind: uint8 codes
  * 0 object 1 array 2 member 3 string 4 boolean 5 null 6 number; the rest int64, code-point
- * offsets; key_id is the member's entry in ``keys``, -1 elsewhere) and ``keys`` is the list of
- * distinct member keys, decoded as json.loads decodes them. On any input json.loads (or the
+ * offsets), ``members`` (int64) lists the member nodes, ``member_key`` (int64) each one's entry
+ * in ``keys``, and ``keys`` is the list of distinct member keys, decoded as json.loads decodes
+ * them. On any input json.loads (or the
  * pure-Python scanner) would refuse, and when the tree would exceed max_nodes, it returns
  * None: the pure-Python scanner then runs and raises its own error.
  *
@@ -48,7 +49,7 @@ typedef struct {
     /* node columns */
     uint8_t *kind;
     int64_t *parent, *start, *end, *index, *key_id;
-    Py_ssize_t n, cap, max_nodes;
+    Py_ssize_t n, cap, max_nodes, n_members;
     /* container stack */
     Frame *stack;
     Py_ssize_t depth, stack_cap;
@@ -368,6 +369,7 @@ SP_INLINE int scan_impl(Scan *s, const void *data, const int K, Py_ssize_t n) {
             Py_ssize_t k = key_of(s, data, K, pos + 1, key_end - 1, hash, escaped);
             if (k < 0) return (int)-k;
             s->key_id[node] = k;
+            s->n_members++;
             f->member = node;
             pos = key_end;
             SKIP_WS();
@@ -498,30 +500,48 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         PyList_SET_ITEM(keys, k, key);
     }
-    PyObject *r = PyTuple_New(7);
+    PyObject *r = PyTuple_New(8);
     if (r == NULL) {
         Py_DECREF(keys);
         scan_free(&s);
         return NULL;
     }
-    PyTuple_SET_ITEM(r, 6, keys);
-    const void *cols[6] = {s.kind, s.parent, s.start, s.end, s.index, s.key_id};
-    for (int j = 0; j < 6; j++) {
-        PyObject *col = column(cols[j], s.n, j == 0 ? 1 : 8);
+    PyTuple_SET_ITEM(r, 7, keys);
+    /* the member nodes and their key ids, compacted from the key_id column */
+    int64_t *members = (int64_t *)PyMem_Malloc((size_t)(s.n_members ? s.n_members : 1) * 2 * sizeof(int64_t));
+    if (members == NULL) {
+        Py_DECREF(r);
+        scan_free(&s);
+        return PyErr_NoMemory();
+    }
+    int64_t *member_key = members + s.n_members;
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < s.n && m < s.n_members; i++) {
+        if (s.key_id[i] >= 0) {
+            members[m] = i;
+            member_key[m++] = s.key_id[i];
+        }
+    }
+    const void *cols[7] = {s.kind, s.parent, s.start, s.end, s.index, members, member_key};
+    for (int j = 0; j < 7; j++) {
+        PyObject *col = column(cols[j], j < 5 ? s.n : s.n_members, j == 0 ? 1 : 8);
         if (col == NULL) {
+            PyMem_Free(members);
             Py_DECREF(r);
             scan_free(&s);
             return NULL;
         }
         PyTuple_SET_ITEM(r, j, col);
     }
+    PyMem_Free(members);
     scan_free(&s);
     return r;
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, max_nodes) -> (kind, parent, start, end, index, key_id, keys) or None: the JSON tree's columns."},
+     "scan(text, max_nodes) -> (kind, parent, start, end, index, members, member_key, keys) or None: the JSON "
+     "tree's columns."},
     {NULL, NULL, 0, NULL},
 };
 

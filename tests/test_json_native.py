@@ -6,6 +6,7 @@ import shutil
 import sysconfig
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from structpos import native
@@ -274,8 +275,12 @@ def test_scan_on_random_bytes_never_crashes():
 
 @needs_native
 def test_scan_columns_and_bounds():
-    kind, parent, start, end, index, key_id, keys = NATIVE.scan('{"a": [1, "x"], "a": {}}', 100)
+    kind, parent, start, end, index, members, member_key, keys = NATIVE.scan('{"a": [1, "x"], "a": {}}', 100)
     assert list(kind) == [0, 2, 1, 6, 3, 2, 0] and keys == ["a"]
+    assert np.frombuffer(members, np.int64).tolist() == [1, 5]
+    assert np.frombuffer(member_key, np.int64).tolist() == [0, 0]
+    assert np.frombuffer(index, np.int64).tolist() == [-1, -1, -1, 0, 1, -1, -1]
+    assert np.frombuffer(end, np.int64).tolist() == [24, 14, 14, 8, 13, 23, 23]
     assert NATIVE.scan("[1, 2]", 3) is not None
     assert NATIVE.scan("[1, 2]", 2) is None and NATIVE.scan("[1, 2]", 0) is None and NATIVE.scan("1", -5) is None
     assert NATIVE.scan("[1]", 10**30) is not None and NATIVE.scan("[1]", -(10**30)) is None

@@ -66,15 +66,13 @@ def scan_native(text: str, name: str, max_nodes: int, fmt: str) -> Structure | N
     out = mod.scan(text, max_nodes)
     if out is None:
         return None
-    kind_b, parent_b, start_b, end_b, index_b, key_id_b, keys = out
+    kind_b, parent_b, start_b, end_b, index_b, members_b, member_key_b, keys = out
     kind = np.frombuffer(kind_b, dtype=np.uint8)
-    n = kind.size
     labels = _KIND_LABELS[kind]
-    key_arr = np.empty(n, dtype=object)
+    key_arr = np.empty(kind.size, dtype=object)
     if keys:
-        key_id = np.frombuffer(key_id_b, dtype=np.int64)
-        members = np.flatnonzero(key_id >= 0)
-        ids = key_id[members]
+        members = np.frombuffer(members_b, dtype=np.int64)
+        ids = np.frombuffer(member_key_b, dtype=np.int64)
         distinct = np.empty(len(keys), dtype=object)
         distinct[:] = keys
         key_arr[members] = distinct[ids]
