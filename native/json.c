@@ -73,18 +73,13 @@ static void scan_free(Scan *s) {
     memset(s, 0, sizeof(*s));
 }
 
-static int grow_nodes(Scan *s) {
-    Py_ssize_t cap = s->cap < 64 ? 64 : s->cap;
-    if (s->cap >= 64) {
-        if (cap > PY_SSIZE_T_MAX / 16) return ST_NOMEM;
-        cap *= 2;
-    }
-    if (cap > s->max_nodes) cap = s->max_nodes;
+/* Make room for cap nodes (cap > s->n, cap <= s->max_nodes). */
+static int reserve_nodes(Scan *s, Py_ssize_t cap) {
     if (cap <= s->n || (size_t)cap > SIZE_MAX / sizeof(int64_t)) return ST_NOMEM;
     void *p;
-#define GROW(field, type)                                                \
-    p = PyMem_RawRealloc(s->field, (size_t)cap * sizeof(type));          \
-    if (p == NULL) return ST_NOMEM;                                      \
+#define GROW(field, type)                                       \
+    p = PyMem_RawRealloc(s->field, (size_t)cap * sizeof(type)); \
+    if (p == NULL) return ST_NOMEM;                             \
     s->field = (type *)p;
     GROW(kind, uint8_t)
     GROW(parent, int64_t)
@@ -95,6 +90,13 @@ static int grow_nodes(Scan *s) {
 #undef GROW
     s->cap = cap;
     return ST_OK;
+}
+
+/* Double the node columns (at least 64 nodes, at most max_nodes). */
+static int grow_nodes(Scan *s) {
+    Py_ssize_t cap = s->cap < 32 ? 64 : (s->cap > PY_SSIZE_T_MAX / 2 ? PY_SSIZE_T_MAX : s->cap * 2);
+    if (cap > s->max_nodes) cap = s->max_nodes;
+    return reserve_nodes(s, cap);
 }
 
 /* Append a node; returns its id, or -(status) on failure. */
@@ -458,17 +460,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Scan s;
     memset(&s, 0, sizeof(s));
     s.max_nodes = max_nodes;
-    /* a first allocation near the expected size (about one node per 6 characters), within max_nodes */
-    s.cap = 0;
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = ST_OK;
-    Py_ssize_t guess = n / 6 + 16;
+    /* a first allocation near the expected size (about one node per 8 characters), within max_nodes */
+    Py_ssize_t guess = n / 8 + 16;
     if (guess > max_nodes) guess = max_nodes;
-    if (guess > 64) {
-        s.cap = guess / 2; /* grow_nodes doubles it */
-        st = grow_nodes(&s);
-    }
+    if (guess > 64) st = reserve_nodes(&s, guess);
     if (st == ST_OK) {
         if (kind == PyUnicode_1BYTE_KIND)
             st = scan_ucs1(&s, data, n);
