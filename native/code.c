@@ -16,6 +16,8 @@
 #include <time.h>
 
 #include "tree_sitter/api.h"
+/* the runtime in this translation unit: its cursor and node calls inline into the walk */
+#include "lib.c"
 
 #define CAPSULE_NAME "tree_sitter.Language"
 
