@@ -163,6 +163,92 @@ static int walk_tree(Walk *w, TSTree *tree, const TSLanguage *lang, int named_on
     return rc;
 }
 
+/* The same walk straight over the runtime's subtrees (no cursor), for walks without fields: a hidden
+ * subtree is transparent, its visible descendants hang from the nearest emitted ancestor. Visibility,
+ * aliases and positions follow tree_cursor.c (ts_tree_cursor_child_iterator_next,
+ * ts_tree_cursor_current_node): a child starts where the previous one ends plus its own padding (the first
+ * where its parent starts), a non-extra child takes its parent production's alias and is visible when it
+ * has one. The frames live in a growable heap array (no C recursion), so the depth is unbounded. */
+typedef struct {
+    Subtree tree;
+    const TSSymbol *aliases;
+    uint32_t child, structural, pos;
+    int64_t out_parent;
+} Frame;
+
+static int push_frame(Frame **frames, int64_t *cap, int64_t *sp, Subtree tree, const TSLanguage *lang, uint32_t pos,
+                      int64_t out_parent) {
+    if (*sp >= *cap) {
+        int64_t grown = *cap * 2 + 16;
+        Frame *f = realloc(*frames, (size_t)grown * sizeof(Frame));
+        if (f == NULL) return -1;
+        *frames = f;
+        *cap = grown;
+    }
+    (*frames)[(*sp)++] = (Frame){tree, ts_language_alias_sequence(lang, tree.ptr->production_id), 0, 0, pos, out_parent};
+    return 0;
+}
+
+static int walk_subtrees(Walk *w, TSTree *tree, const TSLanguage *lang, int named_only, int missing) {
+    uint32_t symbol_count = ts_language_symbol_count(lang);
+    Subtree root = tree->root;
+    Frame *frames = NULL;
+    int64_t cap = 0, sp = 0;
+    int rc = 0;
+    uint32_t start = ts_subtree_padding(root).bytes;
+    TSSymbol kid = ts_language_public_symbol(lang, ts_subtree_symbol(root));
+    int keep = !named_only || kid >= symbol_count || ts_language_symbol_type(lang, kid) == TSSymbolTypeRegular;
+    int64_t top = -1;
+    if (keep) {
+        if (w->cap < 1) return -2;
+        w->kinds[0] = kid;
+        w->starts[0] = start;
+        w->ends[0] = start + ts_subtree_size(root).bytes;
+        w->parents[0] = -1;
+        if (missing) w->missing[0] = ts_subtree_missing(root);
+        w->n = 1;
+        top = 0;
+    }
+    if (ts_subtree_child_count(root) > 0 && push_frame(&frames, &cap, &sp, root, lang, start, top)) rc = -1;
+    while (rc == 0 && sp > 0) {
+        Frame *f = &frames[sp - 1];
+        if (f->child == f->tree.ptr->child_count) {
+            sp--;
+            continue;
+        }
+        Subtree child = ts_subtree_children(f->tree)[f->child];
+        if (f->child > 0) f->pos += ts_subtree_padding(child).bytes;
+        uint32_t at = f->pos;
+        f->pos += ts_subtree_size(child).bytes;
+        f->child++;
+        TSSymbol alias = 0;
+        if (!ts_subtree_extra(child)) {
+            if (f->aliases) alias = f->aliases[f->structural];
+            f->structural++;
+        }
+        int64_t parent = f->out_parent;
+        if (ts_subtree_visible(child) || alias) {
+            kid = ts_language_public_symbol(lang, alias ? alias : ts_subtree_symbol(child));
+            if (!named_only || kid >= symbol_count || ts_language_symbol_type(lang, kid) == TSSymbolTypeRegular) {
+                if (w->n >= w->cap) {
+                    rc = -2;
+                    break;
+                }
+                int64_t i = w->n++;
+                w->kinds[i] = kid;
+                w->starts[i] = at;
+                w->ends[i] = at + ts_subtree_size(child).bytes;
+                w->parents[i] = parent;
+                if (missing) w->missing[i] = ts_subtree_missing(child);
+                parent = i;
+            }
+        }
+        if (ts_subtree_child_count(child) > 0 && push_frame(&frames, &cap, &sp, child, lang, at, parent)) rc = -1;
+    }
+    free(frames);
+    return rc;
+}
+
 static PyObject *column(const void *data, int64_t n, size_t itemsize) {
     return PyByteArray_FromStringAndSize(data ? (const char *)data : "", data ? (Py_ssize_t)(n * (int64_t)itemsize) : 0);
 }
@@ -227,7 +313,9 @@ static PyObject *parse_walk(PyObject *self, PyObject *args) {
         if (named_only || max_nodes < 0 || count <= max_nodes) {
             walked = 1;
             walk_rc = walk_alloc(&w, count, fields, has_error);
-            if (walk_rc == 0) walk_rc = walk_tree(&w, tree, lang, named_only, fields, has_error);
+            if (walk_rc == 0)
+                walk_rc = fields ? walk_tree(&w, tree, lang, named_only, fields, has_error)
+                                 : walk_subtrees(&w, tree, lang, named_only, has_error);
         }
         ts_tree_delete(tree);
     }
