@@ -15,7 +15,11 @@ TREE_SITTER = "native/vendor/tree_sitter"
 EXTRA: dict[str, dict] = {
     "code": {
         "include_dirs": [f"{TREE_SITTER}/include", f"{TREE_SITTER}/src"],
-        "define_macros": [("_POSIX_C_SOURCE", "200809L"), ("_DEFAULT_SOURCE", None), ("TREE_SITTER_HIDE_SYMBOLS", None)],
+        "define_macros": [
+            ("_POSIX_C_SOURCE", "200809L"),
+            ("_DEFAULT_SOURCE", None),
+            ("TREE_SITTER_HIDE_SYMBOLS", None),
+        ],
         "extra_compile_args": ["-O3", "-std=c11", "-fvisibility=hidden"],
     },
 }

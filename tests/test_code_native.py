@@ -22,11 +22,11 @@ WHEELS = sorted(m.name[len("tree_sitter_") :] for m in pkgutil.iter_modules() if
 SUFFIX = {"python": "py", "c": "h", "cpp": "hpp", "javascript": "js", "go": "go", "rust": "rs", "java": "java"}
 SNIPPETS = {
     "python": b"def f(x):\n    return [y for y in x if y]\n\nclass A(B):\n    z: int = 1\n",
-    "c": b"#include <stdio.h>\nint main(int argc, char **argv) { printf(\"%d\\n\", argc); return 0; }\n",
+    "c": b'#include <stdio.h>\nint main(int argc, char **argv) { printf("%d\\n", argc); return 0; }\n',
     "cpp": b"template <class T> struct V { T x; auto f() const -> T { return x; } };\n",
     "javascript": b"const f = (a, b) => { return a + b; };\nclass C extends D { m() { return `t${1}`; } }\n",
-    "go": b"package main\nimport \"fmt\"\nfunc main() { x := []int{1, 2}; fmt.Println(x) }\n",
-    "rust": b"fn main() { let v: Vec<i32> = vec![1, 2]; for x in &v { println!(\"{}\", x); } }\n",
+    "go": b'package main\nimport "fmt"\nfunc main() { x := []int{1, 2}; fmt.Println(x) }\n',
+    "rust": b'fn main() { let v: Vec<i32> = vec![1, 2]; for x in &v { println!("{}", x); } }\n',
     "java": b"class A { public static void main(String[] a) { int[] v = {1, 2}; System.out.println(v[0]); } }\n",
     "markdown": b"# Title\n\nSome *text* and a [link](x).\n\n- a\n- b\n\n```py\nx = 1\n```\n",
 }

@@ -25,14 +25,16 @@ Grammars come from per-language wheels (``tree-sitter-python``, ...): languages
 ``tree_sitter_<name>`` module exposing ``language()``), or pass a ``tree_sitter.Language``.
 Language and Parser objects are cached (parsers per thread).
 
-Speed: one ``TreeCursor`` walk (:func:`_walk`, shared by full and ``named_only`` trees, with
-fields and ``MISSING`` flags in the same pass) collecting kind ids and byte offsets into Python lists
-(``goto_first_child``/``goto_next_sibling``/``goto_parent`` and a parent stack), then
-``np.fromiter``; kind ids map to labels and named-ness through per-language tables. The
-walk costs ~0.7x the bare parse (six binding calls per node); ``node.children`` recursion,
-a breadth-first ``children`` walk and ``QueryCursor`` captures all measured slower, and
-``Parser.parse`` holds the GIL (checked with py-tree-sitter 0.26), so a parsing thread cannot
-overlap the walk. ``benchmarks/bench_parse.py`` measures the whole path.
+Speed: where ``structpos._native_code`` was built (``native/code.c``, with the tree-sitter 0.26.1
+runtime vendored under ``native/vendor/tree_sitter``), the parse and the preorder walk run in C
+without the GIL on the grammar wheel's ``language()`` capsule (:func:`_native_columns`; its ABI
+version is checked, and a Language not made by :func:`get_language` takes the pure path); the
+walk adds ~0.1x to the parse. Otherwise (or under :func:`structpos.native.pure_python`) one
+``TreeCursor`` walk (:func:`_walk`, shared by full and ``named_only`` trees, with fields and
+``MISSING`` flags in the same pass) collects kind ids and byte offsets into Python lists, then
+``np.fromiter``; that walk costs ~0.7x the bare parse (six binding calls per node). Both give the
+same columns; kind ids map to labels and named-ness through per-language tables.
+``benchmarks/bench_parse.py`` measures the whole path, both ways.
 
 Time limit: with ``limits.record_timeout`` set (the default), the parse and the walk run in a
 helper process (:mod:`structpos.parsers._guard`, a ``fork`` kept for the next parses) that is
