@@ -10,12 +10,29 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
+# native/code.c is compiled with the vendored tree-sitter runtime (native/vendor/tree_sitter/README.md)
+TREE_SITTER = "native/vendor/tree_sitter"
+EXTRA: dict[str, dict] = {
+    "code": {
+        "include_dirs": [f"{TREE_SITTER}/include", f"{TREE_SITTER}/src"],
+        "define_macros": [
+            ("_POSIX_C_SOURCE", "200809L"),
+            ("_DEFAULT_SOURCE", None),
+            ("TREE_SITTER_HIDE_SYMBOLS", None),
+        ],
+        "extra_compile_args": ["-O3", "-std=c11", "-fvisibility=hidden"],
+    },
+}
 EXTENSIONS = [
     Extension(
         f"structpos._native_{src.stem}",
-        sources=[str(src.relative_to(HERE))],
+        sources=[str(src.relative_to(HERE))] + EXTRA.get(src.stem, {}).get("sources", []),
+        include_dirs=EXTRA.get(src.stem, {}).get("include_dirs", []),
+        define_macros=EXTRA.get(src.stem, {}).get("define_macros", []),
         optional=True,
-        extra_compile_args=["-O2"] if not src.name.startswith("win") else [],
+        extra_compile_args=(["-O2"] + EXTRA.get(src.stem, {}).get("extra_compile_args", []))
+        if not src.name.startswith("win")
+        else [],
     )
     for src in sorted((HERE / "native").glob("*.c"))
 ]

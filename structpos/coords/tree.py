@@ -42,6 +42,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from ..exceptions import SpecError
+from ..native import native_module
 from ..structure import Structure, StructureError, raise_at_first
 from ._args import int_arg
 
@@ -606,6 +607,33 @@ def tree_arg(arg: str | None) -> dict[str, Any]:
     return {"D": max_depth, "W": max_width}
 
 
+def _native_tree_coords(parent, max_depth: int, max_width: int) -> dict[str, np.ndarray] | None:
+    """:func:`tree_coords`'s arrays from ``structpos._native_tree`` (one stack pass), or ``None``.
+
+    ``None`` when the module is not built or switched off, when ``parent`` is not a 1-D int64
+    array, or when it is not a preorder: the pure path then runs (and raises the error naming the node).
+    """
+    native = native_module("tree")
+    if native is None or not isinstance(parent, np.ndarray) or parent.ndim != 1 or parent.dtype != np.int64:
+        return None
+    p = np.ascontiguousarray(parent).copy()
+    n = p.size
+    d, sib, nch, size = (np.empty(n, dtype=np.int64) for _ in range(4))
+    path = np.empty((n, max_depth), dtype=path_dtype(max_width))
+    overflow = np.empty(n, dtype=np.bool_)
+    if not native.fill(p, d, sib, nch, size, path, overflow.view(np.uint8), max_depth, max_width):
+        return None
+    return {
+        "depth": d,
+        "sibling": sib,
+        "parent": p,
+        "num_children": nch,
+        "subtree_size": size,
+        "root_path": path,
+        "root_path_overflow": overflow,
+    }
+
+
 def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
     """Coordinate family ``"tree"`` (spec ``"tree"`` or ``"tree:DEPTHxWIDTH"``, default 32x64).
 
@@ -644,6 +672,9 @@ def tree_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nd
         raise StructureError("tree coordinates need a tree (no parent array)", name=structure.name)
     params = tree_arg(arg)
     max_depth, max_width = params["D"], params["W"]
+    fast = _native_tree_coords(structure.parent, max_depth, max_width)
+    if fast is not None:
+        return fast
     p, sib, size = _preorder(structure.parent, structure.name)
     d = _depth_preorder(size)
     path, overflow = _root_path(p, d, sib, max_depth, max_width, "top")

@@ -25,14 +25,16 @@ Grammars come from per-language wheels (``tree-sitter-python``, ...): languages
 ``tree_sitter_<name>`` module exposing ``language()``), or pass a ``tree_sitter.Language``.
 Language and Parser objects are cached (parsers per thread).
 
-Speed: one ``TreeCursor`` walk (:func:`_walk`, shared by full and ``named_only`` trees, with
-fields and ``MISSING`` flags in the same pass) collecting kind ids and byte offsets into Python lists
-(``goto_first_child``/``goto_next_sibling``/``goto_parent`` and a parent stack), then
-``np.fromiter``; kind ids map to labels and named-ness through per-language tables. The
-walk costs ~0.7x the bare parse (six binding calls per node); ``node.children`` recursion,
-a breadth-first ``children`` walk and ``QueryCursor`` captures all measured slower, and
-``Parser.parse`` holds the GIL (checked with py-tree-sitter 0.26), so a parsing thread cannot
-overlap the walk. ``benchmarks/bench_parse.py`` measures the whole path.
+Speed: where ``structpos._native_code`` was built (``native/code.c``, with the tree-sitter 0.26.1
+runtime vendored under ``native/vendor/tree_sitter``), the parse and the preorder walk run in C
+without the GIL on the grammar wheel's ``language()`` capsule (:func:`_native_columns`; its ABI
+version is checked, and a Language not made by :func:`get_language` takes the pure path); the
+walk adds ~0.1x to the parse. Otherwise (or under :func:`structpos.native.pure_python`) one
+``TreeCursor`` walk (:func:`_walk`, shared by full and ``named_only`` trees, with fields and
+``MISSING`` flags in the same pass) collects kind ids and byte offsets into Python lists, then
+``np.fromiter``; that walk costs ~0.7x the bare parse (six binding calls per node). Both give the
+same columns; kind ids map to labels and named-ness through per-language tables.
+``benchmarks/bench_parse.py`` measures the whole path, both ways.
 
 Time limit: with ``limits.record_timeout`` set (the default), the parse and the walk run in a
 helper process (:mod:`structpos.parsers._guard`, a ``fork`` kept for the next parses) that is
@@ -44,6 +46,7 @@ or without ``fork``, everything runs in this process.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from functools import lru_cache
@@ -54,6 +57,7 @@ import numpy as np
 
 from ..exceptions import ParseError, SpecError
 from ..limits import Deadline, Limits, check_limit, resolve_limits
+from ..native import native_module
 from ..node_attrs import FIELD, IS_ERROR, IS_NAMED
 from ..structure import CodeInfo, Structure, StructureError
 from ._guard import StaleHelper, call_guarded, can_fork
@@ -139,7 +143,10 @@ def _language(canon: str):
     fn = getattr(mod, "language", None)
     if fn is None:
         raise ImportError(f"{module} has no language() function; pass a tree_sitter.Language instead")
-    return ts.Language(fn())
+    capsule = fn()
+    lang = ts.Language(capsule)
+    _capsules[id(lang)] = (lang, capsule, None)  # the native path parses with the wheel's capsule
+    return lang
 
 
 def _tree_sitter():
@@ -201,6 +208,8 @@ class _KindTables:
 
 _tables: dict[int, tuple[Any, _KindTables]] = {}
 _local = threading.local()
+# id(Language) -> (Language, its wheel's language() capsule, whether the native runtime can parse it: None = unchecked)
+_capsules: dict[int, tuple[Any, Any, bool | None]] = {}
 
 
 def _kind_tables(language) -> _KindTables:
@@ -348,6 +357,61 @@ class _Columns(NamedTuple):
     missing: np.ndarray
 
 
+def _native_capsule(lang):
+    """``(structpos._native_code, capsule)`` when the compiled parse can take ``lang``, else ``None``.
+
+    It can for a Language made by :func:`get_language` whose capsule's ABI version the vendored
+    runtime supports and whose pointer is the Language's own (``hash(Language)`` is its pointer
+    in py-tree-sitter); other Languages take the pure path.
+    """
+    mod = native_module("code")
+    if mod is None:
+        return None
+    hit = _capsules.get(id(lang))
+    if hit is None or hit[0] is not lang:
+        return None
+    ok = hit[2]
+    if ok is None:
+        try:
+            pointer, _abi, supported = mod.language_info(hit[1])
+        except (TypeError, ValueError):
+            pointer, supported = None, False
+        ok = bool(supported) and pointer == hash(lang)
+        _capsules[id(lang)] = (lang, hit[1], ok)
+    return (mod, hit[1]) if ok else None
+
+
+def _native_columns(native, data: bytes, named_only: bool, fields: bool, max_nodes, timeout, name: str) -> _Columns:
+    """:func:`_parse_timed` + :func:`_tree_columns` in C (``native = (module, capsule)``): the same columns.
+
+    With ``timeout``, tree-sitter's progress callback cancels the parse at the deadline as in
+    :func:`_parse_timed` (LimitError ``record_timeout``).
+    """
+    mod, capsule = native
+    deadline = Deadline(timeout, "tree-sitter parse still running", name) if timeout is not None else None
+    micros = -1 if timeout is None else math.ceil(timeout * 1e6)  # ends at or after ``deadline``
+    limit = -1 if max_nodes is None else min(int(max_nodes), 1 << 62)
+    out = mod.parse_walk(capsule, data, named_only, fields, limit, micros)
+    if out is None:  # cancelled at the deadline
+        if deadline is not None:
+            deadline.check()
+        raise ParseError("tree-sitter returned no tree", name=name)
+    has_error, count, kinds, starts, ends, parents, field_ids, missing = out
+    if kinds is None:  # not walked: more nodes than max_nodes
+        check_limit(count, max_nodes, "max_nodes", "nodes", name=name)
+    i8 = np.int64
+    return _Columns(
+        bool(has_error),
+        count,
+        np.frombuffer(kinds, dtype=i8),
+        np.frombuffer(starts, dtype=i8),
+        np.frombuffer(ends, dtype=i8),
+        np.frombuffer(parents, dtype=i8),
+        np.frombuffer(field_ids, dtype=i8),
+        np.frombuffer(missing, dtype=np.bool_),
+    )
+
+
 def _tree_columns(tree, keep: list[bool] | None, fields: bool, max_nodes: int | None, name: str) -> _Columns:
     """Walk ``tree`` into :class:`_Columns` (LimitError ``max_nodes`` before a full walk of too many nodes)."""
     count = tree.root_node.descendant_count
@@ -413,6 +477,9 @@ def _helper_columns(key: str | int, data: bytes, named_only: bool, fields: bool,
         lang = _tables[key][0]
     else:  # a Language created after this helper started
         raise StaleHelper(key)
+    native = _native_capsule(lang)
+    if native is not None:
+        return _native_columns(native, data, named_only, fields, max_nodes, None, name)
     keep = _kind_tables(lang).keep_named if named_only else None
     return _tree_columns(_tree_sitter().Parser(lang).parse(data), keep, fields, max_nodes, name)
 
@@ -432,6 +499,9 @@ def _parse_columns(
         args = (_language_key(lang, lang_name), data, named_only, fields, limits.max_nodes, name)
         deadline = time.monotonic() + timeout
         return call_guarded(_helper_columns, args, deadline, what="tree-sitter parse", timeout=timeout, name=name)
+    native = _native_capsule(lang)
+    if native is not None:
+        return _native_columns(native, data, named_only, fields, limits.max_nodes, timeout, name)
     keep = _kind_tables(lang).keep_named if named_only else None
     return _tree_columns(_parse_timed(_parser_for(lang), data, timeout, name), keep, fields, limits.max_nodes, name)
 

@@ -1,0 +1,172 @@
+"""The compiled code parse (structpos._native_code) gives the pure path's columns and Structures exactly."""
+
+from __future__ import annotations
+
+import pkgutil
+import sys
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from structpos.exceptions import LimitError
+from structpos.limits import Limits
+from structpos.native import native_module, pure_python
+from structpos.parsers import code
+from structpos.parsers.code import parse_code
+
+pytestmark = pytest.mark.skipif(native_module("code") is None, reason="structpos._native_code not built")
+
+WHEELS = sorted(m.name[len("tree_sitter_") :] for m in pkgutil.iter_modules() if m.name.startswith("tree_sitter_"))
+SUFFIX = {"python": "py", "c": "h", "cpp": "hpp", "javascript": "js", "go": "go", "rust": "rs", "java": "java"}
+SNIPPETS = {
+    "python": b"def f(x):\n    return [y for y in x if y]\n\nclass A(B):\n    z: int = 1\n",
+    "c": b'#include <stdio.h>\nint main(int argc, char **argv) { printf("%d\\n", argc); return 0; }\n',
+    "cpp": b"template <class T> struct V { T x; auto f() const -> T { return x; } };\n",
+    "javascript": b"const f = (a, b) => { return a + b; };\nclass C extends D { m() { return `t${1}`; } }\n",
+    "go": b'package main\nimport "fmt"\nfunc main() { x := []int{1, 2}; fmt.Println(x) }\n',
+    "rust": b'fn main() { let v: Vec<i32> = vec![1, 2]; for x in &v { println!("{}", x); } }\n',
+    "java": b"class A { public static void main(String[] a) { int[] v = {1, 2}; System.out.println(v[0]); } }\n",
+    "markdown": b"# Title\n\nSome *text* and a [link](x).\n\n- a\n- b\n\n```py\nx = 1\n```\n",
+}
+
+
+def _real_sources(lang: str, limit: int = 3) -> list[bytes]:
+    """A few real files of ``lang`` from this Python's installation (stdlib, headers, site-packages)."""
+    suffix = SUFFIX.get(lang)
+    if suffix is None:
+        return []
+    roots = [Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["include"]), Path(sys.prefix)]
+    found: list[bytes] = []
+    for root in roots:
+        for p in sorted(root.rglob(f"*.{suffix}"))[::37]:
+            if p.is_file() and p.stat().st_size < 150_000:
+                found.append(p.read_bytes())
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def _inputs(lang: str) -> list[bytes]:
+    """Real sources, a snippet, their broken variants (ERROR / MISSING nodes), empty and non-UTF-8 input."""
+    base = _real_sources(lang) + [SNIPPETS.get(lang, b"x")]
+    broken = []
+    for src in base:
+        half = len(src) // 2
+        broken.append(src[:half])  # cut mid-construct: MISSING tokens / ERROR at the end
+        broken.append(src[:half] + b"}{)(@#$ ]] \xff\xfe" + src[half:])  # garbage and invalid UTF-8 inside
+    return base + broken + [b"", b"\xff\xfe\x00 \x80abc", b"\n\n\t "]
+
+
+def _pure_columns(lang, data: bytes, named_only: bool, fields: bool, max_nodes=None):
+    keep = code._kind_tables(lang).keep_named if named_only else None
+    tree = code._tree_sitter().Parser(lang).parse(data)
+    return code._tree_columns(tree, keep, fields, max_nodes, "<t>")
+
+
+def _same_columns(a, b) -> None:
+    assert (a.has_error, a.nodes) == (b.has_error, b.nodes)
+    for f in ("kinds", "starts", "ends", "parents", "field_ids", "missing"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), f
+
+
+def _same_structure(a, b) -> None:
+    assert list(a.labels) == list(b.labels)
+    for f in ("start", "end", "parent"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    assert a.attrs.keys() == b.attrs.keys()
+    for k in a.attrs:
+        assert np.array_equal(a.attrs[k], b.attrs[k]), k
+    assert a.code == b.code and a.source == b.source and a.name == b.name
+
+
+@pytest.mark.parametrize("lang_name", WHEELS)
+def test_native_columns_equal_pure_for_every_wheel(lang_name):
+    lang = code.get_language(lang_name)
+    native = code._native_capsule(lang)
+    assert native is not None, f"{lang_name}: ABI {lang.abi_version} not taken by the native runtime"
+    errors = 0
+    for data in _inputs(lang_name):
+        for named_only in (False, True):
+            for fields in (False, True):
+                got = code._native_columns(native, data, named_only, fields, None, None, "<t>")
+                _same_columns(got, _pure_columns(lang, data, named_only, fields))
+                errors += got.has_error
+    assert errors, "the broken inputs must exercise ERROR/MISSING nodes"
+
+
+@pytest.mark.parametrize("lang_name", ["python", "c", "javascript"])
+@pytest.mark.parametrize("timeout", [None, 60.0])
+def test_native_structures_equal_pure(lang_name, timeout):
+    limits = Limits(record_timeout=timeout)
+    for data in _inputs(lang_name):
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # parse_code refuses undecodable bytes on both paths
+        for named_only in (False, True):
+            for fields in (False, True):
+                got = parse_code(data, lang_name, named_only=named_only, fields=fields, limits=limits)
+                with pure_python():
+                    want = parse_code(data, lang_name, named_only=named_only, fields=fields, limits=limits)
+                _same_structure(got, want)
+
+
+def test_native_has_error_and_missing_flags():
+    s = parse_code(b"def f(:\n  return (1\n", "python")
+    assert s.code.has_error and s.attrs["is_error"].any()
+    with pure_python():
+        _same_structure(s, parse_code(b"def f(:\n  return (1\n", "python"))
+
+
+@pytest.mark.parametrize("named_only", [False, True])
+def test_native_node_limit_is_the_pure_error(named_only):
+    data = b"x = [1, 2, 3]\n" * 50
+    limits = Limits(max_nodes=100, record_timeout=None)
+    with pytest.raises(LimitError) as got:
+        parse_code(data, "python", named_only=named_only, limits=limits)
+    with pure_python(), pytest.raises(LimitError) as want:
+        parse_code(data, "python", named_only=named_only, limits=limits)
+    assert str(got.value) == str(want.value) and got.value.limit == "max_nodes"
+    native = code._native_capsule(code.get_language("python"))
+    cols = code._native_columns(native, data, False, False, 10**9, None, "<t>")  # a limit above: walked
+    assert cols.kinds.size == cols.nodes
+
+
+def test_native_in_process_timeout(monkeypatch):
+    # without a helper process the parse is cancelled by tree-sitter's progress callback, as in _parse_timed
+    monkeypatch.setattr(code, "can_fork", lambda: False)
+    data = b"class A:\n  @d\n  def" + b"# c\n" * 30000
+    with pytest.raises(LimitError) as e:
+        parse_code(data, "python", limits=Limits(record_timeout=0.05))
+    assert e.value.limit == "record_timeout"
+    small = b"x = 1\n" * 2000  # the next parse is complete and correct
+    s = parse_code(small, "python", limits=Limits(record_timeout=60.0))
+    with pure_python():
+        _same_structure(s, parse_code(small, "python", limits=Limits(record_timeout=60.0)))
+
+
+def test_native_columns_are_writable_int64():
+    native = code._native_capsule(code.get_language("python"))
+    cols = code._native_columns(native, b"x = 1\n", False, True, None, None, "<t>")
+    assert cols.kinds.flags.writeable and cols.kinds.dtype == np.int64 and cols.missing.dtype == np.bool_
+
+
+def test_native_rejects_a_foreign_object():
+    mod = native_module("code")
+    with pytest.raises(TypeError):
+        mod.parse_walk(object(), b"x", False, False, -1, -1)
+    with pytest.raises(TypeError):
+        mod.language_info(42)
+
+
+def test_user_language_objects_take_a_path_with_the_same_output():
+    import tree_sitter
+    import tree_sitter_python
+
+    mine = tree_sitter.Language(tree_sitter_python.language())  # not registered: the pure path
+    assert code._native_capsule(mine) is None
+    s = parse_code(b"x = (1,\n", mine)
+    _same_structure(s, parse_code(b"x = (1,\n", "python"))
