@@ -5,11 +5,13 @@ Every extension is ``optional``: without a C compiler the install still succeeds
 All other metadata is in ``pyproject.toml``.
 """
 
+import os
 from pathlib import Path
 
 from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
+GCC_LIKE = os.name != "nt"  # MSVC takes none of the gcc/clang flags below
 # native/code.c is compiled with the vendored tree-sitter runtime (native/vendor/tree_sitter/README.md)
 TREE_SITTER = "native/vendor/tree_sitter"
 EXTRA: dict[str, dict] = {
@@ -20,21 +22,22 @@ EXTRA: dict[str, dict] = {
             ("_DEFAULT_SOURCE", None),
             ("TREE_SITTER_HIDE_SYMBOLS", None),
         ],
-        "extra_compile_args": ["-O3", "-std=c11", "-fvisibility=hidden"],
+        "extra_compile_args": ["-O3", "-std=c11", "-fvisibility=hidden"] if GCC_LIKE else [],
     },
 }
-EXTENSIONS = [
-    Extension(
-        f"structpos._native_{src.stem}",
-        sources=[str(src.relative_to(HERE))] + EXTRA.get(src.stem, {}).get("sources", []),
-        include_dirs=EXTRA.get(src.stem, {}).get("include_dirs", []),
-        define_macros=EXTRA.get(src.stem, {}).get("define_macros", []),
-        optional=True,
-        extra_compile_args=(["-O2"] + EXTRA.get(src.stem, {}).get("extra_compile_args", []))
-        if not src.name.startswith("win")
-        else [],
-    )
-    for src in sorted((HERE / "native").glob("*.c"))
-]
 
-setup(ext_modules=EXTENSIONS)
+
+def extension(src: Path) -> Extension:
+    """The optional extension ``structpos._native_<stem>`` built from ``native/<stem>.c``."""
+    extra = EXTRA.get(src.stem, {})
+    return Extension(
+        f"structpos._native_{src.stem}",
+        sources=[str(src.relative_to(HERE))],
+        include_dirs=extra.get("include_dirs", []),
+        define_macros=extra.get("define_macros", []),
+        optional=True,
+        extra_compile_args=(["-O2"] if GCC_LIKE else []) + extra.get("extra_compile_args", []),
+    )
+
+
+setup(ext_modules=[extension(src) for src in sorted((HERE / "native").glob("*.c"))])
