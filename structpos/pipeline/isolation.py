@@ -32,6 +32,7 @@ from multiprocessing.connection import wait as wait_ready
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from . import trace
 from .encode import EncodeOptions, error_entry
 from .shard_writer import ShardResult, ShardTask, encode_shard
 
@@ -156,8 +157,12 @@ def _watch_parent(parent_pid: int, interval: float = 0.5) -> None:
     threading.Thread(target=watch, daemon=True, name="structpos-parent-watch").start()
 
 
-def _worker_main(conn, state, parent_pid: int, max_memory: int | None) -> None:  # pragma: no cover - runs in a child
+def _worker_main(
+    conn, state, parent_pid: int, max_memory: int | None, started: float = 0.0
+) -> None:  # pragma: no cover - runs in a child
     """A worker's life: receive shard tasks, encode and write them, report results."""
+    trace.set_role("worker")
+    trace.record("startup", started, time.monotonic(), time.process_time())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     _watch_parent(parent_pid)
     limit_memory(max_memory)
@@ -174,7 +179,9 @@ def _worker_main(conn, state, parent_pid: int, max_memory: int | None) -> None: 
         if task is None:
             return
         try:
-            conn.send(("done", encode_shard(task, on_record=on_record)))
+            with trace.span("shard", shard=task.index, records=len(task.records)):
+                res = encode_shard(task, on_record=on_record)
+            conn.send(("done", res))
         except OSError as e:
             conn.send(("oserror", e.errno, e.strerror or str(e), e.filename))
         except BaseException as e:  # reported to the driver, which decides
@@ -244,7 +251,7 @@ class WorkerPool:
         state = self._ctx.Array("d", [-1.0, 0.0], lock=False)
         proc = self._ctx.Process(
             target=_worker_main,
-            args=(child, state, os.getpid(), self.options.limits.max_memory_bytes),
+            args=(child, state, os.getpid(), self.options.limits.max_memory_bytes, time.monotonic()),
             daemon=True,
             name="structpos-encode-worker",
         )
@@ -261,7 +268,8 @@ class WorkerPool:
             w.state[0] = -1.0
             w.task, w.started = task, time.monotonic()
             try:
-                w.conn.send(message)
+                with trace.span("submit", shard=task.index):
+                    w.conn.send(message)
                 break
             except OSError:  # it died while idle (e.g. the OOM killer): a new one takes the task
                 w.process.kill()
@@ -317,7 +325,8 @@ class WorkerPool:
     def _read_ahead(it: Iterator[ShardTask], ahead: deque[ShardTask], n: int) -> bool:
         """Read tasks from ``it`` until ``ahead`` holds ``n``; whether ``it`` is exhausted."""
         while len(ahead) < n:
-            task = next(it, None)
+            with trace.span("read"):
+                task = next(it, None)
             if task is None:
                 return True
             ahead.append(task)
@@ -395,6 +404,10 @@ class WorkerPool:
 
     def close(self) -> None:
         """Stop every worker (idle ones politely, busy ones at once)."""
+        with trace.span("close"):
+            self._close()
+
+    def _close(self) -> None:
         for w in self._idle:
             try:
                 w.conn.send(None)

@@ -31,6 +31,7 @@ from .manifest import ERRORS, MANIFEST, Manifest
 from .records import Record, check_input, count_records, read_records, record_digest
 from .shard_io import atomic_write_bytes, shard_files
 from .shard_writer import ShardTask
+from .trace import span
 
 __all__ = [
     "EncodeConfig",
@@ -344,13 +345,15 @@ class _Encoding:
 
     def encode(self) -> None:
         c = self.config
-        total = count_records(self.input, **self._selection())
+        with span("count"):
+            total = count_records(self.input, **self._selection())
         self.bar = _progress(total if c.max_records is None or total is None else min(total, c.max_records), c.progress)
         try:
             for res in ENGINES[c.engine](self.tasks(), workers=c.workers, address=c.ray_address):
-                self.manifest.add(res)
-                self.manifest.skipped = [asdict(s) for s in self.skipped]
-                self.manifest.save(min_interval=0.5)
+                with span("manifest", shard=res.index):
+                    self.manifest.add(res)
+                    self.manifest.skipped = [asdict(s) for s in self.skipped]
+                    self.manifest.save(min_interval=0.5)
                 if self.bar is not None:
                     self.bar.update(res.records)
                     self.bar.set_postfix(errors=self.manifest.totals()["errors"], refresh=False)
@@ -425,10 +428,12 @@ def encode_to_parquet(
     config = replace(config or EncodeConfig(), **options).validate()
     t0 = time.perf_counter()
     input, out = check_input(input), Path(out_dir)
-    with lock_output(out):
-        run = _Encoding(input, out, config)
+    with span("run", busy=False), lock_output(out):
+        with span("prepare"):
+            run = _Encoding(input, out, config)
         run.encode()
-        totals = run.finish()
+        with span("finish"):
+            totals = run.finish()
     return EncodeSummary(
         totals["records"],
         totals["encoded"],
