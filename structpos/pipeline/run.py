@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -277,13 +277,16 @@ def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
         tmp.unlink(missing_ok=True)  # leftovers of a killed run; never part of the output
 
 
-def _progress(total: int | None, enabled: bool | None):
+def _progress(count: Callable[[], int | None], enabled: bool | None):
+    """The progress bar, or ``None`` when none is shown (then the input is not counted: a walk of
+    the input and tqdm's import are time during which the workers' cores wait)."""
+    if not ((sys.stderr.isatty()) if enabled is None else enabled):
+        return None
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is in the io extra
         return None
-    disable = (not sys.stderr.isatty()) if enabled is None else not enabled
-    return tqdm(total=total, unit="rec", desc="encode", disable=disable, file=sys.stderr)
+    return tqdm(total=count(), unit="rec", desc="encode", file=sys.stderr)
 
 
 class _Encoding:
@@ -345,9 +348,13 @@ class _Encoding:
 
     def encode(self) -> None:
         c = self.config
-        with span("count"):
-            total = count_records(self.input, **self._selection())
-        self.bar = _progress(total if c.max_records is None or total is None else min(total, c.max_records), c.progress)
+
+        def count() -> int | None:
+            with span("count"):
+                total = count_records(self.input, **self._selection())
+            return total if c.max_records is None or total is None else min(total, c.max_records)
+
+        self.bar = _progress(count, c.progress)
         try:
             for res in ENGINES[c.engine](self.tasks(), workers=c.workers, address=c.ray_address):
                 with span("manifest", shard=res.index):

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["TRACE_ENV", "enabled", "span", "record", "load", "summarize"]
+__all__ = ["TRACE_ENV", "enabled", "set_role", "span", "record", "load", "summarize"]
 
 TRACE_ENV = "STRUCTPOS_ENCODE_TRACE"
 """The environment variable naming the trace directory (unset: no trace)."""
@@ -44,7 +44,17 @@ def enabled() -> bool:
 
 
 def set_role(role: str) -> None:
-    """Name this process in the trace (``"driver"`` unless set; workers set ``"worker"``)."""
+    """Name this process in the trace (``"driver"`` unless set; workers set ``"worker"``).
+
+    Parameters
+    ----------
+    role : str
+        The name its spans carry.
+
+    Examples
+    --------
+    >>> set_role("driver")
+    """
     _ROLE["role"] = role
 
 
