@@ -126,7 +126,7 @@ def load(where: str | Path) -> list[dict]:
     >>> load(tempfile.mkdtemp())
     []
     """
-    spans = []
+    spans: list[dict] = []
     for p in sorted(Path(where).glob("*.jsonl")):
         spans.extend(json.loads(line) for line in p.read_text().splitlines() if line.strip())
     return sorted(spans, key=lambda s: s["t0"])
