@@ -322,6 +322,7 @@ class WorkerPool:
             exhausted = self._read_ahead(it, ahead, self.workers)
             for _ in range(min(len(ahead), self.workers) - len(self._idle) - len(self._busy)):
                 self._idle.append(self._start())
+            finished: list[ShardResult] = []
             while True:
                 while len(self._busy) < self.workers and (queue or ahead or not exhausted):
                     if queue:
@@ -330,11 +331,14 @@ class WorkerPool:
                         self._submit(ahead.popleft())
                     else:
                         exhausted = self._read_ahead(it, ahead, 1)
+                # the shards that just finished go to the caller (the manifest) only now that their
+                # workers have their next shards: a worker does not wait for the driver's bookkeeping
+                yield from finished
                 if not self._busy:
                     return
                 if not exhausted:  # the next shards' records are read before waiting, not after a worker is free
                     exhausted = self._read_ahead(it, ahead, self.workers)
-                yield from self._collect(queue)
+                finished = self._collect(queue)
         finally:
             self.close()
 
@@ -355,8 +359,9 @@ class WorkerPool:
             return None
         return limit + (self.grace if self.grace is not None else max(0.5, min(5.0, limit)))
 
-    def _collect(self, queue: list[ShardTask]) -> Iterator[ShardResult]:
-        """Wait for a result, a death or a timeout; handle each."""
+    def _collect(self, queue: list[ShardTask]) -> list[ShardResult]:
+        """Wait for a result, a death or a timeout; handle each; the shards finished."""
+        finished: list[ShardResult] = []
         limit = self._timeout()
         wait_for = 1.0 if limit is None else min(1.0, max(0.05, limit / 4))
         ready = wait_ready([w.conn for w in self._busy] + [w.process.sentinel for w in self._busy], timeout=wait_for)
@@ -371,7 +376,7 @@ class WorkerPool:
                     self._busy.remove(w)
                     w.task = None
                     self._idle.append(w)
-                    yield self._result(msg)
+                    finished.append(self._result(msg))  # a worker's error is raised at once
                     continue
             k, t0 = w.record()
             if w.process.sentinel in ready or not w.process.is_alive():
@@ -387,6 +392,7 @@ class WorkerPool:
                     why=f"took more than {self.options.limits.record_timeout:g} s (record_timeout; "
                     "raise the limit to allow it); its worker was killed",
                 )
+        return finished
 
     @staticmethod
     def _result(msg: tuple) -> ShardResult:

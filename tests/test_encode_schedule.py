@@ -1,0 +1,107 @@
+"""How the local engine schedules its workers (issue 24, the encode row): no core idles for the driver.
+
+Every worker starts at once (a task sent to a worker blocks until that worker has imported
+structpos), a finished shard reaches the manifest only after its worker has its next shard, and
+the input is not walked twice when no progress bar is shown. None of it may change the output:
+1 and 2 workers write the same bytes. The timeline that showed where the time went
+(:mod:`structpos.pipeline.trace`, ``STRUCTPOS_ENCODE_TRACE``) is checked here too.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from structpos.pipeline import encode_to_parquet, read_errors, trace
+from structpos.pipeline.encode import EncodeOptions
+from structpos.pipeline.isolation import WorkerPool
+from structpos.pipeline.records import Record
+from structpos.pipeline.shard_writer import ShardTask
+
+
+def _input(tmp_path, n: int = 13):
+    src = tmp_path / "in.jsonl"
+    texts = [json.dumps(list(range(i % 5))) if i % 4 else "[1," for i in range(n)]  # every 4th record fails
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    return src
+
+
+def _files(out) -> dict[str, bytes]:
+    """Every output file but the manifest (which holds timings), by path."""
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != "manifest.json"
+    }
+
+
+def _shard_entries(out) -> dict:
+    shards = json.loads((out / "manifest.json").read_text())["shards"]
+    return {k: {f: v for f, v in e.items() if f != "seconds"} for k, e in shards.items()}
+
+
+def test_one_and_two_workers_write_the_same_bytes(tmp_path):
+    src = _input(tmp_path)
+    outs = {}
+    for workers in (0, 1, 2):
+        out = tmp_path / f"w{workers}"
+        s = encode_to_parquet(src, out, kind="json", coords="tree", shard_size=2, workers=workers, progress=False)
+        assert (s.records, s.encoded, s.errors, s.shards) == (13, 9, 4, 7)
+        outs[workers] = out
+    assert _files(outs[1]) == _files(outs[0]) == _files(outs[2])
+    assert _shard_entries(outs[1]) == _shard_entries(outs[0]) == _shard_entries(outs[2])
+    assert [e["id"] for e in read_errors(outs[2])] == ["1", "5", "9", "13"]  # in input order, whoever ran them
+
+
+def test_a_finished_shard_is_yielded_after_its_worker_has_the_next_one(tmp_path):
+    options = EncodeOptions("json", "tree")
+    tasks = [ShardTask(i, [Record(f"r{i}", f"[{i}]", f"r{i}")], options, str(tmp_path), [f"d{i}"]) for i in range(4)]
+    pool = WorkerPool(1, options)
+    seen = []
+    for res in pool.run(tasks):
+        busy = [w.task.index for w in pool._busy if w.task is not None]
+        seen.append((res.index, busy))
+    assert seen == [(0, [1]), (1, [2]), (2, [3]), (3, [])]
+
+
+def test_every_worker_starts_before_the_first_shard_is_sent(tmp_path, monkeypatch):
+    where = tmp_path / "trace"
+    monkeypatch.setenv(trace.TRACE_ENV, str(where))
+    src = _input(tmp_path)
+    encode_to_parquet(src, tmp_path / "out", kind="json", coords="tree", shard_size=2, workers=2, progress=False)
+    spans = trace.load(where)
+    driver = [s for s in spans if s["role"] == "driver"]
+    spawns = [s for s in driver if s["name"] == "spawn"]
+    submits = [s for s in driver if s["name"] == "submit"]
+    assert len(spawns) == 2 and len(submits) == 7
+    assert max(s["t1"] for s in spawns) <= min(s["t0"] for s in submits)
+    shards = [s for s in spans if s["name"] == "shard"]
+    assert sorted(s["shard"] for s in shards) == list(range(7))
+    assert {s["pid"] for s in shards} <= {s["pid"] for s in spans if s["name"] == "startup"}
+    summary = trace.summarize(spans, cores=2)
+    assert summary["wall"] > 0 and summary["idle_core_s"] >= 0
+    assert sum(p["shards"] for p in summary["per_process"].values()) == 7
+    assert {"run", "read", "manifest", "finish"} <= set(summary["driver"])
+
+
+def test_no_trace_is_written_unless_asked(tmp_path, monkeypatch):
+    monkeypatch.delenv(trace.TRACE_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    with trace.span("read", shard=1) as extra:
+        extra["records"] = 2
+    trace.record("x", 0.0, 1.0)
+    assert not trace.enabled() and list(tmp_path.iterdir()) == []
+
+
+def test_the_input_is_not_counted_without_a_progress_bar(tmp_path, monkeypatch):
+    from structpos.pipeline import run
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("counted the input for a bar that is not shown")
+
+    monkeypatch.setattr(run, "count_records", refuse)
+    s = encode_to_parquet(_input(tmp_path), tmp_path / "out", kind="json", coords="tree", workers=0, progress=False)
+    assert s.records == 13
