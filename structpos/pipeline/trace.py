@@ -10,8 +10,9 @@ dictionary lookup.
 :func:`load` reads a trace back and :func:`summarize` turns it into the figures that explain
 a wall-time speed-up below the CPU bound: per process busy and CPU seconds, and the *idle-core
 seconds* of the run (``cores x wall`` minus the time summed over cores while some process was
-busy), split into start-up (before the first worker starts its first shard), the middle, and
-the tail (after the last shard started; a core waiting for the last shard to finish).
+busy; the driver's spans that wait, :data:`WAITS`, do not count), split into start-up (before
+the first worker starts its first shard), the middle, and the tail (after the last shard
+started; a core waiting for the last shard to finish).
 """
 
 from __future__ import annotations
@@ -142,11 +143,19 @@ def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
+WAITS = frozenset({"run", "submit", "spawn", "close"})
+"""Driver spans that mostly wait (a send blocked until the worker reads, a worker's exit): not busy."""
+
+
+def _busy(s: dict) -> bool:
+    return bool(s.get("busy", s["name"] not in WAITS))
+
+
 def _busy_cores(spans: list[dict], cores: int, lo: float, hi: float) -> float:
     """Core-seconds in ``[lo, hi]`` during which some process was busy, at most ``cores`` at a time."""
     per_pid: dict[int, list[tuple[float, float]]] = {}
     for s in spans:
-        if s.get("busy", True):
+        if _busy(s):
             per_pid.setdefault(s["pid"], []).append((max(lo, s["t0"]), min(hi, s["t1"])))
     events: list[tuple[float, int]] = []
     for ivs in per_pid.values():
@@ -196,7 +205,7 @@ def summarize(spans: list[dict], cores: int = 2) -> dict[str, Any]:
     driver: dict[str, float] = {}
     for s in spans:
         p = per_process.setdefault(s["pid"], {"role": s["role"], "busy": 0.0, "cpu": 0.0, "shards": 0})
-        if s.get("busy", True):
+        if _busy(s):
             p["busy"] += s["t1"] - s["t0"]
             p["cpu"] += s["cpu"]
         p["shards"] += s["name"] == "shard"
