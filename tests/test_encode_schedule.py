@@ -105,3 +105,26 @@ def test_the_input_is_not_counted_without_a_progress_bar(tmp_path, monkeypatch):
     monkeypatch.setattr(run, "count_records", refuse)
     s = encode_to_parquet(_input(tmp_path), tmp_path / "out", kind="json", coords="tree", workers=0, progress=False)
     assert s.records == 13
+
+
+def test_a_death_requeues_the_shard_waiting_in_the_workers_inbox(tmp_path):
+    """One worker, one record per shard: each fault strikes while the next shard waits in the inbox."""
+    from structpos.limits import Limits
+
+    payloads = ["[0]", "die", "[2, [2]]", "stuck", "[4]", "die", "[6]"]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": p}) + "\n" for p in payloads))
+    s = encode_to_parquet(
+        src,
+        tmp_path / "out",
+        kind="faulty",
+        extra_parsers={"faulty": "test_faults:faulty_parser"},
+        coords="tree",
+        limits=Limits(record_timeout=1.0),
+        shard_size=1,
+        workers=1,
+        progress=False,
+    )
+    assert (s.records, s.encoded, s.errors, s.shards) == (7, 4, 3, 7)
+    errors = {e["id"]: e["stage"] for e in read_errors(tmp_path / "out")}
+    assert errors == {"2": "worker", "4": "timeout", "6": "worker"}
