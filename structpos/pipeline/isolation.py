@@ -166,7 +166,7 @@ def _receive(conn, inbox) -> None:  # pragma: no cover - runs in a child
     while True:
         try:
             task = conn.recv()
-        except (EOFError, OSError):
+        except Exception:  # the driver is gone, or a task could not be read (MemoryError): stop after this shard
             task = None
         inbox.put(task)
         if task is None:
@@ -218,6 +218,19 @@ def _exit_now() -> None:  # pragma: no cover - runs in a child
     os._exit(0)
 
 
+def _send_in_order(conn, outbox) -> None:
+    """The driver's sender to one busy worker: its next shards, in order, without blocking the driver
+    (a worker reads its inbox between its own work; a record in C code holding the GIL delays that)."""
+    while True:
+        message = outbox.get()
+        if message is None:
+            return
+        try:
+            conn.send(message)
+        except Exception:  # the worker died or was killed: the driver sees it by its sentinel
+            return
+
+
 DEPTH = 2
 """Shards handed to a worker at once: the one it encodes and the next, waiting in its inbox, so
 that a worker finishing a shard starts the next without a round trip to the driver."""
@@ -229,6 +242,16 @@ class _Worker:
     conn: Any
     state: Any
     tasks: deque[ShardTask] = field(default_factory=deque)
+    outbox: Any = None
+
+    def send_later(self, message: ShardTask | None) -> None:
+        """Queue ``message`` for :func:`_send_in_order` (started on first use)."""
+        if self.outbox is None:
+            self.outbox = queue.SimpleQueue()
+            threading.Thread(
+                target=_send_in_order, args=(self.conn, self.outbox), daemon=True, name="structpos-outbox"
+            ).start()
+        self.outbox.put(message)
 
     @property
     def task(self) -> ShardTask | None:
@@ -304,9 +327,13 @@ class WorkerPool:
         return _Worker(proc, parent, state)
 
     def _submit(self, task: ShardTask, w: _Worker | None) -> bool:
-        """Hand ``task`` to ``w`` (``None``: a new worker); whether it was sent. One that died while
-        idle is replaced; a busy one that died keeps its death for :meth:`_collect` (the task is queued again)."""
+        """Hand ``task`` to ``w`` (``None``: a new worker); whether it was handed over. An idle worker
+        gets it at once (one that died while idle is replaced), a busy one through its outbox thread."""
         message = replace(task, options=self.options)
+        if w is not None and w.tasks:  # busy: never wait for it to read (the driver must stay free to time it)
+            w.send_later(message)
+            w.tasks.append(task)
+            return True
         while True:
             if w is None:
                 w = self._start()
@@ -315,10 +342,7 @@ class WorkerPool:
                 with trace.span("submit", shard=task.index):
                     w.conn.send(message)
                 break
-            except OSError:  # it died (e.g. the OOM killer)
-                if w.tasks:
-                    self._queue.insert(0, task)
-                    return False
+            except OSError:  # it died while idle (e.g. the OOM killer): a new one takes the task
                 self._idle.remove(w)
                 w.process.kill()
                 w.process.join(1)
@@ -466,6 +490,8 @@ class WorkerPool:
         self.deaths += 1
         task, *rest = w.tasks
         w.tasks.clear()
+        if w.outbox is not None:
+            w.outbox.put(None)
         w.conn.close()
         w.process.join(1)
         if 0 <= k < len(task.records):
@@ -488,6 +514,9 @@ class WorkerPool:
             self._close()
 
     def _close(self) -> None:
+        for w in self._idle + self._busy:
+            if w.outbox is not None:
+                w.outbox.put(None)
         for w in self._idle:
             try:
                 w.conn.send(None)
