@@ -10,6 +10,7 @@ the input is not walked twice when no progress bar is shown. None of it may chan
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -130,26 +131,33 @@ def test_a_death_requeues_the_shard_waiting_in_the_workers_inbox(tmp_path):
     assert errors == {"2": "worker", "4": "timeout", "6": "worker"}
 
 
+MARK_ENV = "STRUCTPOS_TEST_NOT_KILLED"
+
+
 def gil_parser(text, name=None, **_):
-    """JSON, except ``"hold"``: 60 s in C code holding the GIL with ``SIGALRM`` blocked (runs in the workers)."""
+    """JSON, except ``"hold"``: 20 s in C code holding the GIL with ``SIGALRM`` blocked (runs in the workers)."""
     if text == "hold":
         import ctypes
         import signal
 
         signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
-        ctypes.PyDLL(None).sleep(60)
+        ctypes.PyDLL(None).sleep(20)
+        with open(os.environ[MARK_ENV], "w") as fh:  # only reached when the driver failed to kill this worker
+            fh.write("not killed")
     from structpos import parse
 
     return parse(text, "json", name=name)
 
 
-def test_a_record_holding_the_gil_is_timed_out_while_the_next_large_shard_waits(tmp_path):
-    """The next shard (more than a pipe buffer) is sent to a worker whose inbox thread cannot run:
-    the driver must not block on that send, so it still kills the worker at the record's timeout."""
+def test_a_record_holding_the_gil_is_timed_out_while_the_next_large_shard_waits(tmp_path, monkeypatch):
+    """The next shard (more than a pipe buffer) is on its way to a worker whose inbox thread cannot run:
+    the driver still kills the worker at the record's timeout (the unit test below pins the send down)."""
     from structpos.limits import Limits
 
+    mark = tmp_path / "not-killed"
+    monkeypatch.setenv(MARK_ENV, str(mark))
     big = json.dumps(list(range(40_000)))  # ~270 kB: more than the pipe holds
-    payloads = ["hold", big, big, "[3]"]
+    payloads = ["[0]", "hold", big, big, "[4]"]  # shard 2 is sent once shard 0 is done, while shard 1 holds the GIL
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"text": p}) + "\n" for p in payloads))
     s = encode_to_parquet(
@@ -163,5 +171,29 @@ def test_a_record_holding_the_gil_is_timed_out_while_the_next_large_shard_waits(
         workers=1,
         progress=False,
     )
-    assert (s.records, s.encoded, s.errors) == (4, 3, 1)
-    assert [(e["id"], e["stage"]) for e in read_errors(tmp_path / "out")] == [("1", "timeout")]
+    assert (s.records, s.encoded, s.errors) == (5, 4, 1)
+    assert [(e["id"], e["stage"]) for e in read_errors(tmp_path / "out")] == [("2", "timeout")]
+    assert not mark.exists()  # killed at its timeout, not after its 20 s in C code
+
+
+def test_a_shard_for_a_busy_worker_never_blocks_the_driver(tmp_path):
+    """A worker that does not read (its inbox thread starved of the GIL) cannot stall the driver's send."""
+    import multiprocessing as mp
+    import threading
+
+    from structpos.pipeline.isolation import _Worker
+
+    options = EncodeOptions("json", "tree")
+    pool = WorkerPool(1, options)
+    parent, child = mp.Pipe()  # nobody reads child until the end
+    w = _Worker(process=None, conn=parent, state=[0.0, 0.0, 0.0])
+    w.tasks.append(ShardTask(0, [Record("a", "[1]", "a")], options, str(tmp_path), ["d"]))
+    pool._busy.append(w)
+    big = ShardTask(1, [Record("b", json.dumps(list(range(60_000))), "b")], options, str(tmp_path), ["d"])
+    handed = threading.Event()
+    threading.Thread(target=lambda: (pool._submit(big, w), handed.set()), daemon=True).start()
+    assert handed.wait(60)  # a hang guard, not a timing: a blocking send would never return here
+    assert [t.index for t in w.tasks] == [0, 1]
+    received = child.recv()  # the outbox thread delivers it once the worker reads
+    assert received.index == 1 and received.records == big.records
+    w.outbox.put(None)
