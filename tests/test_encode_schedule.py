@@ -58,8 +58,9 @@ def test_one_and_two_workers_write_the_same_bytes(tmp_path):
 
 
 def test_a_finished_shard_is_yielded_after_its_worker_has_the_next_one(tmp_path):
-    options = EncodeOptions("json", "tree")
-    tasks = [ShardTask(i, [Record(f"r{i}", f"[{i}]", f"r{i}")], options, str(tmp_path), [f"d{i}"]) for i in range(4)]
+    """Each shard naps 0.3 s in the worker, so the driver collects one result at a time."""
+    options = EncodeOptions("gil", "tree", extra_parsers=(("gil", f"{__name__.rpartition('.')[2]}:gil_parser"),))
+    tasks = [ShardTask(i, [Record(f"r{i}", "nap", f"r{i}")], options, str(tmp_path), [f"d{i}"]) for i in range(4)]
     pool = WorkerPool(1, options)
     seen = []
     for res in pool.run(tasks):
@@ -136,6 +137,11 @@ MARK_ENV = "STRUCTPOS_TEST_NOT_KILLED"
 
 def gil_parser(text, name=None, **_):
     """JSON, except ``"hold"``: 20 s in C code holding the GIL with ``SIGALRM`` blocked (runs in the workers)."""
+    if text == "nap":
+        import time
+
+        time.sleep(0.3)
+        text = "[1]"
     if text == "hold":
         import ctypes
         import signal
