@@ -203,3 +203,23 @@ def test_a_shard_for_a_busy_worker_never_blocks_the_driver(tmp_path):
     received = child.recv()  # the outbox thread delivers it once the worker reads
     assert received.index == 1 and received.records == big.records
     w.outbox.put(None)
+
+
+def test_the_last_shard_waits_for_a_free_worker_instead_of_queueing_behind_one(tmp_path, monkeypatch):
+    """With two workers the input's last shard goes to a worker with nothing to do, so that at the end
+    no core idles while the other worker runs two shards in turn; the shards before it do queue."""
+    options = EncodeOptions("json", "tree")
+    tasks = [ShardTask(i, [Record(f"r{i}", f"[{i}]", f"r{i}")], options, str(tmp_path), [f"d{i}"]) for i in range(7)]
+    pool = WorkerPool(2, options)
+    handed: list[tuple[int, bool]] = []
+    real = pool._submit
+
+    def submit(task, w):
+        handed.append((task.index, w is not None and bool(w.tasks)))
+        return real(task, w)
+
+    monkeypatch.setattr(pool, "_submit", submit)
+    assert sorted(r.index for r in pool.run(tasks)) == list(range(7))
+    assert sorted(i for i, _ in handed) == list(range(7))
+    assert dict(handed)[6] is False  # to a free worker
+    assert any(behind for _, behind in handed)  # the others were queued behind a busy worker

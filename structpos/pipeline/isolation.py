@@ -355,19 +355,38 @@ class WorkerPool:
         return True
 
     def _fill(self, pull) -> None:
-        """Give every worker a shard to encode, then a next one; start workers up to ``workers``."""
+        """Give every worker a shard to encode, then a next one; start workers up to ``workers``.
+
+        The input's last shard is never queued behind another worker's shard (with several
+        workers): it waits for whichever worker is free first, so no core idles at the end while
+        one worker runs two shards.
+        """
         for depth in range(1, DEPTH + 1):
             while True:
                 w = next((w for w in self._busy + self._idle if len(w.tasks) < depth), None)
                 if w is None and (depth > 1 or len(self._busy) + len(self._idle) >= self.workers):
                     break
                 task = pull()
-                if task is None or not self._submit(task, w):
+                if task is None:
                     return
+                if depth > 1 and self.workers > 1 and not self._more(pull):
+                    self._queue.insert(0, task)
+                    return
+                if not self._submit(task, w):
+                    return
+
+    def _more(self, pull) -> bool:
+        """Whether a shard is left after the one just pulled (it is kept first in the queue)."""
+        task = pull()
+        if task is None:
+            return False
+        self._queue.insert(0, task)
+        return True
 
     def run(self, tasks: Iterable[ShardTask]) -> Iterator[ShardResult]:
         """Encode ``tasks``, one shard per worker at a time and one more waiting in each worker
-        (so at most ``2 x workers`` shards are held, however large the input), yielding results as shards finish.
+        (so at most ``2 x workers`` shards are held, one more with several workers, however large
+        the input), yielding results as shards finish.
 
         A finished shard's result reaches the caller while its worker already encodes the next
         one, and the shard after that is read and sent meanwhile: a worker never waits for the
