@@ -18,7 +18,11 @@ is the speed-up two idle cores would give if the work split evenly (start-up and
 make the real one lower). On a loaded machine CPU seconds vary too (caches, the host's other
 threads): between runs at load 4-9 the same configuration measured 4.7-6.7 CPU s.
 
-    python benchmarks/bench_encode.py [--quick] [--coords tree] [--repeat 3] [--ray]
+With ``--trace DIR`` each run also writes its timeline (``STRUCTPOS_ENCODE_TRACE``,
+:mod:`structpos.pipeline.trace`) and prints its idle-core seconds (start-up, middle, tail), the
+driver's busy spans and each worker's shards: where a speed-up below the CPU bound loses its time.
+
+    python benchmarks/bench_encode.py [--quick] [--coords tree] [--repeat 3] [--ray] [--trace DIR]
 """
 
 from __future__ import annotations
