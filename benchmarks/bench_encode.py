@@ -18,7 +18,11 @@ is the speed-up two idle cores would give if the work split evenly (start-up and
 make the real one lower). On a loaded machine CPU seconds vary too (caches, the host's other
 threads): between runs at load 4-9 the same configuration measured 4.7-6.7 CPU s.
 
-    python benchmarks/bench_encode.py [--quick] [--coords tree] [--repeat 3] [--ray]
+With ``--trace DIR`` each run also writes its timeline (``STRUCTPOS_ENCODE_TRACE``,
+:mod:`structpos.pipeline.trace`) and prints its idle-core seconds (start-up, middle, tail), the
+driver's busy spans and each worker's shards: where a speed-up below the CPU bound loses its time.
+
+    python benchmarks/bench_encode.py [--quick] [--coords tree] [--repeat 3] [--ray] [--trace DIR]
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 import structpos
 from benchmarks.proctree import TreeSampler, load_average
-from structpos.pipeline import encode_to_parquet
+from structpos.pipeline import encode_to_parquet, trace
 
 GOAL_SPEEDUP = 1.9
 GOAL_RAY = 1.10
@@ -58,8 +62,25 @@ def stage_input(dst: Path, quick: bool) -> tuple[int, int]:
     return len(files), size
 
 
-def run_once(src: Path, workers: int, coords: str, shard_size: int, engine: str) -> dict:
-    """One encode run: wall seconds, CPU seconds of the whole process tree, peak memory."""
+def run_once(src: Path, workers: int, coords: str, shard_size: int, engine: str, trace_dir: str | None = None) -> dict:
+    """One encode run: wall seconds, CPU seconds of the whole process tree, peak memory.
+
+    With ``trace_dir`` the run's timeline (:mod:`structpos.pipeline.trace`) is written under it and summarized.
+    """
+    if trace_dir:
+        trace_dir = tempfile.mkdtemp(prefix=f"w{workers}-", dir=trace_dir)
+        os.environ[trace.TRACE_ENV] = trace_dir
+    try:
+        r = _run_once(src, workers, coords, shard_size, engine)
+    finally:
+        os.environ.pop(trace.TRACE_ENV, None)
+    if trace_dir:
+        r["trace"] = trace.summarize(trace.load(trace_dir), cores=2)
+        r["trace_dir"] = trace_dir
+    return r
+
+
+def _run_once(src: Path, workers: int, coords: str, shard_size: int, engine: str) -> dict:
     with tempfile.TemporaryDirectory() as out:
         with TreeSampler(interval=0.05) as tree:
             t = time.perf_counter()
@@ -87,6 +108,18 @@ def run_once(src: Path, workers: int, coords: str, shard_size: int, engine: str)
     }
 
 
+def describe_trace(t: dict) -> str:
+    """One line of a run's timeline summary: idle-core seconds by phase, the driver's busy spans, per worker."""
+    driver = ", ".join(f"{k} {v:.2f}" for k, v in sorted(t["driver"].items()) if k != "run")
+    workers = "; ".join(
+        f"{p['shards']} shards busy {p['busy']:.2f} s" for p in t["per_process"].values() if p["role"] == "worker"
+    )
+    return (
+        f"idle-core s {t['idle_core_s']:.2f} (start-up {t['idle_startup']:.2f}, middle {t['idle_middle']:.2f}, "
+        f"tail {t['idle_tail']:.2f}); driver s: {driver}; workers: {workers}"
+    )
+
+
 def start_ray(workers: int) -> float:
     """Start a local Ray cluster (its workers import this checkout); seconds taken."""
     import ray
@@ -108,7 +141,11 @@ def run_interleaved(
     """``args.repeat`` rounds of ``configs`` in turn; the fastest run of each kept in ``best``."""
     for _ in range(args.repeat):
         for engine, workers in configs:
-            r = run_once(src, workers, args.coords, args.shard_size, engine)
+            r = run_once(src, workers, args.coords, args.shard_size, engine, args.trace)
+            if args.trace:
+                print(
+                    f"  {engine} workers={workers}: {r['wall']:.2f} s wall, CPU {r['cpu']:.1f} s; {describe_trace(r['trace'])}"
+                )
             loads.append(r["load"])
             key = (local_key if engine == "local" else engine, workers)
             cpu_min = min(r["cpu"], best[key]["cpu_min"]) if key in best else r["cpu"]
@@ -123,6 +160,9 @@ def main() -> None:
     ap.add_argument("--coords", default="tree")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--shard-size", type=int, default=16)
+    ap.add_argument(
+        "--trace", metavar="DIR", help="write each run's timeline under DIR (STRUCTPOS_ENCODE_TRACE) and summarize it"
+    )
     ap.add_argument("--ray", action="store_true", help="also the Ray engine (2 workers) on a local cluster")
     args = ap.parse_args()
 

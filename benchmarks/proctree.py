@@ -16,6 +16,12 @@ import time
 
 import psutil
 
+try:
+    _TICKS = os.sysconf("SC_CLK_TCK")
+    _PAGE = os.sysconf("SC_PAGE_SIZE")
+except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+    _TICKS, _PAGE = 100, 4096
+
 
 class TreeSampler:
     """Sample the process tree rooted at this process in a background thread.
@@ -40,6 +46,46 @@ class TreeSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
+    def _tree_pids(self) -> list[int] | None:
+        """This process and its descendants from ``/proc/<pid>/task/<tid>/children`` (``None`` where unsupported)."""
+        pids, todo = [], [self.root.pid]
+        try:
+            while todo:
+                pid = todo.pop()
+                pids.append(pid)
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    try:
+                        with open(f"/proc/{pid}/task/{task}/children") as f:
+                            todo.extend(int(c) for c in f.read().split())
+                    except FileNotFoundError:  # the thread or process ended meanwhile
+                        continue
+        except FileNotFoundError:
+            if pid == self.root.pid:
+                return None
+        except OSError:
+            return None
+        return pids
+
+    def _sample_proc(self, pids: list[int]) -> None:
+        """:meth:`sample` from ``/proc/<pid>/stat`` (a tenth of psutil's cost: the sampler shares the cores it measures)."""
+        total = 0
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError, IndexError):  # it ended meanwhile
+                continue
+            key = (pid, float(fields[19]))  # (pid, start time in clock ticks)
+            self.cpu[key] = (int(fields[11]) + int(fields[12])) / _TICKS
+            rss = int(fields[21]) * _PAGE
+            total += rss
+            if pid == self.root.pid:
+                self.peak_rss_self = max(self.peak_rss_self, rss)
+            else:
+                self.peak_rss_child = max(self.peak_rss_child, rss)
+        self.peak_rss_total = max(self.peak_rss_total, total)
+        self.processes = max(self.processes, len(self.cpu))
+
     def _procs(self) -> list[psutil.Process]:
         try:
             return [self.root, *self.root.children(recursive=True)]
@@ -48,6 +94,10 @@ class TreeSampler:
 
     def sample(self) -> None:
         """Read every process of the tree once."""
+        pids = self._tree_pids()
+        if pids is not None:
+            self._sample_proc(pids)
+            return
         total = 0
         for p in self._procs():
             try:

@@ -4,9 +4,10 @@ yields :class:`~structpos.pipeline.shard_writer.ShardResult` s as shards finish 
 * ``local`` with ``workers=0``: in this process (no isolation from crashes; for debugging).
 * ``local`` with ``N >= 1`` workers: a :class:`~structpos.pipeline.isolation.WorkerPool` of
   ``spawn`` processes; each encodes *and writes* its shard (only counts travel back), a record
-  that times out or kills its worker becomes an error entry and the worker is replaced. One
-  shard per worker is in flight and one more per worker is read ahead (its records read while the
-  workers encode), so memory stays bounded however large the input. Workers parse in their own
+  that times out or kills its worker becomes an error entry and the worker is replaced. Each
+  worker encodes one shard while the next waits in its inbox (its records read and sent while the
+  workers encode), so memory stays bounded however large the input and no worker waits for the
+  driver between shards; the workers start together. Workers parse in their own
   process (no helper per parse: :meth:`~structpos.pipeline.options.EncodeOptions.parser_limits`).
 * ``ray``: one Ray task per shard on a local cluster (``ray.init(num_cpus=N)``) or on an
   existing one (``address``). On a cluster of one node, the driver's, each task writes its

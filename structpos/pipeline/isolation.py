@@ -1,6 +1,7 @@
 """Worker processes that survive their records: per-record timeout, memory limit, death and replacement.
 
-The local engine runs shards in worker processes (``spawn``), one shard at a time per worker.
+The local engine runs shards in worker processes (``spawn``), one shard at a time per worker
+(the next one waits in the worker's inbox, so it starts without a round trip to the driver).
 Before each record a worker writes the record's position in its shard and the start time
 into a small shared array, so that its driver always knows which record it is on. Then:
 
@@ -23,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import queue
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -32,6 +35,7 @@ from multiprocessing.connection import wait as wait_ready
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from . import trace
 from .encode import EncodeOptions, error_entry
 from .shard_writer import ShardResult, ShardTask, encode_shard
 
@@ -156,10 +160,33 @@ def _watch_parent(parent_pid: int, interval: float = 0.5) -> None:
     threading.Thread(target=watch, daemon=True, name="structpos-parent-watch").start()
 
 
-def _worker_main(conn, state, parent_pid: int, max_memory: int | None) -> None:  # pragma: no cover - runs in a child
-    """A worker's life: receive shard tasks, encode and write them, report results."""
+def _receive(conn, inbox) -> None:  # pragma: no cover - runs in a child
+    """A worker's inbox thread: tasks arrive while the worker encodes (``None``: stop)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # the record timer is the main thread's
+    while True:
+        try:
+            task = conn.recv()
+        except Exception:  # the driver is gone, or a task could not be read (MemoryError): stop after this shard
+            task = None
+        inbox.put(task)
+        if task is None:
+            return
+
+
+def _worker_main(
+    conn, state, parent_pid: int, max_memory: int | None, started: float = 0.0
+) -> None:  # pragma: no cover - runs in a child
+    """A worker's life: receive shard tasks, encode and write them, report results.
+
+    Tasks are received by a thread into an inbox, so the driver can hand over the next shard
+    while this one is encoded (it never waits for a send, and this worker never waits for it).
+    """
+    trace.set_role("worker")
+    trace.record("startup", started, time.monotonic(), time.process_time())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     _watch_parent(parent_pid)
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_receive, args=(conn, inbox), daemon=True, name="structpos-inbox").start()
     limit_memory(max_memory)
 
     def on_record(k: int) -> None:
@@ -167,18 +194,46 @@ def _worker_main(conn, state, parent_pid: int, max_memory: int | None) -> None: 
         state[0] = k
 
     while True:
+        task = inbox.get()
+        if task is None:  # the run is over and every result sent (or the driver is gone): exit
+            _exit_now()  # without the interpreter's teardown (tens of ms the driver would wait for)
+        state[0], state[1], state[2] = -1.0, time.monotonic(), float(task.index)
         try:
-            task = conn.recv()
-        except (EOFError, OSError):
-            return
-        if task is None:
-            return
-        try:
-            conn.send(("done", encode_shard(task, on_record=on_record)))
+            with trace.span("shard", shard=task.index, records=len(task.records)):
+                res = encode_shard(task, on_record=on_record)
+            conn.send(("done", res))
         except OSError as e:
             conn.send(("oserror", e.errno, e.strerror or str(e), e.filename))
         except BaseException as e:  # reported to the driver, which decides
             conn.send(("fail", type(e).__name__, str(e)))
+
+
+def _exit_now() -> None:  # pragma: no cover - runs in a child
+    """End an idle worker at once: nothing of its is left to flush but the standard streams."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(0)
+
+
+def _send_in_order(conn, outbox) -> None:
+    """The driver's sender to one busy worker: its next shards, in order, without blocking the driver
+    (a worker reads its inbox between its own work; a record in C code holding the GIL delays that)."""
+    while True:
+        message = outbox.get()
+        if message is None:
+            return
+        try:
+            conn.send(message)
+        except Exception:  # the worker died or was killed: the driver sees it by its sentinel
+            return
+
+
+DEPTH = 2
+"""Shards handed to a worker at once: the one it encodes and the next, waiting in its inbox, so
+that a worker finishing a shard starts the next without a round trip to the driver."""
 
 
 @dataclass
@@ -186,11 +241,27 @@ class _Worker:
     process: Any
     conn: Any
     state: Any
-    task: ShardTask | None = None
-    started: float = 0.0
+    tasks: deque[ShardTask] = field(default_factory=deque)
+    outbox: Any = None
+
+    def send_later(self, message: ShardTask | None) -> None:
+        """Queue ``message`` for :func:`_send_in_order` (started on first use)."""
+        if self.outbox is None:
+            self.outbox = queue.SimpleQueue()
+            threading.Thread(
+                target=_send_in_order, args=(self.conn, self.outbox), daemon=True, name="structpos-outbox"
+            ).start()
+        self.outbox.put(message)
+
+    @property
+    def task(self) -> ShardTask | None:
+        """The shard it is on (the oldest it was given and has not finished)."""
+        return self.tasks[0] if self.tasks else None
 
     def record(self) -> tuple[int, float]:
-        """``(position of the record being encoded or -1, its start time)``."""
+        """``(position of the record of :attr:`task` being encoded or -1, its start time)``."""
+        if self.task is None or int(self.state[2]) != self.task.index:  # between shards
+            return -1, float(self.state[1])
         return int(self.state[0]), float(self.state[1])
 
 
@@ -198,7 +269,8 @@ class _Worker:
 class WorkerPool:
     """``workers`` processes encoding :class:`ShardTask` s with per-record isolation (see the module docstring).
 
-    Worker processes start on demand (``spawn``), one shard each at a time; a worker that dies
+    Worker processes start together when the first shards are known (``spawn``); each encodes
+    one shard at a time and holds the next in its inbox (:data:`DEPTH`); a worker that dies
     or hangs past the record timeout is replaced and its record becomes an error entry.
 
     Parameters
@@ -230,6 +302,7 @@ class WorkerPool:
     (default: the timeout itself, between 0.5 and 5 s)."""
     _idle: list[_Worker] = field(default_factory=list)
     _busy: list[_Worker] = field(default_factory=list)
+    _queue: list[ShardTask] = field(default_factory=list)
     _ctx: Any = None
     deaths: int = 0
 
@@ -241,40 +314,83 @@ class WorkerPool:
 
     def _start(self) -> _Worker:
         parent, child = self._ctx.Pipe()
-        state = self._ctx.Array("d", [-1.0, 0.0], lock=False)
+        state = self._ctx.Array("d", [-1.0, 0.0, -1.0], lock=False)  # record, its start, shard index
         proc = self._ctx.Process(
             target=_worker_main,
-            args=(child, state, os.getpid(), self.options.limits.max_memory_bytes),
+            args=(child, state, os.getpid(), self.options.limits.max_memory_bytes, time.monotonic()),
             daemon=True,
             name="structpos-encode-worker",
         )
-        with _worker_environment():
+        with _worker_environment(), trace.span("spawn"):
             proc.start()
         child.close()
         return _Worker(proc, parent, state)
 
-    def _submit(self, task: ShardTask) -> None:
-        """Hand ``task`` to an idle worker (one that died while idle is replaced) or a new one."""
+    def _submit(self, task: ShardTask, w: _Worker | None) -> bool:
+        """Hand ``task`` to ``w`` (``None``: a new worker); whether it was handed over. An idle worker
+        gets it at once (one that died while idle is replaced), a busy one through its outbox thread."""
         message = replace(task, options=self.options)
+        if w is not None and w.tasks:  # busy: never wait for it to read (the driver must stay free to time it)
+            w.send_later(message)
+            w.tasks.append(task)
+            return True
         while True:
-            w = self._idle.pop() if self._idle else self._start()
-            w.state[0] = -1.0
-            w.task, w.started = task, time.monotonic()
+            if w is None:
+                w = self._start()
+                self._idle.append(w)
             try:
-                w.conn.send(message)
+                with trace.span("submit", shard=task.index):
+                    w.conn.send(message)
                 break
             except OSError:  # it died while idle (e.g. the OOM killer): a new one takes the task
+                self._idle.remove(w)
                 w.process.kill()
                 w.process.join(1)
                 w.conn.close()
-        self._busy.append(w)
+                w = None
+        if not w.tasks:
+            self._idle.remove(w)
+            self._busy.append(w)
+        w.tasks.append(task)
+        return True
+
+    def _fill(self, pull) -> None:
+        """Give every worker a shard to encode, then a next one; start workers up to ``workers``.
+
+        The input's last shard is never queued behind another worker's shard (with several
+        workers): it waits for whichever worker is free first, so no core idles at the end while
+        one worker runs two shards.
+        """
+        for depth in range(1, DEPTH + 1):
+            while True:
+                w = next((w for w in self._busy + self._idle if len(w.tasks) < depth), None)
+                if w is None and (depth > 1 or len(self._busy) + len(self._idle) >= self.workers):
+                    break
+                task = pull()
+                if task is None:
+                    return
+                if depth > 1 and self.workers > 1 and not self._more(pull):
+                    self._queue.insert(0, task)
+                    return
+                if not self._submit(task, w):
+                    return
+
+    def _more(self, pull) -> bool:
+        """Whether a shard is left after the one just pulled (it is kept first in the queue)."""
+        task = pull()
+        if task is None:
+            return False
+        self._queue.insert(0, task)
+        return True
 
     def run(self, tasks: Iterable[ShardTask]) -> Iterator[ShardResult]:
-        """Encode ``tasks``, one shard per worker at a time (so at most ``workers`` shards are being
-        encoded, and ``workers`` more read ahead, however large the input), yielding results as shards finish.
+        """Encode ``tasks``, one shard per worker at a time and one more waiting in each worker
+        (so at most ``2 x workers`` shards are held, one more with several workers, however large
+        the input), yielding results as shards finish.
 
-        The next shards' records are read while the workers encode, so a worker that finishes a
-        shard gets the next one at once instead of waiting for its files to be read.
+        A finished shard's result reaches the caller while its worker already encodes the next
+        one, and the shard after that is read and sent meanwhile: a worker never waits for the
+        driver (reading, the manifest) between shards.
 
         The workers are stopped when the iteration ends, fails or is abandoned.
 
@@ -293,35 +409,35 @@ class WorkerPool:
         See :class:`WorkerPool`.
         """
         it = iter(tasks)
-        queue: list[ShardTask] = []  # shards to start again after a worker death
-        ahead: deque[ShardTask] = deque()  # shards read while the workers encode (I/O overlapped with parsing)
+        self._queue = []  # shards to start again after a worker death come first
         exhausted = False
+
+        def pull() -> ShardTask | None:
+            nonlocal exhausted
+            if self._queue:
+                return self._queue.pop(0)
+            if exhausted:
+                return None
+            with trace.span("read"):
+                task = next(it, None)
+            exhausted = task is None
+            return task
+
         try:
+            # every worker needed starts at once: the first task sent to a worker waits until the
+            # worker has imported structpos, so starting them one by one as tasks are handed out
+            # would leave the second worker's core idle for the first one's start-up
+            first = [t for t in (pull() for _ in range(self.workers)) if t is not None]
+            self._queue[:0] = first
+            for _ in range(len(first) - len(self._idle) - len(self._busy)):
+                self._idle.append(self._start())
             while True:
-                while len(self._busy) < self.workers and (queue or ahead or not exhausted):
-                    if queue:
-                        self._submit(queue.pop(0))
-                    elif ahead:
-                        self._submit(ahead.popleft())
-                    else:
-                        exhausted = self._read_ahead(it, ahead, 1)
+                self._fill(pull)
                 if not self._busy:
                     return
-                if not exhausted:  # the next shards' records are read before waiting, not after a worker is free
-                    exhausted = self._read_ahead(it, ahead, self.workers)
-                yield from self._collect(queue)
+                yield from self._collect()
         finally:
             self.close()
-
-    @staticmethod
-    def _read_ahead(it: Iterator[ShardTask], ahead: deque[ShardTask], n: int) -> bool:
-        """Read tasks from ``it`` until ``ahead`` holds ``n``; whether ``it`` is exhausted."""
-        while len(ahead) < n:
-            task = next(it, None)
-            if task is None:
-                return True
-            ahead.append(task)
-        return False
 
     def _timeout(self) -> float | None:
         limit = self.options.limits.record_timeout
@@ -329,7 +445,22 @@ class WorkerPool:
             return None
         return limit + (self.grace if self.grace is not None else max(0.5, min(5.0, limit)))
 
-    def _collect(self, queue: list[ShardTask]) -> Iterator[ShardResult]:
+    def _drain(self, w: _Worker) -> list[ShardResult]:
+        """The results ``w`` has sent (its shards, in order); a worker's error is raised."""
+        finished = []
+        while w.tasks and w.conn.poll():
+            try:
+                msg = w.conn.recv()
+            except (EOFError, OSError):  # it died
+                break
+            w.tasks.popleft()
+            if not w.tasks:
+                self._busy.remove(w)
+                self._idle.append(w)
+            finished.append(self._result(msg))
+        return finished
+
+    def _collect(self) -> Iterator[ShardResult]:
         """Wait for a result, a death or a timeout; handle each."""
         limit = self._timeout()
         wait_for = 1.0 if limit is None else min(1.0, max(0.05, limit / 4))
@@ -337,25 +468,26 @@ class WorkerPool:
         now = time.monotonic()
         for w in list(self._busy):
             if w.conn in ready:
-                try:
-                    msg = w.conn.recv()
-                except (EOFError, OSError):
-                    msg = None
-                if msg is not None:
-                    self._busy.remove(w)
-                    w.task = None
-                    self._idle.append(w)
-                    yield self._result(msg)
+                finished = self._drain(w)
+                if finished:
+                    yield from finished
                     continue
-            k, t0 = w.record()
             if w.process.sentinel in ready or not w.process.is_alive():
-                self._replace(w, queue, k, stage="worker", why=_death_reason(w.process))
-            elif limit is not None and k >= 0 and now - t0 > limit:
+                yield from self._drain(w)  # what it sent before dying
+                k, _ = w.record()
+                if w.tasks:
+                    self._replace(w, k, stage="worker", why=_death_reason(w.process))
+                else:  # it died idle: gone before it is given a shard
+                    self._idle.remove(w)
+                    w.conn.close()
+                    w.process.join(1)
+                continue
+            k, t0 = w.record()
+            if limit is not None and k >= 0 and now - t0 > limit:
                 w.process.kill()
                 w.process.join(5)
                 self._replace(
                     w,
-                    queue,
                     k,
                     stage="timeout",
                     why=f"took more than {self.options.limits.record_timeout:g} s (record_timeout; "
@@ -371,18 +503,20 @@ class WorkerPool:
             raise OSError(errno, f"writing a shard: {strerror}", filename)
         raise RuntimeError(f"an encode worker failed: {msg[1]}: {msg[2]}")
 
-    def _replace(self, w: _Worker, queue: list[ShardTask], k: int, *, stage: str, why: str) -> None:
-        """Record the death of ``w`` against record ``k`` of its shard and queue the shard again."""
+    def _replace(self, w: _Worker, k: int, *, stage: str, why: str) -> None:
+        """Record the death of ``w`` against record ``k`` of its shard and queue its shards again."""
         self._busy.remove(w)
         self.deaths += 1
-        task = w.task
+        task, *rest = w.tasks
+        w.tasks.clear()
+        if w.outbox is not None:
+            w.outbox.put(None)
         w.conn.close()
         w.process.join(1)
-        assert task is not None
         if 0 <= k < len(task.records):
             rec = task.records[k]
             err = error_entry(rec, "WorkerDied" if stage == "worker" else "LimitError", why, stage)
-            queue.insert(0, replace(task, preset={**task.preset, k: err}))
+            self._queue[:0] = [replace(task, preset={**task.preset, k: err}), *rest]
             return
         if task.retries >= MAX_SHARD_RETRIES:
             raise RuntimeError(
@@ -391,10 +525,17 @@ class WorkerPool:
                 "calling script lack an `if __name__ == '__main__':` guard (workers re-import it), or is "
                 "--limit max_memory_bytes too small?"
             )
-        queue.insert(0, replace(task, retries=task.retries + 1))
+        self._queue[:0] = [replace(task, retries=task.retries + 1), *rest]
 
     def close(self) -> None:
         """Stop every worker (idle ones politely, busy ones at once)."""
+        with trace.span("close"):
+            self._close()
+
+    def _close(self) -> None:
+        for w in self._idle + self._busy:
+            if w.outbox is not None:
+                w.outbox.put(None)
         for w in self._idle:
             try:
                 w.conn.send(None)

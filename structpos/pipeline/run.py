@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -31,6 +31,7 @@ from .manifest import ERRORS, MANIFEST, Manifest
 from .records import Record, check_input, count_records, read_records, record_digest
 from .shard_io import atomic_write_bytes, shard_files
 from .shard_writer import ShardTask
+from .trace import span
 
 __all__ = [
     "EncodeConfig",
@@ -276,13 +277,16 @@ def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
         tmp.unlink(missing_ok=True)  # leftovers of a killed run; never part of the output
 
 
-def _progress(total: int | None, enabled: bool | None):
+def _progress(count: Callable[[], int | None], enabled: bool | None):
+    """The progress bar, or ``None`` when none is shown (then the input is not counted: a walk of
+    the input and tqdm's import are time during which the workers' cores wait)."""
+    if not ((sys.stderr.isatty()) if enabled is None else enabled):
+        return None
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is in the io extra
         return None
-    disable = (not sys.stderr.isatty()) if enabled is None else not enabled
-    return tqdm(total=total, unit="rec", desc="encode", disable=disable, file=sys.stderr)
+    return tqdm(total=count(), unit="rec", desc="encode", file=sys.stderr)
 
 
 class _Encoding:
@@ -344,13 +348,19 @@ class _Encoding:
 
     def encode(self) -> None:
         c = self.config
-        total = count_records(self.input, **self._selection())
-        self.bar = _progress(total if c.max_records is None or total is None else min(total, c.max_records), c.progress)
+
+        def count() -> int | None:
+            with span("count"):
+                total = count_records(self.input, **self._selection())
+            return total if c.max_records is None or total is None else min(total, c.max_records)
+
+        self.bar = _progress(count, c.progress)
         try:
             for res in ENGINES[c.engine](self.tasks(), workers=c.workers, address=c.ray_address):
-                self.manifest.add(res)
-                self.manifest.skipped = [asdict(s) for s in self.skipped]
-                self.manifest.save(min_interval=0.5)
+                with span("manifest", shard=res.index):
+                    self.manifest.add(res)
+                    self.manifest.skipped = [asdict(s) for s in self.skipped]
+                    self.manifest.save(min_interval=0.5)
                 if self.bar is not None:
                     self.bar.update(res.records)
                     self.bar.set_postfix(errors=self.manifest.totals()["errors"], refresh=False)
@@ -425,10 +435,12 @@ def encode_to_parquet(
     config = replace(config or EncodeConfig(), **options).validate()
     t0 = time.perf_counter()
     input, out = check_input(input), Path(out_dir)
-    with lock_output(out):
-        run = _Encoding(input, out, config)
+    with span("run", busy=False), lock_output(out):
+        with span("prepare"):
+            run = _Encoding(input, out, config)
         run.encode()
-        totals = run.finish()
+        with span("finish"):
+            totals = run.finish()
     return EncodeSummary(
         totals["records"],
         totals["encoded"],
