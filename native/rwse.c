@@ -1,0 +1,211 @@
+/* structpos._native_rwse: random-walk return probabilities of many small graphs (RWSE), one pass.
+
+   rwse(row, col, weight, eptr, ptr, out, K, symmetrize, max_nodes) -> int
+
+   Graph g owns the packed edges eptr[g]..eptr[g+1]-1 (row/col: int64 node indices local to the
+   graph, weight: float64 > 0) and the output rows ptr[g]..ptr[g+1]-1 of out ((rows, K) float64,
+   C-contiguous). Graphs with more than max_nodes nodes are skipped (their rows are left as they
+   are); the return value is the number of graphs done. For each graph:
+
+     A      dense adjacency, duplicate edges summed, self-loops kept;
+            symmetrize: A <- max(A, A^T), M = D^-1/2 A D^-1/2 (same diagonal powers as P)
+            else:       M = P = D^-1 A (a row without out-edges stays zero)
+     X_a  = M^a (a = 1..h, h = ceil(K/2)) by sparse-times-dense products (row i of M X is the
+            sum over the non-zeros M_ij of M_ij X[j, :]), and, for a directed walk, the rows
+            Y_b = (M^T)^b (b = 1..K-h) the same way;
+     out[k-1] = [M^k]_ii: X_k[i, i] for k <= h, and for k = h + b the row dot product
+            sum_m X_h[i, m] Y_b[i, m] (Y_b = X_b for symmetric M).
+
+   Bounds: every edge index is checked against its graph's node count, every offset against the
+   buffers' lengths, and the workspace (h + (K-h)) * n^2 doubles against a fixed limit. The GIL is
+   released only around the arithmetic, which touches no Python object. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_WORK_DOUBLES ((Py_ssize_t)1 << 24) /* 128 MiB of workspace at most */
+
+static int get_buf(PyObject *obj, Py_buffer *view, const char *name, char kind, int writable) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    int ok;
+    if (kind == 'i')
+        ok = view->itemsize == 8 && (f[0] == 'q' || f[0] == 'l') && f[1] == '\0';
+    else
+        ok = view->itemsize == 8 && f[0] == 'd' && f[1] == '\0';
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s must be a contiguous %s array", name, kind == 'i' ? "int64" : "float64");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* CSR of the non-zeros of the dense n x n matrix M (transposed when trans): row i lists j, M[i][j]. */
+static void to_csr(const double *M, Py_ssize_t n, int trans, Py_ssize_t *rp, Py_ssize_t *ci, double *cv) {
+    Py_ssize_t nz = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        rp[i] = nz;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            double v = trans ? M[j * n + i] : M[i * n + j];
+            if (v != 0.0) {
+                ci[nz] = j;
+                cv[nz++] = v;
+            }
+        }
+    }
+    rp[n] = nz;
+}
+
+/* dst = S src, S in CSR, src/dst dense n x n. */
+static void csr_times(const Py_ssize_t *rp, const Py_ssize_t *ci, const double *cv, const double *src, double *dst,
+                      Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double *d = dst + i * n;
+        memset(d, 0, (size_t)n * sizeof(double));
+        for (Py_ssize_t p = rp[i]; p < rp[i + 1]; p++) {
+            const double v = cv[p];
+            const double *s = src + ci[p] * n;
+            for (Py_ssize_t m = 0; m < n; m++) d[m] += v * s[m];
+        }
+    }
+}
+
+/* One graph; work holds (h + hb) * n * n doubles (X_1..X_h then Y_1..Y_hb), idx/val n*n, rp n+1, deg n. */
+static void one_graph(const int64_t *row, const int64_t *col, const double *w, Py_ssize_t ne, Py_ssize_t n, Py_ssize_t K,
+                      int sym, double *out, double *work, Py_ssize_t *rp, Py_ssize_t *ci, double *cv, double *deg) {
+    const Py_ssize_t nn = n * n, h = (K + 1) / 2, hb = K - h;
+    double *M = work; /* X_1 */
+    memset(M, 0, (size_t)nn * sizeof(double));
+    for (Py_ssize_t e = 0; e < ne; e++) M[row[e] * n + col[e]] += w[e];
+    if (sym)
+        for (Py_ssize_t i = 0; i < n; i++)
+            for (Py_ssize_t j = i + 1; j < n; j++) {
+                double a = M[i * n + j], b = M[j * n + i], m = a > b ? a : b;
+                M[i * n + j] = M[j * n + i] = m;
+            }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double s = 0.0;
+        for (Py_ssize_t j = 0; j < n; j++) s += M[i * n + j];
+        deg[i] = s;
+    }
+    if (sym) {
+        for (Py_ssize_t i = 0; i < n; i++) deg[i] = deg[i] > 0 ? 1.0 / sqrt(deg[i]) : 0.0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            for (Py_ssize_t j = 0; j < n; j++) M[i * n + j] = deg[i] * M[i * n + j] * deg[j];
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double d = deg[i] > 0 ? deg[i] : 1.0;
+            for (Py_ssize_t j = 0; j < n; j++) M[i * n + j] /= d;
+        }
+    }
+    to_csr(M, n, 0, rp, ci, cv);
+    for (Py_ssize_t a = 1; a < h; a++) csr_times(rp, ci, cv, work + (a - 1) * nn, work + a * nn, n);
+    double *Y = sym ? work : work + h * nn; /* Y_b = (M^T)^b, b = 1..hb */
+    if (!sym && hb > 0) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            for (Py_ssize_t j = 0; j < n; j++) Y[i * n + j] = M[j * n + i];
+        to_csr(M, n, 1, rp, ci, cv);
+        for (Py_ssize_t b = 1; b < hb; b++) csr_times(rp, ci, cv, Y + (b - 1) * nn, Y + b * nn, n);
+    }
+    const double *Xh = work + (h - 1) * nn;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double *o = out + i * K;
+        for (Py_ssize_t a = 0; a < h; a++) o[a] = work[a * nn + i * n + i];
+        for (Py_ssize_t b = 0; b < hb; b++) {
+            const double *x = Xh + i * n, *y = Y + b * nn + i * n;
+            double s = 0.0;
+            for (Py_ssize_t m = 0; m < n; m++) s += x[m] * y[m];
+            o[h + b] = s;
+        }
+    }
+}
+
+static PyObject *rwse(PyObject *self, PyObject *args) {
+    PyObject *o_row, *o_col, *o_w, *o_eptr, *o_ptr, *o_out;
+    Py_ssize_t K, max_nodes;
+    int sym;
+    if (!PyArg_ParseTuple(args, "OOOOOOnpn", &o_row, &o_col, &o_w, &o_eptr, &o_ptr, &o_out, &K, &sym, &max_nodes))
+        return NULL;
+    Py_buffer b[6];
+    const char *names[6] = {"row", "col", "weight", "eptr", "ptr", "out"};
+    PyObject *objs[6] = {o_row, o_col, o_w, o_eptr, o_ptr, o_out};
+    const char kinds[6] = {'i', 'i', 'd', 'i', 'i', 'd'};
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 6; got++)
+        if (get_buf(objs[got], &b[got], names[got], kinds[got], got == 5) < 0) goto done;
+    const int64_t *row = b[0].buf, *col = b[1].buf, *eptr = b[3].buf, *ptr = b[4].buf;
+    const double *w = b[2].buf;
+    double *out = b[5].buf;
+    const Py_ssize_t E = b[0].len / 8, nb = b[4].len / 8 - 1, rows_out = K > 0 ? b[5].len / 8 / K : 0;
+    if (K < 1 || max_nodes < 0 || nb < 0 || b[1].len / 8 != E || b[2].len / 8 != E || b[3].len / 8 != nb + 1 ||
+        b[5].len != rows_out * K * 8) {
+        PyErr_SetString(PyExc_ValueError, "rwse: inconsistent buffer lengths or K < 1");
+        goto done;
+    }
+    /* offsets: monotone, within the buffers; edges within their graph */
+    Py_ssize_t nmax = 0;
+    for (Py_ssize_t g = 0; g < nb; g++) {
+        if (eptr[g] < 0 || eptr[g] > eptr[g + 1] || eptr[g + 1] > E || ptr[g] < 0 || ptr[g] > ptr[g + 1] ||
+            ptr[g + 1] > rows_out) {
+            PyErr_Format(PyExc_ValueError, "rwse: offsets of graph %zd out of range", g);
+            goto done;
+        }
+        Py_ssize_t n = (Py_ssize_t)(ptr[g + 1] - ptr[g]);
+        if (n > max_nodes) continue;
+        for (int64_t e = eptr[g]; e < eptr[g + 1]; e++)
+            if (row[e] < 0 || row[e] >= n || col[e] < 0 || col[e] >= n || !(w[e] >= 0.0)) {
+                PyErr_Format(PyExc_ValueError, "rwse: graph %zd, edge %lld out of range", g, (long long)(e - eptr[g]));
+                goto done;
+            }
+        if (n > nmax) nmax = n;
+    }
+    const Py_ssize_t h = (K + 1) / 2, mats = sym ? h : K; /* X_1..X_h (+ Y_1..Y_{K-h}) */
+    if (nmax > 0 && (nmax > 46340 || mats > MAX_WORK_DOUBLES / (nmax * nmax))) {
+        PyErr_SetString(PyExc_MemoryError, "rwse: workspace above the native limit");
+        goto done;
+    }
+    const Py_ssize_t nn = nmax * nmax;
+    double *work = malloc((size_t)(mats * nn + nn + 2 * nmax + 2) * sizeof(double));
+    Py_ssize_t *ip = malloc((size_t)(nn + nmax + 2) * sizeof(Py_ssize_t));
+    if (!work || !ip) {
+        free(work);
+        free(ip);
+        PyErr_NoMemory();
+        goto done;
+    }
+    double *cv = work + mats * nn, *deg = cv + nn;
+    Py_ssize_t *ci = ip, *rp = ip + nn, done_count = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t g = 0; g < nb; g++) {
+        Py_ssize_t n = (Py_ssize_t)(ptr[g + 1] - ptr[g]);
+        if (n > max_nodes) continue;
+        done_count++;
+        if (n == 0) continue;
+        one_graph(row + eptr[g], col + eptr[g], w + eptr[g], (Py_ssize_t)(eptr[g + 1] - eptr[g]), n, K, sym,
+                  out + ptr[g] * K, work, rp, ci, cv, deg);
+    }
+    Py_END_ALLOW_THREADS;
+    free(work);
+    free(ip);
+    result = PyLong_FromSsize_t(done_count);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"rwse", rwse, METH_VARARGS,
+     "rwse(row, col, weight, eptr, ptr, out, K, symmetrize, max_nodes) -> graphs done: [M^k]_ii into out."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native_rwse", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__native_rwse(void) { return PyModule_Create(&module); }
