@@ -38,6 +38,7 @@ from ._graph_utils import (
     adjacency,
     as_graph,
     as_graphs,
+    auto_workers,
     batch_output,
     output_like,
     packed_edges,
@@ -51,7 +52,12 @@ __all__ = ["random_walk_pe", "random_walk_pe_batch", "rw_coords", "DENSE_MAX"]
 
 DENSE_MAX = 2000
 NATIVE_MAX = 256
-"""Graphs up to this many nodes take the compiled kernel (``native/rwse.c``) when it is built."""
+NATIVE_MIN_GRAPHS = 32
+"""Batches of at least ``NATIVE_MIN_GRAPHS`` graphs take the compiled kernel (``native/rwse.c``,
+when built) for their graphs of up to ``NATIVE_MAX`` nodes. It sums in another order than BLAS
+and works in float64 before rounding to ``dtype``, so its values agree with the BLAS path to a
+few units in the last place, not bit for bit; single graphs and small batches (what
+``structpos encode`` computes record by record) keep the BLAS path and its exact bytes."""
 
 
 def random_walk_pe(
@@ -177,7 +183,8 @@ def random_walk_pe_batch(
     gs = as_graphs(graphs)
     sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
     ptr = np.concatenate([[0], np.cumsum(sizes)])
-    nat = native_module("rwse") if dev is None else None
+    auto_workers(workers, len(gs), 1)  # checks ``workers`` whichever path runs
+    nat = native_module("rwse") if dev is None and len(gs) >= NATIVE_MIN_GRAPHS else None
     if nat is not None:  # graphs up to `cap` nodes in one compiled pass (same values up to rounding)
         cap = _native_cap(K, symmetrize, dense_max)
         pe64 = np.zeros((int(ptr[-1]), K))
