@@ -55,6 +55,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import EigenConvergenceError
 from ..structure import Structure
+from ..native import native_module
 from ._eigen import batched_eigh
 from ._graph_utils import (
     SENTINEL,
@@ -262,6 +263,14 @@ def _component_counts(row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: 
     total = int(ptr[-1])
     if total == 0 or row.size == 0:
         return np.zeros(B, dtype=np.int64)
+    nat = native_module("components")
+    if nat is not None:  # union-find over the packed edges (gid ascending): the same counts
+        eptr = np.zeros(B + 1, dtype=np.int64)
+        np.cumsum(np.bincount(gid, minlength=B), out=eptr[1:])
+        counts = np.zeros(B, dtype=np.int64)
+        c = np.ascontiguousarray
+        nat.nontrivial(c(row, dtype=np.int64), c(col, dtype=np.int64), eptr, ptr.astype(np.int64), counts)
+        return counts
     off = ptr[gid]
     G = sp.csr_matrix((np.ones(row.size), (off + row, off + col)), shape=(total, total))
     ncomp, labels = connected_components(G, directed=True, connection="weak")
