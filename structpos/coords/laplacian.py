@@ -54,8 +54,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import EigenConvergenceError
-from ..structure import Structure
 from ..native import native_module
+from ..structure import Structure
 from ._eigen import batched_eigh
 from ._graph_utils import (
     SENTINEL,
