@@ -380,6 +380,9 @@ def scatter_rows(out: np.ndarray, ptr: np.ndarray, idx: np.ndarray, n: np.ndarra
     """``out[ptr[g] : ptr[g] + n_b] = V[b, :n_b]`` for every graph ``g = idx[b]``: the real rows
     of a size-``S`` padded batch ``V`` ``(B, S, …)`` into the concatenated (PyG ``Batch``) layout."""
     S = V.shape[1]
+    if n.size and n.min() == S:  # no padding (every group when bucket=1): one block of S rows per graph
+        out[(ptr[idx][:, None] + np.arange(S)).ravel()] = V.reshape(len(idx) * S, *V.shape[2:])
+        return
     within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
     src = np.repeat(np.arange(len(idx)) * S, n) + within
     dst = np.repeat(ptr[idx], n) + within
