@@ -302,7 +302,17 @@ def _dense_batch(
     packed = packed_edges(sub)
     ncomp = _component_counts(packed[0], packed[1], packed[3], sub_sizes)
 
-    if device is None:
+    build = None
+    nat = native_module("laplacian") if device is None else None
+    if nat is not None and all(g.edge_weight is None for g in sub):  # integer degrees: exact in any order
+
+        def build(flat, weights, G, S):
+            L, iso = np.empty((G, S, S)), np.empty(G, dtype=np.int64)
+            nat.stack(flat, weights, L, SENTINEL, iso)
+            return L, iso
+
+        kernel: Callable = _group_modes
+    elif device is None:
         kernel = _group_pe
     else:
         kernel = partial(lap_group_torch, dev=device)
@@ -311,7 +321,7 @@ def _dense_batch(
     def run(local, A):
         table.put(idx_all[local], *kernel(A, sub_sizes[local], ncomp[local], k, dtype))
 
-    run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers)
+    run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers, build=build)
     return table.result(dtype)
 
 
@@ -319,7 +329,13 @@ def _group_pe(A: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
     """PE ``(G, S, k)``, eigenvalues ``(G, k)``, mask, ambiguity flags and the largest residual
     of one size group of ``G`` graphs padded to ``S`` nodes, from their ``(G, S, S)`` adjacencies
     (``n`` nodes and ``c`` non-trivial components each)."""
-    G, S = len(n), A.shape[1]
+    return _group_modes(_laplacian_stack(A), n, c, k, dtype)
+
+
+def _laplacian_stack(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The padded normalised Laplacians ``(G, S, S)`` of adjacencies ``A`` (overwritten) and each
+    graph's count of isolated or padded nodes (``native/laplacian.c`` computes the same)."""
+    S = A.shape[1]
     A = np.maximum(A, A.transpose(0, 2, 1))
     deg = A.sum(-1)
     iso = deg <= 0  # isolated nodes and padding
@@ -328,7 +344,14 @@ def _group_pe(A: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
     L *= -dinv[:, :, None]
     L *= dinv[:, None, :]
     L[:, np.arange(S), np.arange(S)] = np.where(iso, SENTINEL, 1.0)
-    real_modes = n - (iso.sum(-1) - (S - n))
+    return L, iso.sum(-1)
+
+
+def _group_modes(Liso: tuple[np.ndarray, np.ndarray], n: np.ndarray, c: np.ndarray, k: int, dtype):
+    """:func:`_group_pe` from the group's Laplacians and isolated-node counts (:func:`_laplacian_stack`)."""
+    L, iso_count = Liso
+    G, S = len(n), L.shape[1]
+    real_modes = n - (iso_count - (S - n))
     # measured on stacks of N = 10..40: OpenBLAS's dsyevd is as fast as MKL's in float64 (faster
     # next to torch's busy OpenMP threads), MKL's ssyevd ~20% faster in float32
     w, U = batched_eigh(L, dtype, backend="torch" if np.dtype(dtype) == np.float32 else "numpy")
