@@ -26,6 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(_MSC_VER) && !defined(restrict)
+#define restrict __restrict
+#endif
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3") /* setup.py builds at -O2, which leaves the row updates unvectorised */
 #endif
