@@ -86,3 +86,36 @@ def test_entry_points_check_their_buffers():
         comp.nontrivial(np.array([0, 1]), np.array([1, 0]), two, two, np.zeros(2, dtype=np.int64))
     with pytest.raises(TypeError, match="int64"):
         comp.nontrivial(np.array([0, 1], dtype=np.int32), np.array([1, 0]), two, two, counts)
+
+
+def test_mode_rows_equal_the_numpy_sign_rule():
+    from structpos.coords._graph_utils import TIE_RTOL, canonical_sign_rows
+
+    modes = native.native_module("lapmodes")
+    if modes is None:
+        pytest.skip("native lapmodes not built")
+    rng = np.random.default_rng(7)
+    G, S, k, c0 = 6, 9, 4, 2
+    U = rng.standard_normal((G, S, S))
+    U[0, :, c0] = 0.0  # an all-zero column
+    U[1, :, c0] = -0.0
+    U[2, 3, c0 + 1] = np.nan  # NaN anywhere: the pivot is the first entry
+    U[3, :, c0] = [0.5, -0.5 * (1 - 1e-7), 0.1, 0, 0, 0, 0, 0, 0]  # a tie within TIE_RTOL: the first wins
+    U[4, :, c0] = [0.5, -0.5 * (1 - 1e-5), 0.1, 0, 0, 0, 0, 0, 0]
+    U[5, :, c0 + 2] = [-0.3, 0.3, 0, 0, 0, 0, 0, 0, 0]
+    valid = rng.random((G, k)) < 0.7
+    Vt = np.empty((G, k, S))
+    modes.rows(U, c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+    ref = np.ascontiguousarray(U[:, :, c0 : c0 + k].transpose(0, 2, 1))
+    ref = canonical_sign_rows(ref) * valid[:, :, None] + 0.0
+    assert Vt.tobytes() == ref.tobytes()
+    with pytest.raises(ValueError, match="disagree"):
+        modes.rows(U, S - k + 1, valid.astype(np.float64), 1 - TIE_RTOL, Vt)  # columns past the end
+    with pytest.raises(ValueError, match="disagree"):
+        modes.rows(U, -1, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+    with pytest.raises(ValueError, match="disagree"):
+        modes.rows(U, c0, np.ones((G, k + 1)), 1 - TIE_RTOL, Vt)
+    with pytest.raises(TypeError, match="float64"):
+        modes.rows(U.astype(np.float32), c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+    with pytest.raises(TypeError, match="3D"):
+        modes.rows(U[0], c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)

@@ -59,6 +59,7 @@ from ..structure import Structure
 from ._eigen import batched_eigh
 from ._graph_utils import (
     SENTINEL,
+    TIE_RTOL,
     Graph,
     adjacency,
     as_graph,
@@ -359,10 +360,16 @@ def _group_modes(Liso: tuple[np.ndarray, np.ndarray], n: np.ndarray, c: np.ndarr
     valid = cols < real_modes[:, None]
     c0 = int(c[0])
     # the kept eigenvectors as contiguous rows (G, k, S): every later pass reduces along the last axis
+    nat = native_module("lapmodes") if U.dtype == np.float64 and k > 0 else None
     if c0 + k <= S and (c == c0).all():  # the usual case: one column range for the whole group
         ev = np.where(valid, w[:, c0 : c0 + k], 0.0)
-        Vt = np.ascontiguousarray(U[:, :, c0 : c0 + k].transpose(0, 2, 1))
+        if nat is not None:  # gather, sign rule, mask and +0.0 in one pass: the same bytes
+            Vt = np.empty((G, k, S))
+            nat.rows(np.ascontiguousarray(U), c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+        else:
+            Vt = np.ascontiguousarray(U[:, :, c0 : c0 + k].transpose(0, 2, 1))
     else:
+        nat = None
         cols = np.minimum(cols, S - 1)
         ev = np.where(valid, np.take_along_axis(w, cols, axis=1), 0.0)
         Vt = np.take_along_axis(U.transpose(0, 2, 1), np.broadcast_to(cols[:, :, None], (G, k, S)), axis=1)
@@ -370,7 +377,8 @@ def _group_modes(Liso: tuple[np.ndarray, np.ndarray], n: np.ndarray, c: np.ndarr
     has_next = nxt_col < real_modes
     nxt = np.take_along_axis(w, np.minimum(nxt_col, S - 1)[:, None], axis=1)[:, 0]
     ambiguous = ambiguous_modes(ev, valid, nxt, has_next)
-    Vt = canonical_sign_rows(Vt) * valid[:, :, None] + 0.0  # (+0.0 turns -0.0 into 0.0)
+    if nat is None:
+        Vt = canonical_sign_rows(Vt) * valid[:, :, None] + 0.0  # (+0.0 turns -0.0 into 0.0)
     R = Vt @ L - Vt * ev[:, :, None]  # L is symmetric: the rows of (L V − V Λ)ᵀ
     res = float(np.sqrt(np.max((R * R).sum(axis=2)))) if R.size else 0.0
     return Vt.transpose(0, 2, 1), ev, valid, ambiguous, res
