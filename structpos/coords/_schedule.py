@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -83,6 +83,7 @@ def run_dense_groups(
     *,
     bucket: int = 1,
     workers: int | None = None,
+    build: Callable[[np.ndarray, np.ndarray, int, int], Any] | None = None,
 ) -> None:
     """Call ``run(members, A)`` once per size group of a batch of graphs, light groups concurrently.
 
@@ -101,6 +102,10 @@ def run_dense_groups(
         Sizes are rounded up to a multiple of ``bucket`` (fewer, more padded groups).
     workers : int or None
         As :func:`run_size_groups`.
+    build : callable, optional
+        ``build(flat, weights, G, S)`` makes what ``run`` receives instead of ``A`` from the
+        group's edges (``A.ravel()[flat] += weights`` in edge order gives ``A``), e.g. a
+        compiled kernel that goes straight to the group's Laplacians.
 
     Examples
     --------
@@ -119,6 +124,9 @@ def run_dense_groups(
     def task(t) -> None:
         (S, members), (sel, flat) = t
         G = len(members)
+        if build is not None:
+            run(members, build(flat, weight[sel], G, S))
+            return
         A = np.bincount(flat, weights=weight[sel], minlength=G * S * S).astype(np.float64, copy=False)
         run(members, A.reshape(G, S, S))
 

@@ -54,10 +54,12 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import EigenConvergenceError
+from ..native import native_module
 from ..structure import Structure
 from ._eigen import batched_eigh
 from ._graph_utils import (
     SENTINEL,
+    TIE_RTOL,
     Graph,
     adjacency,
     as_graph,
@@ -262,6 +264,14 @@ def _component_counts(row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: 
     total = int(ptr[-1])
     if total == 0 or row.size == 0:
         return np.zeros(B, dtype=np.int64)
+    nat = native_module("components")
+    if nat is not None:  # union-find over the packed edges (gid ascending): the same counts
+        eptr = np.zeros(B + 1, dtype=np.int64)
+        np.cumsum(np.bincount(gid, minlength=B), out=eptr[1:])
+        counts = np.zeros(B, dtype=np.int64)
+        c = np.ascontiguousarray
+        nat.nontrivial(c(row, dtype=np.int64), c(col, dtype=np.int64), eptr, ptr.astype(np.int64), counts)
+        return counts
     off = ptr[gid]
     G = sp.csr_matrix((np.ones(row.size), (off + row, off + col)), shape=(total, total))
     ncomp, labels = connected_components(G, directed=True, connection="weak")
@@ -293,7 +303,17 @@ def _dense_batch(
     packed = packed_edges(sub)
     ncomp = _component_counts(packed[0], packed[1], packed[3], sub_sizes)
 
-    if device is None:
+    build = None
+    nat = native_module("laplacian") if device is None else None
+    if nat is not None and all(g.edge_weight is None for g in sub):  # integer degrees: exact in any order
+
+        def build(flat, weights, G, S):
+            L, iso = np.empty((G, S, S)), np.empty(G, dtype=np.int64)
+            nat.stack(flat, weights, L, SENTINEL, iso)
+            return L, iso
+
+        kernel: Callable = _group_modes
+    elif device is None:
         kernel = _group_pe
     else:
         kernel = partial(lap_group_torch, dev=device)
@@ -302,7 +322,7 @@ def _dense_batch(
     def run(local, A):
         table.put(idx_all[local], *kernel(A, sub_sizes[local], ncomp[local], k, dtype))
 
-    run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers)
+    run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers, build=build)
     return table.result(dtype)
 
 
@@ -310,7 +330,13 @@ def _group_pe(A: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
     """PE ``(G, S, k)``, eigenvalues ``(G, k)``, mask, ambiguity flags and the largest residual
     of one size group of ``G`` graphs padded to ``S`` nodes, from their ``(G, S, S)`` adjacencies
     (``n`` nodes and ``c`` non-trivial components each)."""
-    G, S = len(n), A.shape[1]
+    return _group_modes(_laplacian_stack(A), n, c, k, dtype)
+
+
+def _laplacian_stack(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The padded normalised Laplacians ``(G, S, S)`` of adjacencies ``A`` (overwritten) and each
+    graph's count of isolated or padded nodes (``native/laplacian.c`` computes the same)."""
+    S = A.shape[1]
     A = np.maximum(A, A.transpose(0, 2, 1))
     deg = A.sum(-1)
     iso = deg <= 0  # isolated nodes and padding
@@ -319,7 +345,14 @@ def _group_pe(A: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
     L *= -dinv[:, :, None]
     L *= dinv[:, None, :]
     L[:, np.arange(S), np.arange(S)] = np.where(iso, SENTINEL, 1.0)
-    real_modes = n - (iso.sum(-1) - (S - n))
+    return L, iso.sum(-1)
+
+
+def _group_modes(Liso: tuple[np.ndarray, np.ndarray], n: np.ndarray, c: np.ndarray, k: int, dtype):
+    """:func:`_group_pe` from the group's Laplacians and isolated-node counts (:func:`_laplacian_stack`)."""
+    L, iso_count = Liso
+    G, S = len(n), L.shape[1]
+    real_modes = n - (iso_count - (S - n))
     # measured on stacks of N = 10..40: OpenBLAS's dsyevd is as fast as MKL's in float64 (faster
     # next to torch's busy OpenMP threads), MKL's ssyevd ~20% faster in float32
     w, U = batched_eigh(L, dtype, backend="torch" if np.dtype(dtype) == np.float32 else "numpy")
@@ -327,10 +360,16 @@ def _group_pe(A: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
     valid = cols < real_modes[:, None]
     c0 = int(c[0])
     # the kept eigenvectors as contiguous rows (G, k, S): every later pass reduces along the last axis
+    nat = native_module("lapmodes") if U.dtype == np.float64 and k > 0 else None
     if c0 + k <= S and (c == c0).all():  # the usual case: one column range for the whole group
         ev = np.where(valid, w[:, c0 : c0 + k], 0.0)
-        Vt = np.ascontiguousarray(U[:, :, c0 : c0 + k].transpose(0, 2, 1))
+        if nat is not None:  # gather, sign rule, mask and +0.0 in one pass: the same bytes
+            Vt = np.empty((G, k, S))
+            nat.rows(np.ascontiguousarray(U), c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+        else:
+            Vt = np.ascontiguousarray(U[:, :, c0 : c0 + k].transpose(0, 2, 1))
     else:
+        nat = None
         cols = np.minimum(cols, S - 1)
         ev = np.where(valid, np.take_along_axis(w, cols, axis=1), 0.0)
         Vt = np.take_along_axis(U.transpose(0, 2, 1), np.broadcast_to(cols[:, :, None], (G, k, S)), axis=1)
@@ -338,7 +377,8 @@ def _group_pe(A: np.ndarray, n: np.ndarray, c: np.ndarray, k: int, dtype):
     has_next = nxt_col < real_modes
     nxt = np.take_along_axis(w, np.minimum(nxt_col, S - 1)[:, None], axis=1)[:, 0]
     ambiguous = ambiguous_modes(ev, valid, nxt, has_next)
-    Vt = canonical_sign_rows(Vt) * valid[:, :, None] + 0.0  # (+0.0 turns -0.0 into 0.0)
+    if nat is None:
+        Vt = canonical_sign_rows(Vt) * valid[:, :, None] + 0.0  # (+0.0 turns -0.0 into 0.0)
     R = Vt @ L - Vt * ev[:, :, None]  # L is symmetric: the rows of (L V − V Λ)ᵀ
     res = float(np.sqrt(np.max((R * R).sum(axis=2)))) if R.size else 0.0
     return Vt.transpose(0, 2, 1), ev, valid, ambiguous, res

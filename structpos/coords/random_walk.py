@@ -24,18 +24,21 @@ sparse products, never densified.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import SpecError
+from ..native import native_module
 from ..structure import Structure
 from ._graph_utils import (
     Graph,
     adjacency,
     as_graph,
     as_graphs,
+    auto_workers,
     batch_output,
     output_like,
     packed_edges,
@@ -48,6 +51,13 @@ from ._torch_dense import resolve_device, rwse_group_torch
 __all__ = ["random_walk_pe", "random_walk_pe_batch", "rw_coords", "DENSE_MAX"]
 
 DENSE_MAX = 2000
+NATIVE_MAX = 256
+NATIVE_MIN_GRAPHS = 32
+"""Batches of at least ``NATIVE_MIN_GRAPHS`` graphs take the compiled kernel (``native/rwse.c``,
+when built) for their graphs of up to ``NATIVE_MAX`` nodes. It sums in another order than BLAS
+and works in float64 before rounding to ``dtype``, so its values agree with the BLAS path to a
+few units in the last place, not bit for bit; single graphs and small batches (what
+``structpos encode`` computes record by record) keep the BLAS path and its exact bytes."""
 
 
 def random_walk_pe(
@@ -173,8 +183,21 @@ def random_walk_pe_batch(
     gs = as_graphs(graphs)
     sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
     ptr = np.concatenate([[0], np.cumsum(sizes)])
-    pe = np.zeros((int(ptr[-1]), K), dtype=dtype)
-    small = np.flatnonzero(sizes <= dense_max)
+    auto_workers(workers, len(gs), 1)  # checks ``workers`` whichever path runs
+    nat = native_module("rwse") if dev is None and len(gs) >= NATIVE_MIN_GRAPHS else None
+    if nat is not None:  # graphs up to `cap` nodes in one compiled pass (same values up to rounding)
+        cap = _native_cap(K, symmetrize, dense_max)
+        pe64 = np.zeros((int(ptr[-1]), K))
+        row, col, weight, gid = packed_edges(gs, self_loops=True)
+        eptr = np.zeros(len(gs) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(gid, minlength=len(gs)), out=eptr[1:])
+        c = np.ascontiguousarray
+        nat.rwse(c(row), c(col), c(weight), eptr, ptr, pe64, K, symmetrize, cap)
+        pe = pe64.astype(dtype, copy=False)
+        small = np.flatnonzero((sizes <= dense_max) & (sizes > cap))
+    else:
+        pe = np.zeros((int(ptr[-1]), K), dtype=dtype)
+        small = np.flatnonzero(sizes <= dense_max)
     sub = gs if small.size == len(gs) else [gs[i] for i in small]
 
     def run(local, A):
@@ -188,7 +211,8 @@ def random_walk_pe_batch(
             diag = rwse_group_torch(A, K, symmetrize, dtype, dev)
         scatter_rows(pe, ptr, idx, sizes[idx], diag)  # disjoint rows: safe from threads
 
-    run_dense_groups(sizes[small], packed_edges(sub, self_loops=True), run, bucket=bucket, workers=workers)
+    if small.size:
+        run_dense_groups(sizes[small], packed_edges(sub, self_loops=True), run, bucket=bucket, workers=workers)
     for i in np.flatnonzero(sizes > dense_max):
         pe[ptr[i] : ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize)
     return batch_output((pe, ptr), graphs, as_torch)
@@ -225,6 +249,13 @@ def rw_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndar
 
 
 # ---------------------------------------------------------------- kernels
+def _native_cap(K: int, symmetrize: bool, dense_max: int) -> int:
+    """Largest graph the native kernel takes: ``NATIVE_MAX``, ``dense_max``, and its workspace of
+    ``⌈K/2⌉`` (symmetric) or ``K`` (directed) ``N × N`` float64 matrices within 2**24 doubles."""
+    mats = (K + 1) // 2 if symmetrize else K
+    return min(NATIVE_MAX, dense_max, math.isqrt((1 << 24) // mats))
+
+
 def _check_len(K) -> int:
     if int(K) != K or K < 1:
         raise SpecError(f"walk_length must be a positive integer, got {K!r}")

@@ -1,0 +1,121 @@
+"""The compiled LapPE helpers (native/laplacian.c, native/components.c): byte-identical to the pure path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from structpos import native
+from structpos.coords._graph_utils import SENTINEL, as_graphs, packed_edges
+from structpos.coords.laplacian import _component_counts, _laplacian_stack, laplacian_pe_batch
+
+lap = native.native_module("laplacian")
+comp = native.native_module("components")
+pytestmark = pytest.mark.skipif(lap is None or comp is None, reason="native LapPE helpers not built")
+
+
+def mixed_graphs(rng, count=80, weighted=False):
+    out = []
+    for i in range(count):
+        n = int(rng.integers(0, 40))
+        m = int(rng.integers(0, 2 * n + 1))
+        ei = rng.integers(0, max(n, 1), (2, m)) if n else np.zeros((2, 0), np.int64)
+        if i % 2:
+            ei = np.concatenate([ei, ei[::-1]], 1)  # PyG style, with duplicates and self-loops
+        w = rng.uniform(0.1, 2.0, ei.shape[1]) if weighted and i % 3 == 0 else None
+        out.append((ei.astype(np.int64), n) if w is None else (ei.astype(np.int64), n, w))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bucket", [1, 8])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_batch_is_byte_identical_to_the_pure_path(dtype, bucket, weighted):
+    gs = mixed_graphs(np.random.default_rng(bucket), weighted=weighted)
+    got = laplacian_pe_batch(gs, 6, dtype=dtype, bucket=bucket, workers=1)
+    with native.pure_python():
+        want = laplacian_pe_batch(gs, 6, dtype=dtype, bucket=bucket, workers=1)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes()
+
+
+def test_stack_equals_numpy_laplacians():
+    rng = np.random.default_rng(3)
+    G, S = 7, 9
+    flat = rng.integers(0, G * S * S, 120)
+    A = np.bincount(flat, minlength=G * S * S).astype(np.float64).reshape(G, S, S)
+    L_ref, iso_ref = _laplacian_stack(A.copy())
+    L, iso = np.empty((G, S, S)), np.empty(G, dtype=np.int64)
+    lap.stack(flat, np.ones(flat.size), L, SENTINEL, iso)
+    assert L.tobytes() == L_ref.tobytes()  # signed zeros included
+    np.testing.assert_array_equal(iso, iso_ref)
+
+
+def test_component_counts_equal_csgraph():
+    gs = as_graphs(mixed_graphs(np.random.default_rng(5), 120))
+    sizes = np.array([g.num_nodes for g in gs])
+    row, col, _, gid = packed_edges(gs)
+    got = _component_counts(row, col, gid, sizes)
+    with native.pure_python():
+        want = _component_counts(row, col, gid, sizes)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_entry_points_check_their_buffers():
+    L, iso = np.empty((2, 3, 3)), np.empty(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="flat index 1"):
+        lap.stack(np.array([0, 18]), np.ones(2), L, SENTINEL, iso)  # 18 = 2 * 3 * 3: one past the end
+    with pytest.raises(ValueError, match="lengths"):
+        lap.stack(np.array([0, 1]), np.ones(3), L, SENTINEL, iso)
+    with pytest.raises(ValueError, match="lengths"):
+        lap.stack(np.array([0]), np.ones(1), L, SENTINEL, np.empty(3, dtype=np.int64))
+    with pytest.raises(ValueError, match="shape"):
+        lap.stack(np.array([0]), np.ones(1), np.empty((2, 3, 4)), SENTINEL, iso)
+    with pytest.raises(TypeError, match="float64"):
+        lap.stack(np.array([0]), np.ones(1), L.astype(np.float32), SENTINEL, iso)
+    counts = np.zeros(1, dtype=np.int64)
+    two = np.array([0, 2], dtype=np.int64)
+    comp.nontrivial(np.array([0, 1]), np.array([1, 0]), two, two, counts)
+    assert counts.tolist() == [1]
+    with pytest.raises(ValueError, match="graph 0, edge 1"):
+        comp.nontrivial(np.array([0, 2]), np.array([1, 0]), two, two, counts)
+    with pytest.raises(ValueError, match="offsets"):
+        comp.nontrivial(np.array([0, 1]), np.array([1, 0]), np.array([0, 3]), two, counts)
+    with pytest.raises(ValueError, match="lengths"):
+        comp.nontrivial(np.array([0, 1]), np.array([1, 0]), two, two, np.zeros(2, dtype=np.int64))
+    with pytest.raises(TypeError, match="int64"):
+        comp.nontrivial(np.array([0, 1], dtype=np.int32), np.array([1, 0]), two, two, counts)
+
+
+def test_mode_rows_equal_the_numpy_sign_rule():
+    from structpos.coords._graph_utils import TIE_RTOL, canonical_sign_rows
+
+    modes = native.native_module("lapmodes")
+    if modes is None:
+        pytest.skip("native lapmodes not built")
+    rng = np.random.default_rng(7)
+    G, S, k, c0 = 6, 9, 4, 2
+    U = rng.standard_normal((G, S, S))
+    U[0, :, c0] = 0.0  # an all-zero column
+    U[1, :, c0] = -0.0
+    U[2, 3, c0 + 1] = np.nan  # NaN anywhere: the pivot is the first entry
+    U[3, :, c0] = [0.5, -0.5 * (1 - 1e-7), 0.1, 0, 0, 0, 0, 0, 0]  # a tie within TIE_RTOL: the first wins
+    U[4, :, c0] = [0.5, -0.5 * (1 - 1e-5), 0.1, 0, 0, 0, 0, 0, 0]
+    U[5, :, c0 + 2] = [-0.3, 0.3, 0, 0, 0, 0, 0, 0, 0]
+    valid = rng.random((G, k)) < 0.7
+    Vt = np.empty((G, k, S))
+    modes.rows(U, c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+    ref = np.ascontiguousarray(U[:, :, c0 : c0 + k].transpose(0, 2, 1))
+    ref = canonical_sign_rows(ref) * valid[:, :, None] + 0.0
+    assert Vt.tobytes() == ref.tobytes()
+    with pytest.raises(ValueError, match="disagree"):
+        modes.rows(U, S - k + 1, valid.astype(np.float64), 1 - TIE_RTOL, Vt)  # columns past the end
+    with pytest.raises(ValueError, match="disagree"):
+        modes.rows(U, -1, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+    with pytest.raises(ValueError, match="disagree"):
+        modes.rows(U, c0, np.ones((G, k + 1)), 1 - TIE_RTOL, Vt)
+    with pytest.raises(TypeError, match="float64"):
+        modes.rows(U.astype(np.float32), c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+    with pytest.raises(TypeError, match="3D"):
+        modes.rows(U[0], c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
