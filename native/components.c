@@ -12,21 +12,10 @@
    The GIL is released only around the union-find, which touches no Python object. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "buffers.h"
 #include <stdint.h>
 #include <stdlib.h>
-
-static int get_i64(PyObject *obj, Py_buffer *view, const char *name, int writable) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    const char *f = view->format ? view->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    if (view->itemsize != 8 || (f[0] != 'q' && f[0] != 'l') || f[1] != '\0') {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous int64 array", name);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
 
 static int64_t find(int64_t *parent, int64_t x) {
     while (parent[x] != x) {
@@ -44,7 +33,7 @@ static PyObject *nontrivial(PyObject *self, PyObject *args) {
     int got = 0;
     PyObject *result = NULL;
     for (; got < 5; got++)
-        if (get_i64(objs[got], &b[got], names[got], got == 4) < 0) goto done;
+        if (get_typed_buffer(objs[got], &b[got], names[got], 'i', got == 4, -1) < 0) goto done;
     const int64_t *row = b[0].buf, *col = b[1].buf, *eptr = b[2].buf, *ptr = b[3].buf;
     int64_t *counts = b[4].buf;
     const Py_ssize_t E = b[0].len / 8, nb = b[3].len / 8 - 1;

@@ -17,23 +17,11 @@
    GIL is released around the arithmetic, which touches no Python object. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "buffers.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-static int get_buf(PyObject *obj, Py_buffer *view, const char *name, char kind, int writable) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    const char *f = view->format ? view->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    int ok = view->itemsize == 8 && f[1] == '\0' && (kind == 'i' ? (f[0] == 'q' || f[0] == 'l') : f[0] == 'd');
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous %s array", name, kind == 'i' ? "int64" : "float64");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
 
 static void one_graph(double *A, Py_ssize_t S, double sentinel, double *s, int64_t *iso_count) {
     for (Py_ssize_t i = 0; i < S; i++)
@@ -73,7 +61,7 @@ static PyObject *stack(PyObject *self, PyObject *args) {
     int got = 0;
     PyObject *result = NULL;
     for (; got < 4; got++)
-        if (get_buf(objs[got], &b[got], names[got], kinds[got], got >= 2) < 0) goto done;
+        if (get_typed_buffer(objs[got], &b[got], names[got], kinds[got], got >= 2, -1) < 0) goto done;
     if (b[2].ndim != 3 || b[2].shape[1] != b[2].shape[2]) {
         PyErr_SetString(PyExc_ValueError, "stack: L must have shape (G, S, S)");
         goto done;

@@ -16,20 +16,9 @@
    allocation. The GIL is released around the loop, which touches no Python object. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <math.h>
 
-static int get_f64(PyObject *obj, Py_buffer *view, const char *name, int writable, int ndim) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    const char *f = view->format ? view->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    if (view->itemsize != 8 || f[0] != 'd' || f[1] != '\0' || view->ndim != ndim) {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous %dD float64 array", name, ndim);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
+#include "buffers.h"
+#include <math.h>
 
 static PyObject *rows(PyObject *self, PyObject *args) {
     PyObject *o_U, *o_valid, *o_Vt;
@@ -37,12 +26,12 @@ static PyObject *rows(PyObject *self, PyObject *args) {
     double factor;
     if (!PyArg_ParseTuple(args, "OnOdO", &o_U, &c0, &o_valid, &factor, &o_Vt)) return NULL;
     Py_buffer bu, bv, bt;
-    if (get_f64(o_U, &bu, "U", 0, 3) < 0) return NULL;
-    if (get_f64(o_valid, &bv, "valid", 0, 2) < 0) {
+    if (get_typed_buffer(o_U, &bu, "U", 'd', 0, 3) < 0) return NULL;
+    if (get_typed_buffer(o_valid, &bv, "valid", 'd', 0, 2) < 0) {
         PyBuffer_Release(&bu);
         return NULL;
     }
-    if (get_f64(o_Vt, &bt, "Vt", 1, 3) < 0) {
+    if (get_typed_buffer(o_Vt, &bt, "Vt", 'd', 1, 3) < 0) {
         PyBuffer_Release(&bu);
         PyBuffer_Release(&bv);
         return NULL;

@@ -21,6 +21,8 @@
    released only around the arithmetic, which touches no Python object. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "buffers.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,24 +45,6 @@
 #endif
 
 #define MAX_WORK_DOUBLES ((Py_ssize_t)1 << 24) /* 128 MiB of workspace at most */
-
-static int get_buf(PyObject *obj, Py_buffer *view, const char *name, char kind, int writable) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    const char *f = view->format ? view->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    int ok;
-    if (kind == 'i')
-        ok = view->itemsize == 8 && (f[0] == 'q' || f[0] == 'l') && f[1] == '\0';
-    else
-        ok = view->itemsize == 8 && f[0] == 'd' && f[1] == '\0';
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous %s array", name, kind == 'i' ? "int64" : "float64");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
 
 /* CSR of the non-zeros of the dense n x n matrix M (row stride ld; transposed when trans). */
 static void to_csr(const double *M, Py_ssize_t n, Py_ssize_t ld, int trans, Py_ssize_t *rp, Py_ssize_t *ci,
@@ -188,7 +172,7 @@ static PyObject *rwse(PyObject *self, PyObject *args) {
     int got = 0;
     PyObject *result = NULL;
     for (; got < 6; got++)
-        if (get_buf(objs[got], &b[got], names[got], kinds[got], got == 5) < 0) goto done;
+        if (get_typed_buffer(objs[got], &b[got], names[got], kinds[got], got == 5, -1) < 0) goto done;
     const int64_t *row = b[0].buf, *col = b[1].buf, *eptr = b[3].buf, *ptr = b[4].buf;
     const double *w = b[2].buf;
     double *out = b[5].buf;
