@@ -183,11 +183,13 @@ class ModeTable:
         self.ambiguous = np.zeros((B, k), dtype=bool)
         self.residual = [0.0]
 
-    def put(self, idx: np.ndarray, V: np.ndarray, ev: np.ndarray, valid, ambiguous, residual: float) -> None:
-        """Modes of graphs ``idx``: ``V (G, S, k)`` padded, ``ev``/``valid``/``ambiguous`` ``(G, k)``."""
+    def put(self, idx: np.ndarray, V: np.ndarray | None, ev: np.ndarray, valid, ambiguous, residual: float) -> None:
+        """Modes of graphs ``idx``: ``V (G, S, k)`` padded (``None``: already written into ``pe``),
+        ``ev``/``valid``/``ambiguous`` ``(G, k)``."""
         self.eigvals[idx], self.mask[idx], self.ambiguous[idx] = ev, valid, ambiguous
         self.residual.append(residual)
-        scatter_rows(self.pe, self.ptr, idx, self.sizes[idx], V)
+        if V is not None:
+            scatter_rows(self.pe, self.ptr, idx, self.sizes[idx], V)
 
     def result(self, dtype) -> tuple[LapBatch, float]:
         """The batch and its largest residual; :class:`EigenConvergenceError` when ``eigh`` was inaccurate."""

@@ -319,8 +319,16 @@ def _dense_batch(
         kernel = partial(lap_group_torch, dev=device)
         workers = 1 if device.type != "cpu" else workers  # one device queue: no gain from threads
 
-    def run(local, A):
-        table.put(idx_all[local], *kernel(A, sub_sizes[local], ncomp[local], k, dtype))
+    if kernel is _group_modes:  # the compiled finish writes each group's rows straight into the table
+
+        def run(local, A):
+            idx = idx_all[local]
+            table.put(idx, *_group_modes(A, sub_sizes[local], ncomp[local], k, dtype, out=(table.pe, table.ptr[idx])))
+
+    else:
+
+        def run(local, A):
+            table.put(idx_all[local], *kernel(A, sub_sizes[local], ncomp[local], k, dtype))
 
     run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers, build=build)
     return table.result(dtype)
@@ -348,8 +356,20 @@ def _laplacian_stack(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return L, iso.sum(-1)
 
 
-def _group_modes(Liso: tuple[np.ndarray, np.ndarray], n: np.ndarray, c: np.ndarray, k: int, dtype):
-    """:func:`_group_pe` from the group's Laplacians and isolated-node counts (:func:`_laplacian_stack`)."""
+def _group_modes(
+    Liso: tuple[np.ndarray, np.ndarray],
+    n: np.ndarray,
+    c: np.ndarray,
+    k: int,
+    dtype,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
+):
+    """:func:`_group_pe` from the group's Laplacians and isolated-node counts (:func:`_laplacian_stack`).
+
+    ``out = (pe, rowstart)``: where the compiled ``lapmodes.finish`` can run (float64, one column
+    range for the group), it writes the graphs' PE rows into ``pe`` (graph ``g``'s node ``s`` at
+    row ``rowstart[g] + s``) and computes the residual in the same pass; the PE returned is then
+    ``None`` (already placed, the same bytes :meth:`._spectrum.ModeTable.put` would write)."""
     L, iso_count = Liso
     G, S = len(n), L.shape[1]
     real_modes = n - (iso_count - (S - n))
@@ -363,6 +383,16 @@ def _group_modes(Liso: tuple[np.ndarray, np.ndarray], n: np.ndarray, c: np.ndarr
     nat = native_module("lapmodes") if U.dtype == np.float64 and k > 0 else None
     if c0 + k <= S and (c == c0).all():  # the usual case: one column range for the whole group
         ev = np.where(valid, w[:, c0 : c0 + k], 0.0)
+        if nat is not None and out is not None:  # ... also placed in the output, and the residual
+            nxt_col = c + k
+            has_next = nxt_col < real_modes
+            nxt = np.take_along_axis(w, np.minimum(nxt_col, S - 1)[:, None], axis=1)[:, 0]
+            ambiguous = ambiguous_modes(ev, valid, nxt, has_next)
+            rowstart = np.ascontiguousarray(out[1], dtype=np.int64)
+            n64 = np.ascontiguousarray(n, dtype=np.int64)
+            fv = valid.astype(np.float64)
+            res = nat.finish(np.ascontiguousarray(U), c0, fv, 1 - TIE_RTOL, L, ev, n64, rowstart, out[0])
+            return None, ev, valid, ambiguous, res
         if nat is not None:  # gather, sign rule, mask and +0.0 in one pass: the same bytes
             Vt = np.empty((G, k, S))
             nat.rows(np.ascontiguousarray(U), c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
