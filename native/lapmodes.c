@@ -76,104 +76,102 @@ done:
 }
 
 
-/* finish(U, c0, valid, factor, L, ev, n, rowstart, pe) -> residual
+/* place(U, c0, valid, factor, n, rowstart, Vt, pe) -> None
 
-   rows() fused with the rest of a size group's float64 work: the same kept, sign-fixed
-   eigenvector entries, written straight into the batch output pe (P, k) float64 (graph g's
-   node s < n[g] goes to row rowstart[g] + s, column r: what ModeTable.put / scatter_rows do
-   with rows()'s Vt), and the largest eigenpair residual max_{g,r} || v L_g - ev[g, r] v ||_2
-   over the kept rows v = Vt[g, r, :] (L (G, S, S) symmetric, ev (G, k)); the residual's sums
-   run in a fixed order, not BLAS's, so it may differ from numpy's in the last bits (it is
-   only compared against a threshold).
+   rows() (the same Vt bytes) that also writes the kept entries straight into the batch output
+   pe (P, k) float64: graph g's node s < n[g] goes to row rowstart[g] + s, column r (what
+   ModeTable.put / scatter_rows do with Vt). U is read along its rows (the k kept columns of a
+   node are adjacent), not down its columns.
 
    Bounds: shapes checked against each other, 0 <= c0 <= S - k, 0 <= n[g] <= S and
-   0 <= rowstart[g] <= P - n[g] for every g before any write; one checked allocation of 2S
-   doubles. The GIL is released around the loop, which touches no Python object. */
-static PyObject *finish(PyObject *self, PyObject *args) {
-    PyObject *o_U, *o_valid, *o_L, *o_ev, *o_n, *o_start, *o_pe;
+   0 <= rowstart[g] <= P - n[g] for every g before any write; one checked allocation of 3k
+   doubles and k flags. The GIL is released around the loop, which touches no Python object. */
+static PyObject *place(PyObject *self, PyObject *args) {
+    PyObject *o_U, *o_valid, *o_n, *o_start, *o_Vt, *o_pe;
     Py_ssize_t c0;
     double factor;
-    if (!PyArg_ParseTuple(args, "OnOdOOOOO", &o_U, &c0, &o_valid, &factor, &o_L, &o_ev, &o_n, &o_start, &o_pe))
-        return NULL;
-    Py_buffer b[7];
-    PyObject *objs[7] = {o_U, o_valid, o_L, o_ev, o_n, o_start, o_pe};
-    const char *names[7] = {"U", "valid", "L", "ev", "n", "rowstart", "pe"};
-    const char kinds[7] = {'d', 'd', 'd', 'd', 'i', 'i', 'd'};
-    const int dims[7] = {3, 2, 3, 2, 1, 1, 2};
+    if (!PyArg_ParseTuple(args, "OnOdOOOO", &o_U, &c0, &o_valid, &factor, &o_n, &o_start, &o_Vt, &o_pe)) return NULL;
+    Py_buffer b[6];
+    PyObject *objs[6] = {o_U, o_valid, o_n, o_start, o_Vt, o_pe};
+    const char *names[6] = {"U", "valid", "n", "rowstart", "Vt", "pe"};
+    const char kinds[6] = {'d', 'd', 'i', 'i', 'd', 'd'};
+    const int dims[6] = {3, 2, 1, 1, 3, 2};
     int held = 0;
     PyObject *result = NULL;
     double *work = NULL;
-    for (; held < 7; held++)
-        if (get_typed_buffer(objs[held], &b[held], names[held], kinds[held], held == 6, dims[held]) < 0) goto done;
-    const Py_ssize_t G = b[0].shape[0], S = b[0].shape[1], k = b[6].shape[1], P = b[6].shape[0];
-    if (b[0].shape[2] != S || b[1].shape[0] != G || b[1].shape[1] != k || b[2].shape[0] != G ||
-        b[2].shape[1] != S || b[2].shape[2] != S || b[3].shape[0] != G || b[3].shape[1] != k ||
-        b[4].shape[0] != G || b[5].shape[0] != G || c0 < 0 || k < 1 || c0 > S - k) {
+    char *found = NULL;
+    for (; held < 6; held++)
+        if (get_typed_buffer(objs[held], &b[held], names[held], kinds[held], held >= 4, dims[held]) < 0) goto done;
+    const Py_ssize_t G = b[0].shape[0], S = b[0].shape[1], k = b[5].shape[1], P = b[5].shape[0];
+    if (b[0].shape[2] != S || b[1].shape[0] != G || b[1].shape[1] != k || b[2].shape[0] != G || b[3].shape[0] != G ||
+        b[4].shape[0] != G || b[4].shape[1] != k || b[4].shape[2] != S || c0 < 0 || k < 1 || c0 > S - k) {
         PyErr_SetString(PyExc_ValueError,
-                        "finish: shapes of U (G, S, S), valid (G, k), L (G, S, S), ev (G, k), n (G,), rowstart (G,), "
-                        "pe (P, k) or c0 disagree");
+                        "place: shapes of U (G, S, S), valid (G, k), n (G,), rowstart (G,), Vt (G, k, S), pe (P, k) "
+                        "or c0 disagree");
         goto done;
     }
-    const long long *n = b[4].buf, *start = b[5].buf;
+    const long long *n = b[2].buf, *start = b[3].buf;
     for (Py_ssize_t g = 0; g < G; g++)
         if (n[g] < 0 || n[g] > S || start[g] < 0 || start[g] > P - n[g]) {
-            PyErr_Format(PyExc_ValueError, "finish: graph %zd's rows (n=%lld, start=%lld) fall outside pe or S", g,
+            PyErr_Format(PyExc_ValueError, "place: graph %zd's rows (n=%lld, start=%lld) fall outside pe or S", g,
                          n[g], start[g]);
             goto done;
         }
-    work = PyMem_Malloc(sizeof(double) * 2 * (size_t)S);
-    if (work == NULL) {
+    work = PyMem_Malloc(sizeof(double) * 3 * (size_t)k);
+    found = PyMem_Malloc((size_t)k);
+    if (work == NULL || found == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    const double *U = b[0].buf, *valid = b[1].buf, *L = b[2].buf, *ev = b[3].buf;
-    double *pe = b[6].buf, *v = work, *acc = work + S;
-    double worst = 0.0;
+    const double *U = b[0].buf, *valid = b[1].buf;
+    double *Vt = b[4].buf, *pe = b[5].buf, *top = work, *thr = work + k, *sgn = work + 2 * k;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t g = 0; g < G; g++) {
-        const double *Lg = L + g * S * S;
+        const double *Ug = U + g * S * S + c0; /* Ug[s * S + r]: kept mode r at node s */
+        const double *vg = valid + g * k;
+        double *V = Vt + g * k * S;
+        for (Py_ssize_t r = 0; r < k; r++) top[r] = fabs(Ug[r]);
+        for (Py_ssize_t s = 1; s < S; s++)
+            for (Py_ssize_t r = 0; r < k; r++) {
+                const double m = fabs(Ug[s * S + r]);
+                if (m > top[r] || isnan(m)) top[r] = m; /* a NaN stays: nothing compares greater */
+            }
         for (Py_ssize_t r = 0; r < k; r++) {
-            const double *x = U + g * S * S + c0 + r; /* x[s * S] */
-            double top = fabs(x[0]);
-            for (Py_ssize_t s = 1; s < S; s++) {
-                const double m = fabs(x[s * S]);
-                if (m > top || isnan(m)) top = m;
-            }
-            const double thr = top * factor;
-            Py_ssize_t j = 0;
-            for (Py_ssize_t s = 0; s < S; s++)
-                if (fabs(x[s * S]) >= thr) {
-                    j = s;
-                    break;
+            thr[r] = top[r] * factor;
+            found[r] = 0;
+            sgn[r] = Ug[r] < 0 ? -1.0 : 1.0; /* j = 0 unless an entry reaches the threshold (NaN top) */
+        }
+        Py_ssize_t left = k;
+        for (Py_ssize_t s = 0; s < S && left > 0; s++)
+            for (Py_ssize_t r = 0; r < k; r++)
+                if (!found[r] && fabs(Ug[s * S + r]) >= thr[r]) {
+                    found[r] = 1;
+                    left--;
+                    sgn[r] = Ug[s * S + r] < 0 ? -1.0 : 1.0;
                 }
-            const double sign = x[j * S] < 0 ? -1.0 : 1.0, m = valid[g * k + r], e = ev[g * k + r];
-            for (Py_ssize_t s = 0; s < S; s++) v[s] = ((x[s * S] * sign) * m) + 0.0;
-            for (Py_ssize_t s = 0; s < n[g]; s++) pe[(start[g] + s) * k + r] = v[s];
-            for (Py_ssize_t s = 0; s < S; s++) acc[s] = -(v[s] * e);
-            for (Py_ssize_t t = 0; t < S; t++) {
-                const double a = v[t];
-                const double *row = Lg + t * S;
-                if (a != 0.0)
-                    for (Py_ssize_t s = 0; s < S; s++) acc[s] += a * row[s];
+        for (Py_ssize_t s = 0; s < S; s++) {
+            double *prow = s < n[g] ? pe + (start[g] + s) * k : NULL;
+            for (Py_ssize_t r = 0; r < k; r++) {
+                const double v = ((Ug[s * S + r] * sgn[r]) * vg[r]) + 0.0;
+                V[r * S + s] = v;
+                if (prow != NULL) prow[r] = v;
             }
-            double sq = 0.0;
-            for (Py_ssize_t s = 0; s < S; s++) sq += acc[s] * acc[s];
-            if (sq > worst || isnan(sq)) worst = sq; /* a NaN residual stays and fails the check */
         }
     }
     Py_END_ALLOW_THREADS;
-    result = PyFloat_FromDouble(sqrt(worst));
+    Py_INCREF(Py_None);
+    result = Py_None;
 done:
     PyMem_Free(work);
+    PyMem_Free(found);
     for (int i = 0; i < held; i++) PyBuffer_Release(&b[i]);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"rows", rows, METH_VARARGS, "rows(U, c0, valid, factor, Vt): kept sign-fixed eigenvectors as rows, into Vt."},
-    {"finish", finish, METH_VARARGS,
-     "finish(U, c0, valid, factor, L, ev, n, rowstart, pe) -> residual: rows() written into the batch output, and "
-     "the largest residual."},
+    {"place", place, METH_VARARGS,
+     "place(U, c0, valid, factor, n, rowstart, Vt, pe): rows() into Vt and into the batch output pe."},
     {NULL, NULL, 0, NULL},
 };
 

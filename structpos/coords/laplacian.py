@@ -366,10 +366,10 @@ def _group_modes(
 ):
     """:func:`_group_pe` from the group's Laplacians and isolated-node counts (:func:`_laplacian_stack`).
 
-    ``out = (pe, rowstart)``: where the compiled ``lapmodes.finish`` can run (float64, one column
-    range for the group), it writes the graphs' PE rows into ``pe`` (graph ``g``'s node ``s`` at
-    row ``rowstart[g] + s``) and computes the residual in the same pass; the PE returned is then
-    ``None`` (already placed, the same bytes :meth:`._spectrum.ModeTable.put` would write)."""
+    ``out = (pe, rowstart)``: where the compiled ``lapmodes.place`` runs (float64, one column
+    range for the group), it also writes the graphs' PE rows into ``pe`` (graph ``g``'s node ``s``
+    at row ``rowstart[g] + s``) while gathering them; the PE returned is then ``None`` (already
+    placed: the bytes :meth:`._spectrum.ModeTable.put` would write)."""
     L, iso_count = Liso
     G, S = len(n), L.shape[1]
     real_modes = n - (iso_count - (S - n))
@@ -379,23 +379,21 @@ def _group_modes(
     cols = c[:, None] + np.arange(k)
     valid = cols < real_modes[:, None]
     c0 = int(c[0])
+    placed = False
     # the kept eigenvectors as contiguous rows (G, k, S): every later pass reduces along the last axis
     nat = native_module("lapmodes") if U.dtype == np.float64 and k > 0 else None
     if c0 + k <= S and (c == c0).all():  # the usual case: one column range for the whole group
         ev = np.where(valid, w[:, c0 : c0 + k], 0.0)
-        if nat is not None and out is not None:  # ... also placed in the output, and the residual
-            nxt_col = c + k
-            has_next = nxt_col < real_modes
-            nxt = np.take_along_axis(w, np.minimum(nxt_col, S - 1)[:, None], axis=1)[:, 0]
-            ambiguous = ambiguous_modes(ev, valid, nxt, has_next)
-            rowstart = np.ascontiguousarray(out[1], dtype=np.int64)
-            n64 = np.ascontiguousarray(n, dtype=np.int64)
-            fv = valid.astype(np.float64)
-            res = nat.finish(np.ascontiguousarray(U), c0, fv, 1 - TIE_RTOL, L, ev, n64, rowstart, out[0])
-            return None, ev, valid, ambiguous, res
         if nat is not None:  # gather, sign rule, mask and +0.0 in one pass: the same bytes
             Vt = np.empty((G, k, S))
-            nat.rows(np.ascontiguousarray(U), c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+            fv = valid.astype(np.float64)
+            if out is not None:  # ... also written into the batch output (no scatter_rows)
+                rowstart = np.ascontiguousarray(out[1], dtype=np.int64)
+                n64 = np.ascontiguousarray(n, dtype=np.int64)
+                nat.place(np.ascontiguousarray(U), c0, fv, 1 - TIE_RTOL, n64, rowstart, Vt, out[0])
+                placed = True
+            else:
+                nat.rows(np.ascontiguousarray(U), c0, fv, 1 - TIE_RTOL, Vt)
         else:
             Vt = np.ascontiguousarray(U[:, :, c0 : c0 + k].transpose(0, 2, 1))
     else:
@@ -411,7 +409,7 @@ def _group_modes(
         Vt = canonical_sign_rows(Vt) * valid[:, :, None] + 0.0  # (+0.0 turns -0.0 into 0.0)
     R = Vt @ L - Vt * ev[:, :, None]  # L is symmetric: the rows of (L V − V Λ)ᵀ
     res = float(np.sqrt(np.max((R * R).sum(axis=2)))) if R.size else 0.0
-    return Vt.transpose(0, 2, 1), ev, valid, ambiguous, res
+    return (None if placed else Vt.transpose(0, 2, 1)), ev, valid, ambiguous, res
 
 
 # ---------------------------------------------------------------- large sparse graphs
