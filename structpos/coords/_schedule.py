@@ -84,6 +84,7 @@ def run_dense_groups(
     bucket: int = 1,
     workers: int | None = None,
     build: Callable[[np.ndarray, np.ndarray, int, int], Any] | None = None,
+    build_members: Callable[[np.ndarray, int], Any] | None = None,
 ) -> None:
     """Call ``run(members, A)`` once per size group of a batch of graphs, light groups concurrently.
 
@@ -106,6 +107,9 @@ def run_dense_groups(
         ``build(flat, weights, G, S)`` makes what ``run`` receives instead of ``A`` from the
         group's edges (``A.ravel()[flat] += weights`` in edge order gives ``A``), e.g. a
         compiled kernel that goes straight to the group's Laplacians.
+    build_members : callable, optional
+        ``build_members(members, S)`` makes what ``run`` receives from the group's graph indices
+        alone (it reads the packed edges itself): the edges are then not sorted into groups.
 
     Examples
     --------
@@ -119,6 +123,16 @@ def run_dense_groups(
     """
     row, col, weight, gid = packed
     groups = {S: members for S, members in group_by_size(sizes, bucket).items() if S > 0}
+    if build_members is not None:
+        run_size_groups(
+            list(groups.items()),
+            lambda t: run(t[1], build_members(t[1], t[0])),
+            size_of=lambda t: t[0],
+            cost_of=lambda t: len(t[1]) * t[0] ** 3,
+            workers=workers,
+            num_graphs=len(sizes),
+        )
+        return
     edges = bucket_edges(groups, len(sizes), row, col, gid)
 
     def task(t) -> None:

@@ -253,12 +253,21 @@ def lap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nda
 
 
 # ---------------------------------------------------------------- dense batch
-def _component_counts(row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+def _edge_ptr(gid: np.ndarray, B: int) -> np.ndarray:
+    """``(B + 1,)`` int64 offsets of each graph's edges in the packed arrays (``gid`` ascending)."""
+    eptr = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(np.bincount(gid, minlength=B), out=eptr[1:])
+    return eptr
+
+
+def _component_counts(
+    row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: np.ndarray, eptr: np.ndarray | None = None
+) -> np.ndarray:
     """Connected components with >= 2 nodes, per graph (one csgraph call on all graphs).
 
     ``row, col, gid`` are the packed edges (:func:`._graph_utils.packed_edges`: zero weights
     and self-loops already dropped, so they do not connect); a node without other edges is a
-    singleton component and is not counted."""
+    singleton component and is not counted; ``eptr``: :func:`_edge_ptr` when already at hand."""
     B = len(sizes)
     ptr = np.concatenate([[0], np.cumsum(sizes)])
     total = int(ptr[-1])
@@ -266,8 +275,7 @@ def _component_counts(row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: 
         return np.zeros(B, dtype=np.int64)
     nat = native_module("components")
     if nat is not None:  # union-find over the packed edges (gid ascending): the same counts
-        eptr = np.zeros(B + 1, dtype=np.int64)
-        np.cumsum(np.bincount(gid, minlength=B), out=eptr[1:])
+        eptr = _edge_ptr(gid, B) if eptr is None else eptr
         counts = np.zeros(B, dtype=np.int64)
         c = np.ascontiguousarray
         nat.nontrivial(c(row, dtype=np.int64), c(col, dtype=np.int64), eptr, ptr.astype(np.int64), counts)
@@ -301,15 +309,19 @@ def _dense_batch(
     sub = gs if idx_all.size == len(gs) else [gs[i] for i in idx_all]
     sub_sizes = sizes[idx_all]
     packed = packed_edges(sub)
-    ncomp = _component_counts(packed[0], packed[1], packed[3], sub_sizes)
+    eptr = _edge_ptr(packed[3], len(sub))
+    ncomp = _component_counts(packed[0], packed[1], packed[3], sub_sizes, eptr)
 
     build = None
     nat = native_module("laplacian") if device is None else None
     if nat is not None and all(g.edge_weight is None for g in sub):  # integer degrees: exact in any order
+        c = np.ascontiguousarray
+        row, col = c(packed[0], dtype=np.int64), c(packed[1], dtype=np.int64)
 
-        def build(flat, weights, G, S):
+        def build(members, S):  # straight from the packed edges: no per-group edge sort
+            G = len(members)
             L, iso = np.empty((G, S, S)), np.empty(G, dtype=np.int64)
-            nat.stack(flat, weights, L, SENTINEL, iso)
+            nat.graphs(row, col, eptr, c(members, dtype=np.int64), L, SENTINEL, iso)
             return L, iso
 
         kernel: Callable = _group_modes
@@ -330,7 +342,7 @@ def _dense_batch(
         def run(local, A):
             table.put(idx_all[local], *kernel(A, sub_sizes[local], ncomp[local], k, dtype))
 
-    run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers, build=build)
+    run_dense_groups(sub_sizes, packed, run, bucket=bucket, workers=workers, build_members=build)
     return table.result(dtype)
 
 
