@@ -119,3 +119,67 @@ def test_mode_rows_equal_the_numpy_sign_rule():
         modes.rows(U.astype(np.float32), c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
     with pytest.raises(TypeError, match="3D"):
         modes.rows(U[0], c0, valid.astype(np.float64), 1 - TIE_RTOL, Vt)
+
+
+def test_place_equals_rows_and_scatter():
+    from structpos.coords._graph_utils import TIE_RTOL, scatter_rows
+
+    modes = native.native_module("lapmodes")
+    if modes is None:
+        pytest.skip("native lapmodes not built")
+    rng = np.random.default_rng(11)
+    G, S, k, c0 = 5, 7, 3, 1
+    U = rng.standard_normal((G, S, S))
+    U[0, :, c0] = -0.0
+    U[1, 2, c0 + 1] = np.nan
+    U[2, :, c0] = [0.5, -0.5 * (1 - 1e-7), 0.1, 0, 0, 0, 0]
+    valid = (rng.random((G, k)) < 0.7).astype(np.float64)
+    n = np.array([7, 5, 7, 3, 6], dtype=np.int64)  # padded graphs keep their first n rows
+    ptr = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+    idx = np.array([0, 1, 2, 3, 4])
+    Vt_ref = np.empty((G, k, S))
+    modes.rows(U, c0, valid, 1 - TIE_RTOL, Vt_ref)
+    pe_ref = np.zeros((int(ptr[-1]), k))
+    scatter_rows(pe_ref, ptr, idx, n, Vt_ref.transpose(0, 2, 1))
+    Vt, pe = np.empty((G, k, S)), np.zeros((int(ptr[-1]), k))
+    modes.place(U, c0, valid, 1 - TIE_RTOL, n, ptr[:-1].copy(), Vt, pe)
+    assert Vt.tobytes() == Vt_ref.tobytes() and pe.tobytes() == pe_ref.tobytes()
+    with pytest.raises(ValueError, match="graph 4"):  # rows past the end of pe
+        modes.place(U, c0, valid, 1 - TIE_RTOL, n, ptr[:-1] + 1, Vt, pe)
+    with pytest.raises(ValueError, match="graph 0"):
+        modes.place(U, c0, valid, 1 - TIE_RTOL, n + 1, ptr[:-1].copy(), Vt, pe)  # n > S
+    with pytest.raises(ValueError, match="disagree"):
+        modes.place(U, S - k + 1, valid, 1 - TIE_RTOL, n, ptr[:-1].copy(), Vt, pe)
+    with pytest.raises(TypeError, match="int64"):
+        modes.place(U, c0, valid, 1 - TIE_RTOL, n.astype(np.int32), ptr[:-1].copy(), Vt, pe)
+
+
+def test_graphs_equals_stack():
+    gs = as_graphs(mixed_graphs(np.random.default_rng(13), 60))
+    row, col, _, gid = packed_edges(gs)
+    B = len(gs)
+    eptr = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(np.bincount(gid, minlength=B), out=eptr[1:])
+    S = 40
+    members = np.array([i for i, g in enumerate(gs) if g.num_nodes > 0][::2], dtype=np.int64)
+    G = len(members)
+    pos = np.full(B, -1)
+    pos[members] = np.arange(G)
+    keep = pos[gid] >= 0
+    flat = (pos[gid][keep] * S + row[keep]) * S + col[keep]
+    L_ref, iso_ref = np.empty((G, S, S)), np.empty(G, dtype=np.int64)
+    lap.stack(flat, np.ones(flat.size), L_ref, SENTINEL, iso_ref)
+    L, iso = np.empty((G, S, S)), np.empty(G, dtype=np.int64)
+    lap.graphs(row, col, eptr, members, L, SENTINEL, iso)
+    assert L.tobytes() == L_ref.tobytes()
+    np.testing.assert_array_equal(iso, iso_ref)
+    with pytest.raises(ValueError, match="leaves the 3-node block"):
+        lap.graphs(row, col, eptr, members, np.empty((G, 3, 3)), SENTINEL, iso)
+    with pytest.raises(ValueError, match="member 0"):
+        lap.graphs(row, col, eptr, np.full(G, B, dtype=np.int64), L, SENTINEL, iso)
+    bad = eptr.copy()
+    bad[-1] = row.size + 1
+    with pytest.raises(ValueError, match="eptr"):
+        lap.graphs(row, col, bad, members, L, SENTINEL, iso)
+    with pytest.raises(ValueError, match="disagree"):
+        lap.graphs(row, col, eptr, members, L, SENTINEL, np.empty(G + 1, dtype=np.int64))
