@@ -419,8 +419,9 @@ def _group_modes(
     ambiguous = ambiguous_modes(ev, valid, nxt, has_next)
     if nat is None:
         Vt = canonical_sign_rows(Vt) * valid[:, :, None] + 0.0  # (+0.0 turns -0.0 into 0.0)
-    R = Vt @ L - Vt * ev[:, :, None]  # L is symmetric: the rows of (L V − V Λ)ᵀ
-    res = float(np.sqrt(np.max((R * R).sum(axis=2)))) if R.size else 0.0
+    R = np.matmul(Vt, L)  # L is symmetric: the rows of (L V − V Λ)ᵀ (in place: the same values)
+    R -= Vt * ev[:, :, None]
+    res = float(np.sqrt(np.max(np.multiply(R, R, out=R).sum(axis=2)))) if R.size else 0.0
     return (None if placed else Vt.transpose(0, 2, 1)), ev, valid, ambiguous, res
 
 
