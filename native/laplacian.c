@@ -1,6 +1,7 @@
 /* structpos._native_laplacian: the padded normalised Laplacians of one size group, in one pass.
 
    stack(flat, weight, L, sentinel, iso) -> None
+   graphs(row, col, eptr, members, L, sentinel, iso) -> None  (stack() from the packed edges; below)
 
    L is a (G, S, S) float64 C-contiguous output and iso a (G,) int64 output. With A the group's
    zero-padded adjacencies, A[flat[e]] += weight[e] in edge order (what np.bincount computes),

@@ -1,6 +1,7 @@
 /* structpos._native_lapmodes: the kept, sign-fixed eigenvectors of one size group, in one pass.
 
    rows(U, c0, valid, factor, Vt) -> None
+   place(U, c0, valid, factor, n, rowstart, Vt, pe) -> None  (rows() that also fills the batch output; below)
 
    U (G, S, S) float64 holds each graph's eigenvectors as columns; valid (G, k) float64 is 1 or 0
    per kept mode; Vt (G, k, S) float64 receives, for column c = c0 + r of graph g, exactly what
