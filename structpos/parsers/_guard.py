@@ -24,8 +24,8 @@ helpers are available.
 
 from __future__ import annotations
 
-import mmap
 import io
+import mmap
 import math
 import multiprocessing as mp
 import os
@@ -36,6 +36,7 @@ import struct
 import threading
 import time
 import warnings
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -85,6 +86,7 @@ class _Arena:
     def __init__(self, size: int) -> None:
         self.map = mmap.mmap(-1, size)  # MAP_SHARED | MAP_ANONYMOUS: the forked helper sees the same pages
         self.size = size
+        _arenas.add(self)
 
     def dumps(self, obj: object, large: bool = True) -> bytes:
         """``obj`` as a message: out-of-band buffers of at least ``_OUT_OF_BAND_MIN`` bytes go to the arena."""
@@ -132,6 +134,9 @@ class _Arena:
             self.map.close()
         except BufferError:  # pragma: no cover - a view still exported (an interrupted copy)
             pass
+
+
+_arenas: weakref.WeakSet[_Arena] = weakref.WeakSet()  # a helper unmaps the others' it inherited
 
 
 def _array(buf, dtype: str, shape: tuple) -> np.ndarray:
@@ -227,6 +232,9 @@ def _serve(conn, arena: _Arena, parent: int | None) -> None:  # pragma: no cover
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _die_with(parent)
     _pool.clear()  # helpers of the parent are not this process's children
+    for other in list(_arenas):  # other helpers' arenas: their pages are freed when those helpers stop
+        if other is not arena:
+            other.close()
     try:
         while True:
             try:
@@ -355,7 +363,10 @@ def _round_trip(helper: _Helper, fn, args: tuple, deadline: float, what: str, ti
             msg = helper.conn.recv_bytes()
         except (EOFError, OSError):
             raise ParseError(f"the process running the {what} died ({_death(helper)})", name=name) from None
-        outcome = helper.arena.loads(msg, as_bytes=False)
+        try:
+            outcome = helper.arena.loads(msg, as_bytes=False)
+        except (ValueError, struct.error, pickle.UnpicklingError, EOFError) as e:
+            raise ParseError(f"the {what}'s result did not arrive intact ({e})", name=name) from None
         kept = outcome[1] is not StaleHelper
         return outcome
     finally:
