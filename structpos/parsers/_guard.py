@@ -25,8 +25,8 @@ helpers are available.
 from __future__ import annotations
 
 import io
-import mmap
 import math
+import mmap
 import multiprocessing as mp
 import os
 import pickle
