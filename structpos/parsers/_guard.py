@@ -17,9 +17,9 @@ each helper shares an arena (:class:`_Arena`, an anonymous shared ``mmap`` made 
 ``fork``) with this process, and pickle protocol 5 moves the arguments' large ``bytes`` and the
 result's numpy arrays through it out of band (one copy each way); the pipe carries only the
 pickle and the buffers' sizes. A buffer that does not fit in what is left of the arena crosses
-the pipe inside the pickle, as everything did before. Helpers ignore ``SIGINT`` and exit when this process does; a
-process forked from this one starts its own. POSIX only: :func:`can_fork` says whether
-helpers are available.
+the pipe inside the pickle, as everything did before. Helpers ignore ``SIGINT`` and exit when
+this process does; a process forked from this one starts its own. POSIX only: :func:`can_fork`
+says whether helpers are available.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class _Arena:
         self.size = size
         _arenas.add(self)
 
-    def dumps(self, obj: object, large: bool = True) -> bytes:
+    def dumps(self, obj: object) -> bytes:
         """``obj`` as a message: out-of-band buffers of at least ``_OUT_OF_BAND_MIN`` bytes go to the arena."""
         sizes: list[int] = []
         end = 0
@@ -97,7 +97,7 @@ class _Arena:
             nonlocal end
             with buf.raw() as raw:
                 n = raw.nbytes
-                if not large or n < _OUT_OF_BAND_MIN or end + n > self.size:
+                if n < _OUT_OF_BAND_MIN or end + n > self.size:
                     return True  # in band
                 self.map[end : end + n] = raw
             sizes.append(n)
@@ -110,7 +110,12 @@ class _Arena:
         return _COUNT.pack(len(sizes)) + struct.pack(f"<{len(sizes)}Q", *sizes) + data
 
     def loads(self, msg: bytes, as_bytes: bool) -> Any:
-        """The object of a :meth:`dumps` message; its buffers copied out of the arena (``bytes`` or ``bytearray``)."""
+        """The object of a :meth:`dumps` message, its buffers copied out of the arena.
+
+        As ``bytes`` (``as_bytes``: the helper's side, where a large ``bytes`` argument must arrive
+        as ``bytes``; arrays made on them are read-only) or as slices of one writable ``uint8``
+        array (the parent's side: the result's arrays are writable and share that block).
+        """
         (count,) = _COUNT.unpack_from(msg)
         sizes = struct.unpack_from(f"<{count}Q", msg, _COUNT.size)
         buffers: list[bytes | np.ndarray] = []
