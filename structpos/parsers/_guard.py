@@ -12,21 +12,34 @@ function raises is raised again here (structpos's own errors and ``MemoryError``
 anything else as a ``ParseError``).
 
 A helper inherits this process's memory when it starts (loaded modules and objects: no
-import), so a call costs a pipe round trip (tens of microseconds plus the pickled arguments
-and result), not a ``fork``. Helpers ignore ``SIGINT`` and exit when this process does; a
-process forked from this one starts its own. POSIX only: :func:`can_fork` says whether
-helpers are available.
+import), so a call costs a pipe round trip, not a ``fork``. Large buffers do not cross the pipe:
+each helper shares an arena (:class:`_Arena`, an anonymous shared ``mmap`` made before the
+``fork``) with this process, and pickle protocol 5 moves the arguments' large ``bytes`` and the
+result's numpy arrays through it out of band (one copy each way); the pipe carries only the
+pickle and the buffers' sizes. A buffer that does not fit in what is left of the arena crosses
+the pipe inside the pickle, as everything did before. Helpers ignore ``SIGINT`` and exit when
+this process does; a process forked from this one starts its own. POSIX only: :func:`can_fork`
+says whether helpers are available.
 """
 
 from __future__ import annotations
 
+import io
+import math
+import mmap
 import multiprocessing as mp
 import os
+import pickle
+import select
 import signal
+import struct
 import threading
 import time
 import warnings
+import weakref
 from typing import Any, Callable
+
+import numpy as np
 
 from ..exceptions import LimitError, ParseError, StructposError
 
@@ -54,10 +67,113 @@ def can_fork() -> bool:
     return hasattr(os, "fork")
 
 
+ARENA_BYTES = 8 << 20
+"""Size of each helper's shared arena (pages are touched only as calls use them)."""
+
+_OUT_OF_BAND_MIN = 4096  # smaller buffers stay inside the pickle
+_ALIGN = 64
+_COUNT = struct.Struct("<I")
+
+
+class _Arena:
+    """A shared ``mmap`` through which one call's large buffers travel (out-of-band pickle buffers).
+
+    Both ends fill it from offset 0: the parent with a call's arguments, which the helper copies
+    out before it writes the result's buffers over them. A message is ``count, sizes..., pickle``;
+    the buffers lie back to back in the arena at ``_ALIGN``-rounded offsets.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.map = mmap.mmap(-1, size)  # MAP_SHARED | MAP_ANONYMOUS: the forked helper sees the same pages
+        self.size = size
+        _arenas.add(self)
+
+    def dumps(self, obj: object) -> bytes:
+        """``obj`` as a message: out-of-band buffers of at least ``_OUT_OF_BAND_MIN`` bytes go to the arena."""
+        sizes: list[int] = []
+        end = 0
+
+        def place(buf: pickle.PickleBuffer) -> bool:
+            nonlocal end
+            with buf.raw() as raw:
+                n = raw.nbytes
+                if n < _OUT_OF_BAND_MIN or end + n > self.size:
+                    return True  # in band
+                self.map[end : end + n] = raw
+            sizes.append(n)
+            end += -(-n // _ALIGN) * _ALIGN
+            return False
+
+        out = io.BytesIO()
+        _Pickler(out, protocol=5, buffer_callback=place).dump(obj)
+        data = out.getvalue()
+        return _COUNT.pack(len(sizes)) + struct.pack(f"<{len(sizes)}Q", *sizes) + data
+
+    def loads(self, msg: bytes, as_bytes: bool) -> Any:
+        """The object of a :meth:`dumps` message, its buffers copied out of the arena.
+
+        As ``bytes`` (``as_bytes``: the helper's side, where a large ``bytes`` argument must arrive
+        as ``bytes``; arrays made on them are read-only) or as slices of one writable ``uint8``
+        array (the parent's side: the result's arrays are writable and share that block).
+        """
+        (count,) = _COUNT.unpack_from(msg)
+        sizes = struct.unpack_from(f"<{count}Q", msg, _COUNT.size)
+        buffers: list[bytes | np.ndarray] = []
+        total = sum(-(-n // _ALIGN) * _ALIGN for n in sizes)
+        if total > self.size:
+            raise ValueError("buffers past the arena's end")
+        if count and not as_bytes:  # one writable copy (numpy arrays made on it are writable)
+            block = np.frombuffer(self.map, dtype=np.uint8, count=total).copy()
+        start = 0
+        for n in sizes:
+            if as_bytes:
+                buffers.append(self.map[start : start + n])
+            else:
+                buffers.append(block[start : start + n])
+            start += -(-n // _ALIGN) * _ALIGN
+        with memoryview(msg) as body:
+            return pickle.loads(body[_COUNT.size + 8 * count :], buffers=buffers)
+
+    def close(self) -> None:
+        try:
+            self.map.close()
+        except BufferError:  # pragma: no cover - a view still exported (an interrupted copy)
+            pass
+
+
+_arenas: weakref.WeakSet[_Arena] = weakref.WeakSet()  # a helper unmaps the others' it inherited
+
+
+def _array(buf, dtype: str, shape: tuple) -> np.ndarray:
+    """The array :class:`_Pickler` reduced (on the buffer the arena gave back)."""
+    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a contiguous numpy array as its raw buffer, its dtype string and its shape.
+
+    numpy's own protocol-5 reduction moves the same buffer out of band, but pickles the dtype
+    object (several microseconds an array).
+    """
+
+    def reducer_override(self, obj):
+        if type(obj) is np.ndarray and obj.flags.c_contiguous and not obj.dtype.hasobject and obj.dtype.names is None:
+            return _array, (pickle.PickleBuffer(obj), obj.dtype.str, obj.shape)
+        return NotImplemented
+
+
+def _out_of_band(args: tuple) -> tuple:
+    """``args`` with each large ``bytes`` wrapped to travel out of band (it arrives as ``bytes``)."""
+    if not any(type(a) is bytes and len(a) >= _OUT_OF_BAND_MIN for a in args):
+        return args
+    return tuple(pickle.PickleBuffer(a) if type(a) is bytes and len(a) >= _OUT_OF_BAND_MIN else a for a in args)
+
+
 class _Helper:
-    """One forked helper process and the parent's end of its pipe."""
+    """One forked helper process, the parent's end of its pipe and the arena they share."""
 
     def __init__(self) -> None:
+        arena = _Arena(ARENA_BYTES)
         ours, theirs = mp.Pipe()
         parent = os.getpid() if threading.current_thread() is threading.main_thread() else None
         with warnings.catch_warnings():  # the helper runs only guarded functions: no other thread's lock is needed
@@ -65,9 +181,20 @@ class _Helper:
             pid = os.fork()
         if pid == 0:  # pragma: no cover - the helper (coverage does not follow it)
             ours.close()
-            _serve(theirs, parent)
+            _serve(theirs, arena, parent)
         theirs.close()
-        self.pid, self.conn = pid, ours
+        self.pid, self.conn, self.arena = pid, ours, arena
+        self.poller = select.poll()
+        self.poller.register(ours.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+
+    def wait(self, seconds: float) -> bool:
+        """Whether the helper's answer (or its death) is readable within ``seconds``."""
+        while True:
+            if self.poller.poll(max(0, math.ceil(seconds * 1000))):
+                return True
+            if seconds <= 0:
+                return False
+            seconds = 0.0  # poll's millisecond rounding is upward: one last look, then give up
 
     def alive(self) -> bool:
         """Whether the helper has not exited (reaps it if it has)."""
@@ -79,6 +206,7 @@ class _Helper:
     def stop(self) -> None:
         """Kill the helper and reap it."""
         self.conn.close()
+        self.arena.close()
         try:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
@@ -104,18 +232,22 @@ def _die_with(parent: int | None) -> None:  # pragma: no cover - runs in the hel
         os._exit(0)
 
 
-def _serve(conn, parent: int | None) -> None:  # pragma: no cover - runs in the helper
+def _serve(conn, arena: _Arena, parent: int | None) -> None:  # pragma: no cover - runs in the helper
     """The helper's loop: run each ``(fn, args)`` received, send ``(ok, result or error)``; exit at EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _die_with(parent)
     _pool.clear()  # helpers of the parent are not this process's children
+    for other in list(_arenas):  # other helpers' arenas: their pages are freed when those helpers stop
+        if other is not arena:
+            other.close()
     try:
         while True:
             try:
-                fn, args = conn.recv()
+                msg = conn.recv_bytes()
             except (EOFError, OSError):
                 return
             try:
+                fn, args = arena.loads(msg, as_bytes=True)
                 outcome: tuple = (True, fn(*args))
             except StaleHelper:
                 outcome = (False, StaleHelper)
@@ -123,7 +255,11 @@ def _serve(conn, parent: int | None) -> None:  # pragma: no cover - runs in the 
                 outcome = (False, e)
             except BaseException as e:  # reported to the parent, which raises it as a ParseError
                 outcome = (False, f"{type(e).__name__}: {e}")
-            conn.send(outcome)
+            try:
+                msg = arena.dumps(outcome)
+            except BaseException as e:  # a result that does not pickle
+                msg = arena.dumps((False, f"{type(e).__name__}: {e}"))
+            conn.send_bytes(msg)
     finally:
         os._exit(0)
 
@@ -219,8 +355,8 @@ def _round_trip(helper: _Helper, fn, args: tuple, deadline: float, what: str, ti
     start = time.monotonic()
     kept = False
     try:
-        helper.conn.send((fn, args))
-        if not helper.conn.poll(max(0.0, deadline - start)):
+        helper.conn.send_bytes(helper.arena.dumps((fn, _out_of_band(args))))
+        if not helper.wait(deadline - start):
             raise LimitError(
                 f"{what} still running after {timeout:g} s",
                 limit="record_timeout",
@@ -229,9 +365,13 @@ def _round_trip(helper: _Helper, fn, args: tuple, deadline: float, what: str, ti
                 name=name,
             )
         try:
-            outcome = helper.conn.recv()
+            msg = helper.conn.recv_bytes()
         except (EOFError, OSError):
             raise ParseError(f"the process running the {what} died ({_death(helper)})", name=name) from None
+        try:
+            outcome = helper.arena.loads(msg, as_bytes=False)
+        except (ValueError, struct.error, pickle.UnpicklingError, EOFError) as e:
+            raise ParseError(f"the {what}'s result did not arrive intact ({e})", name=name) from None
         kept = outcome[1] is not StaleHelper
         return outcome
     finally:

@@ -40,8 +40,9 @@ Time limit: with ``limits.record_timeout`` set (the default), the parse and the 
 helper process (:mod:`structpos.parsers._guard`, a ``fork`` kept for the next parses) that is
 killed at the deadline, because tree-sitter can spend unbounded time without calling its
 progress callback (error recovery at the end of the input, see :func:`_parse_timed`); the
-columns come back through a pipe (~0.2 ms per file on the stdlib). With ``record_timeout=None``,
-or without ``fork``, everything runs in this process.
+input and the columns cross through a memory area shared with the helper, the pipe carries only
+a small message each way. With ``record_timeout=None``, or without ``fork``, everything runs in
+this process.
 """
 
 from __future__ import annotations
@@ -490,7 +491,7 @@ def _parse_columns(
     """Parse and walk ``data``, stopped at ``limits.record_timeout`` seconds whatever the input.
 
     With a timeout, the parse runs in a helper process killed at the deadline
-    (:func:`~structpos.parsers._guard.call_guarded`: a pipe round trip per parse), since
+    (:func:`~structpos.parsers._guard.call_guarded`: a round trip per parse), since
     tree-sitter may spend unbounded time without a progress callback (see :func:`_parse_timed`).
     Without a timeout, or without ``fork``, it runs here.
     """
