@@ -335,10 +335,11 @@ class _Encoding:
         """The shards still to encode (those done with the same content are skipped on resume)."""
         for index, chunk in _chunks(self.records(), self.config.shard_size):
             self.n_shards = index + 1
+            if not self.config.resume:  # nothing to compare: the workers hash the records (ShardTask.record_digests)
+                yield ShardTask(index, chunk, self.options, str(self.out), None)
+                continue
             digests = [record_digest(r) for r in chunk]
-            if self.config.resume and self.manifest.is_done(
-                index, chunk, digests, retry_errors=self.config.retry_errors
-            ):
+            if self.manifest.is_done(index, chunk, digests, retry_errors=self.config.retry_errors):
                 self.resumed += 1
                 if self.bar is not None:
                     self.bar.update(len(chunk))
