@@ -186,7 +186,8 @@ def pep263_encoding(data: bytes) -> tuple[str, str] | None:
     True
     """
     lines = data.split(b"\n", 2)[:2]
-    if not any(b"coding" in line for line in lines):  # no cookie: UTF-8 whatever detect_encoding says (the common case, cheaply)
+    # no cookie: UTF-8 whatever detect_encoding says (the common case, answered without tokenize)
+    if not any(b"coding" in line for line in lines):
         return None
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)

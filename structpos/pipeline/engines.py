@@ -155,7 +155,9 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
                 [],
                 error_entry(task.records[k], type(e).__name__, f"{why}; alone: {_first_line(e)}", stage),
             )
-    return write_shard_records(Path(task.out_dir), task.index, task.records, per_record, options, task.record_digests(), t0=t0)
+    return write_shard_records(
+        Path(task.out_dir), task.index, task.records, per_record, options, task.record_digests(), t0=t0
+    )
 
 
 def _ray_one(record: Record, options: EncodeOptions):

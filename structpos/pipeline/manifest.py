@@ -16,11 +16,10 @@ only one that no longer reads.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import time
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -337,7 +336,7 @@ class Manifest:
             "file": files.parquet.name,
             "errors_file": f"errors/{files.errors.name}",
             "index_file": f"index/{files.index_file.name}",
-            **{k: v for k, v in asdict(res).items() if k not in ("index", "seconds")},
+            **{f.name: _plain(getattr(res, f.name)) for f in fields(res) if f.name not in ("index", "seconds")},
         }
 
     def totals(self) -> dict[str, int]:
@@ -383,10 +382,16 @@ class Manifest:
             entry = self.shards[k]
             cached = self._rendered.get(k)
             if cached is None or cached[0] != entry:
-                cached = (copy.deepcopy(entry), json.dumps(entry, indent=1).replace("\n", "\n  "))
+                text = json.dumps(entry, indent=1)
+                cached = (json.loads(text), text.replace("\n", "\n  "))  # the entry as it was (a copy)
                 self._rendered[k] = cached
             out.append((f"{k:05d}", cached[1]))
         return out
+
+
+def _plain(value: Any) -> Any:
+    """A copy of a :class:`ShardResult` field as ``dataclasses.asdict`` gives it (its fields are plain values, a dict of str)."""
+    return dict(value) if isinstance(value, dict) else value
 
 
 def _with_shards(head: dict[str, Any], shards: list[tuple[str, str]]) -> str:
