@@ -99,3 +99,29 @@ def test_pep263_fast_path_agrees_with_tokenize():
     ]
     for data in cases:
         assert pep263_encoding(data) == _pep263_slow(data), data
+
+
+def test_hashing_in_the_workers_or_the_driver_writes_the_same_output_and_resumes(tmp_path, monkeypatch):
+    """With the workers taking every core they hash the records; the files, and a resume, are the same."""
+    import os
+
+    from structpos.pipeline import encode_to_parquet
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(5):
+        (src / f"r{i}.json").write_text(f'{{"a": [{i}, 2]}}' if i != 3 else "{")
+    outs = {}
+    for cores, name in (({0}, "workers"), (set(range(64)), "driver")):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, cores=cores: cores, raising=False)
+        out = tmp_path / name
+        s = encode_to_parquet(src, out, coords="tree", shard_size=2, workers=1, progress=False)
+        assert (s.records, s.errors) == (5, 1)
+        again = encode_to_parquet(src, out, coords="tree", shard_size=2, workers=1, progress=False, resume=True)
+        assert again.shards_skipped == again.shards == 3
+        outs[name] = {
+            p.relative_to(out).as_posix(): p.read_bytes()
+            for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name not in ("manifest.json", ".lock") and not p.name.startswith(".")
+        }
+    assert outs["workers"] == outs["driver"]
