@@ -185,13 +185,16 @@ def pep263_encoding(data: bytes) -> tuple[str, str] | None:
     >>> pep263_encoding(b"x = 1\\n") is None
     True
     """
+    lines = data.split(b"\n", 2)[:2]
+    # no cookie: UTF-8 whatever detect_encoding says (the common case, answered without tokenize)
+    if not any(b"coding" in line for line in lines):
+        return None
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError:  # an unknown or conflicting declaration, or first lines that are not UTF-8
         return None
     if encoding in ("utf-8", "utf-8-sig"):
         return None
-    lines = data.split(b"\n", 2)[:2]
     declares = [_PEP263.match(line) is not None for line in lines]
     return encoding, f"line {declares.index(True) + 1 if True in declares else 1}"
 

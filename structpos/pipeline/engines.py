@@ -155,7 +155,9 @@ def _ray_per_record(ray, task: ShardTask, why: str) -> ShardResult:
                 [],
                 error_entry(task.records[k], type(e).__name__, f"{why}; alone: {_first_line(e)}", stage),
             )
-    return write_shard_records(Path(task.out_dir), task.index, task.records, per_record, options, task.digests, t0=t0)
+    return write_shard_records(
+        Path(task.out_dir), task.index, task.records, per_record, options, task.record_digests(), t0=t0
+    )
 
 
 def _ray_one(record: Record, options: EncodeOptions):
@@ -244,15 +246,15 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
                     yield _written(outcome)
                     continue
                 table, errors, res = outcome
-                ids = [r.id for r in task.records]
+                ids, digests = [r.id for r in task.records], task.record_digests()
                 try:
-                    res.sha256 = write_shard(Path(task.out_dir), res.index, table, errors, ids, task.digests)
+                    res.sha256 = write_shard(Path(task.out_dir), res.index, table, errors, ids, digests)
                 except Exception as e:  # rows the driver cannot store: record by record, the culprit an error
                     if not cannot_store(e):
                         raise
                     yield _ray_per_record(ray, task, f"the shard could not be stored ({_first_line(e)})")
                     continue
-                res.digest = shard_digest(ids, task.digests)
+                res.digest = shard_digest(ids, digests)
                 yield res
     finally:
         if started:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -146,6 +146,8 @@ class Manifest:
         self.skipped: list[dict] = []
         self.complete = False
         self._saved_at = 0.0
+        self._rendered: dict[int, tuple[dict, str]] = {}
+        """Each shard's entry as last rendered, and its JSON text: a save renders only new or changed entries."""
 
     @property
     def path(self) -> Path:
@@ -334,7 +336,7 @@ class Manifest:
             "file": files.parquet.name,
             "errors_file": f"errors/{files.errors.name}",
             "index_file": f"index/{files.index_file.name}",
-            **{k: v for k, v in asdict(res).items() if k not in ("index", "seconds")},
+            **{f.name: _plain(getattr(res, f.name)) for f in fields(res) if f.name not in ("index", "seconds")},
         }
 
     def totals(self) -> dict[str, int]:
@@ -358,7 +360,7 @@ class Manifest:
         now = time.monotonic()
         if min_interval and now - self._saved_at < min_interval:
             return
-        data = {
+        head = {
             "version": MANIFEST_VERSION,
             "options": self.options,
             "options_hash": self.hash,
@@ -366,7 +368,38 @@ class Manifest:
             "complete": self.complete,
             "totals": self.totals(),
             "skipped": _skipped_summary(self.skipped),
-            "shards": {f"{k:05d}": self.shards[k] for k in sorted(self.shards)},
         }
-        atomic_write_bytes(self.path, (json.dumps(data, indent=1) + "\n").encode())
+        atomic_write_bytes(self.path, (_with_shards(head, self._shard_texts()) + "\n").encode())
         self._saved_at = now
+
+    def _shard_texts(self) -> list[tuple[str, str]]:
+        """``(key, JSON text)`` of every shard entry, in order, each rendered once while it is unchanged
+        (the manifest is saved while the run goes: rendering every entry each time grows with the square of the shards)."""
+        for k in [k for k in self._rendered if k not in self.shards]:
+            del self._rendered[k]
+        out = []
+        for k in sorted(self.shards):
+            entry = self.shards[k]
+            cached = self._rendered.get(k)
+            if cached is None or cached[0] != entry:
+                text = json.dumps(entry, indent=1)
+                cached = (json.loads(text), text.replace("\n", "\n  "))  # the entry as it was (a copy)
+                self._rendered[k] = cached
+            out.append((f"{k:05d}", cached[1]))
+        return out
+
+
+def _plain(value: Any) -> Any:
+    """A copy of a :class:`ShardResult` field as ``dataclasses.asdict`` gives it (its fields are plain values, a dict of str)."""
+    return dict(value) if isinstance(value, dict) else value
+
+
+def _with_shards(head: dict[str, Any], shards: list[tuple[str, str]]) -> str:
+    """``json.dumps({**head, "shards": {key: entry}}, indent=1)``, from the entries' texts already rendered
+    (at their depth: two more spaces after each newline; a JSON string holds no raw newline)."""
+    body = json.dumps(head, indent=1)
+    if not shards:
+        return body[:-2] + ',\n "shards": {}\n}' if head else '{\n "shards": {}\n}'
+    items = ",\n".join(f"  {json.dumps(key)}: {text}" for key, text in shards)
+    lead = body[:-2] + "," if head else "{"
+    return f'{lead}\n "shards": {{\n{items}\n }}\n}}'

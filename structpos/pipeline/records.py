@@ -35,7 +35,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Iterator, Sequence
 
 from ..exceptions import InputError, ParseError
@@ -152,7 +152,16 @@ def kind_for_path(path: str | Path) -> tuple[str, str | None] | None:
     >>> kind_for_path("notes.bin") is None
     True
     """
-    return kind_for_suffix(Path(path).suffix)
+    return kind_for_suffix(path.suffix if isinstance(path, PurePath) else _suffix(os.fspath(path)))
+
+
+def _suffix(path: str) -> str:
+    """``Path(path).suffix`` without building a ``Path`` (called for every file of a directory input)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if name in (".", ""):  # a path ending in "." or the root: Path's own rules
+        return Path(path).suffix
+    i = name.rfind(".")
+    return name[i:] if 0 < i < len(name) - 1 else ""
 
 
 def read_records(
@@ -541,7 +550,7 @@ def _file_records(
                 f"{rel}#{sent_id}", block, f"{rel} line {lineno}", kind, language, input=rel, position=f"line {lineno}"
             )
     else:
-        fmt = format_for_suffix(path.suffix) if (kind_for_path(path) or ("",))[0] == kind else None
+        fmt = format_for_suffix(path.suffix) if (guess or ("",))[0] == kind else None
         yield Record(rel, text, rel, kind, language, format=fmt, input=rel)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import sys
 import time
@@ -331,14 +332,23 @@ class _Encoding:
         )
         return records if c.max_records is None else itertools.islice(records, c.max_records)
 
+    @property
+    def _workers_hash(self) -> bool:
+        """Whether the workers compute the records' content hashes (:meth:`ShardTask.record_digests`) rather
+        than this driver: when nothing is resumed (no hash to compare here) and the workers take every core,
+        so that the driver, which shares one with them, does the least; with a core to spare it hashes itself."""
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return self.config.workers >= cores
+
     def tasks(self) -> Iterator[ShardTask]:
         """The shards still to encode (those done with the same content are skipped on resume)."""
         for index, chunk in _chunks(self.records(), self.config.shard_size):
             self.n_shards = index + 1
+            if not self.config.resume and self._workers_hash:
+                yield ShardTask(index, chunk, self.options, str(self.out), None)
+                continue
             digests = [record_digest(r) for r in chunk]
-            if self.config.resume and self.manifest.is_done(
-                index, chunk, digests, retry_errors=self.config.retry_errors
-            ):
+            if self.manifest.is_done(index, chunk, digests, retry_errors=self.config.retry_errors):
                 self.resumed += 1
                 if self.bar is not None:
                     self.bar.update(len(chunk))

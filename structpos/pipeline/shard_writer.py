@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from .arrow import rows_to_table
 from .encode import EncodeOptions, cannot_store, encode_each, mark_unstorable, store_error
-from .records import Record
+from .records import Record, record_digest
 from .schema import conform, output_schema
 from .shard_io import _relative, _tmp, file_sha256, shard_digest, shard_files, write_shard
 
@@ -84,7 +84,9 @@ class ShardTask:
     """One shard's work: its records, the options, where to write, and errors already known.
 
     ``digests`` are the records' content hashes (:func:`~structpos.pipeline.records.record_digest`),
-    kept in the shard's index file for ``--resume``; ``preset`` maps a record's position to an
+    kept in the shard's index file for ``--resume``; ``None`` has them computed where the shard is
+    encoded (:meth:`record_digests`: a run that resumes nothing leaves that hashing to its
+    workers instead of its driver); ``preset`` maps a record's position to an
     error entry used instead of encoding it (a record that killed a worker, or one in the errors
     of the run being resumed).
 
@@ -98,8 +100,8 @@ class ShardTask:
         How to encode them.
     out_dir : str
         The output directory.
-    digests : sequence of str, optional
-        The records' content hashes.
+    digests : sequence of str or None, optional
+        The records' content hashes (``None``: computed from the records when needed).
     preset : dict of int to dict, optional
         Error entries to use instead of encoding the records at these positions.
     retries : int, optional
@@ -121,9 +123,27 @@ class ShardTask:
     records: Sequence[Record]
     options: EncodeOptions
     out_dir: str
-    digests: Sequence[str] = ()
+    digests: Sequence[str] | None = ()
     preset: dict[int, dict] = field(default_factory=dict)
     retries: int = 0
+
+    def record_digests(self) -> Sequence[str]:
+        """:attr:`digests`, or when ``None`` each record's :func:`~structpos.pipeline.records.record_digest`.
+
+        Returns
+        -------
+        sequence of str
+
+        Examples
+        --------
+        >>> from structpos.pipeline.encode import EncodeOptions
+        >>> recs = [Record("a", "[1]", "a")]
+        >>> ShardTask(0, recs, EncodeOptions("json", "tree"), "out", None).record_digests() == [record_digest(recs[0])]
+        True
+        """
+        if self.digests is None:
+            return [record_digest(r) for r in self.records]
+        return self.digests
 
 
 PerRecord = list[tuple[list[dict], "dict | None"]]
@@ -478,7 +498,7 @@ def encode_shard(task: ShardTask, *, on_record: Callable[[int], None] | None = N
         task.records,
         per_record,
         task.options,
-        task.digests,
+        task.record_digests(),
         by_record=task.retries > 0,
         on_record=on_record,
         t0=t0,

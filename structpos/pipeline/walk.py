@@ -157,44 +157,42 @@ def walk_files(
     excluded = {(s.st_dev, s.st_ino) for s in (os.stat(p) for p in exclude if os.path.isdir(p))}
     st = os.stat(root)
     seen_dirs.add((st.st_dev, st.st_ino))
-    stack = [root]
+    stack: list[tuple[Path, str]] = [(root, ".")]  # a directory and its path relative to root
     while stack:
-        directory = stack.pop()
+        directory, dir_rel = stack.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as e:
-            skipped.append(Skipped(_rel(directory, root), f"unreadable directory: {e.strerror}"))
+            skipped.append(Skipped(dir_rel, f"unreadable directory: {e.strerror}"))
             continue
+        prefix = "" if dir_rel == "." else dir_rel + "/"
         for entry in entries:
             path = Path(entry.path)
+            rel = prefix + entry.name  # path.relative_to(root).as_posix(), without pathlib's parsing
             found, reason = _entry_stat(path, follow_symlinks)
             if found is None:
-                skipped.append(Skipped(_rel(path, root), reason or "skipped"))
+                skipped.append(Skipped(rel, reason or "skipped"))
             elif stat.S_ISDIR(found.st_mode):
                 if entry.name.startswith(".") or entry.name == "__pycache__":
-                    skipped.append(Skipped(_rel(path, root), "hidden or cache directory (not entered)"))
+                    skipped.append(Skipped(rel, "hidden or cache directory (not entered)"))
                     continue
                 if (found.st_dev, found.st_ino) in excluded:
-                    skipped.append(Skipped(_rel(path, root), "the output directory (not entered)"))
+                    skipped.append(Skipped(rel, "the output directory (not entered)"))
                     continue
                 if (found.st_dev, found.st_ino) in seen_dirs:
-                    skipped.append(Skipped(_rel(path, root), "directory already visited (symlink loop)"))
+                    skipped.append(Skipped(rel, "directory already visited (symlink loop)"))
                     continue
                 seen_dirs.add((found.st_dev, found.st_ino))
-                stack.append(path)
+                stack.append((path, rel))
             elif not stat.S_ISREG(found.st_mode):
-                skipped.append(Skipped(_rel(path, root), special_kind(found.st_mode) or "special file"))
+                skipped.append(Skipped(rel, special_kind(found.st_mode) or "special file"))
             elif not os.access(path, os.R_OK):
-                skipped.append(Skipped(_rel(path, root), "unreadable: permission denied"))
+                skipped.append(Skipped(rel, "unreadable: permission denied"))
             else:
-                files.append((_rel(path, root), path))
+                files.append((rel, path))
     files.sort(key=lambda f: f[0])
     skipped.sort(key=lambda s: s.path)
     return files, skipped
-
-
-def _rel(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix() if path != root else "."
 
 
 def open_regular(path: str | Path, *, follow_symlinks: bool = False) -> int:
