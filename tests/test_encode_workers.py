@@ -86,5 +86,8 @@ def test_the_pool_reads_the_next_shard_while_its_worker_encodes(tmp_path):
     seen = []
     for done, res in enumerate(WorkerPool(1, options).run(tasks()), start=1):
         seen.append((res.index, pulled))
-        assert pulled == min(5, done + 1)  # the shard after the one being encoded, read before the result
+        # never more than one shard ahead of the results; fewer when two results arrive together
+        # (both are yielded before the next read)
+        assert min(5, done) <= pulled <= min(5, done + 1)
+    assert seen[0][1] == 2  # the shard after the first was read before the first result
     assert [i for i, _ in seen] == [0, 1, 2, 3, 4]
