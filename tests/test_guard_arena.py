@@ -78,6 +78,32 @@ def test_arena_falls_back_to_the_pickle_when_full():
     arena.close()
 
 
+def test_an_arena_without_address_space_sends_everything_in_band(monkeypatch):
+    """Under a memory limit the arena's mmap can fail (ENOMEM): calls still work, through the pipe
+    (found by the argument fuzz: ``encode --max-memory`` with code records)."""
+    import errno
+    import mmap
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", no_space)
+    arena = _Arena(_guard.ARENA_BYTES)
+    assert arena.size == 0
+    big = np.arange(50_000, dtype=np.int64)
+    msg = arena.dumps((big, b"z" * 20_000))
+    got, data = arena.loads(msg, as_bytes=False)
+    assert np.array_equal(got, big) and got.flags.writeable and data == b"z" * 20_000
+    arena.close()
+    helper = _guard._Helper()  # a helper made under the same failure answers a large call
+    try:
+        assert helper.arena.size == 0
+        ok, out = _guard._round_trip(helper, _arrays, (4096,), time.monotonic() + 60, "test call", 60, "in.py")
+        assert ok and np.array_equal(out[0], np.arange(4096)) and out[-1] == "tail"
+    finally:
+        helper.stop()
+
+
 def test_guarded_parses_equal_in_process_ones():
     from structpos.limits import Limits
     from structpos.native import pure_python

@@ -84,7 +84,11 @@ class _Arena:
     """
 
     def __init__(self, size: int) -> None:
-        self.map = mmap.mmap(-1, size)  # MAP_SHARED | MAP_ANONYMOUS: the forked helper sees the same pages
+        self.map: mmap.mmap | None
+        try:
+            self.map = mmap.mmap(-1, size)  # MAP_SHARED | MAP_ANONYMOUS: the forked helper sees the same pages
+        except OSError:  # no address space left for it (a memory limit): every buffer crosses the pipe in band
+            self.map, size = None, 0
         self.size = size
         _arenas.add(self)
 
@@ -97,7 +101,7 @@ class _Arena:
             nonlocal end
             with buf.raw() as raw:
                 n = raw.nbytes
-                if n < _OUT_OF_BAND_MIN or end + n > self.size:
+                if n < _OUT_OF_BAND_MIN or end + n > self.size or self.map is None:
                     return True  # in band
                 self.map[end : end + n] = raw
             sizes.append(n)
@@ -120,14 +124,15 @@ class _Arena:
         sizes = struct.unpack_from(f"<{count}Q", msg, _COUNT.size)
         buffers: list[bytes | np.ndarray] = []
         total = sum(-(-n // _ALIGN) * _ALIGN for n in sizes)
-        if total > self.size:
+        arena = self.map
+        if total > self.size or (count and arena is None):
             raise ValueError("buffers past the arena's end")
         if count and not as_bytes:  # one writable copy (numpy arrays made on it are writable)
-            block = np.frombuffer(self.map, dtype=np.uint8, count=total).copy()
+            block = np.frombuffer(arena, dtype=np.uint8, count=total).copy()  # type: ignore[arg-type]  # not None
         start = 0
         for n in sizes:
             if as_bytes:
-                buffers.append(self.map[start : start + n])
+                buffers.append(arena[start : start + n])  # type: ignore[index]  # not None when count > 0
             else:
                 buffers.append(block[start : start + n])
             start += -(-n // _ALIGN) * _ALIGN
@@ -135,6 +140,8 @@ class _Arena:
             return pickle.loads(body[_COUNT.size + 8 * count :], buffers=buffers)
 
     def close(self) -> None:
+        if self.map is None:
+            return
         try:
             self.map.close()
         except BufferError:  # pragma: no cover - a view still exported (an interrupted copy)
