@@ -326,14 +326,14 @@ class WorkerPool:
         child.close()
         return _Worker(proc, parent, state)
 
-    def _submit(self, task: ShardTask, w: _Worker | None) -> bool:
-        """Hand ``task`` to ``w`` (``None``: a new worker); whether it was handed over. An idle worker
-        gets it at once (one that died while idle is replaced), a busy one through its outbox thread."""
+    def _submit(self, task: ShardTask, w: _Worker | None) -> None:
+        """Hand ``task`` to ``w`` (``None``: a new worker). An idle worker gets it at once (one that
+        died while idle is replaced), a busy one through its outbox thread."""
         message = replace(task, options=self.options)
         if w is not None and w.tasks:  # busy: never wait for it to read (the driver must stay free to time it)
             w.send_later(message)
             w.tasks.append(task)
-            return True
+            return
         while True:
             if w is None:
                 w = self._start()
@@ -352,7 +352,6 @@ class WorkerPool:
             self._idle.remove(w)
             self._busy.append(w)
         w.tasks.append(task)
-        return True
 
     def _fill(self, pull) -> None:
         """Give every worker a shard to encode, then a next one; start workers up to ``workers``.
@@ -372,8 +371,7 @@ class WorkerPool:
                 if depth > 1 and self.workers > 1 and not self._more(pull):
                     self._queue.insert(0, task)
                     return
-                if not self._submit(task, w):
-                    return
+                self._submit(task, w)
 
     def _more(self, pull) -> bool:
         """Whether a shard is left after the one just pulled (it is kept first in the queue)."""
