@@ -325,6 +325,19 @@ def packed_edges(graphs: Sequence[Graph], *, self_loops: bool = False):
     return ei[0, keep], ei[1, keep], w, gid[keep]
 
 
+def edge_ptr(gid: np.ndarray, B: int) -> np.ndarray:
+    """``(B + 1,)`` int64 offsets of each graph's edges in :func:`packed_edges`' arrays (``gid`` ascending).
+
+    Examples
+    --------
+    >>> edge_ptr(np.array([0, 0, 2]), 3).tolist()
+    [0, 2, 2, 3]
+    """
+    eptr = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(np.bincount(gid, minlength=B), out=eptr[1:])
+    return eptr
+
+
 def bucket_edges(
     groups: dict[int, np.ndarray], num_graphs: int, row: np.ndarray, col: np.ndarray, gid: np.ndarray
 ) -> list[tuple[np.ndarray, np.ndarray]]:

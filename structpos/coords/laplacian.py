@@ -66,6 +66,7 @@ from ._graph_utils import (
     as_graphs,
     canonical_phase,
     canonical_sign_rows,
+    edge_ptr,
     packed_edges,
 )
 from ._schedule import run_dense_groups
@@ -253,13 +254,6 @@ def lap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.nda
 
 
 # ---------------------------------------------------------------- dense batch
-def _edge_ptr(gid: np.ndarray, B: int) -> np.ndarray:
-    """``(B + 1,)`` int64 offsets of each graph's edges in the packed arrays (``gid`` ascending)."""
-    eptr = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(np.bincount(gid, minlength=B), out=eptr[1:])
-    return eptr
-
-
 def _component_counts(
     row: np.ndarray, col: np.ndarray, gid: np.ndarray, sizes: np.ndarray, eptr: np.ndarray | None = None
 ) -> np.ndarray:
@@ -267,7 +261,7 @@ def _component_counts(
 
     ``row, col, gid`` are the packed edges (:func:`._graph_utils.packed_edges`: zero weights
     and self-loops already dropped, so they do not connect); a node without other edges is a
-    singleton component and is not counted; ``eptr``: :func:`_edge_ptr` when already at hand."""
+    singleton component and is not counted; ``eptr``: :func:`._graph_utils.edge_ptr` when already at hand."""
     B = len(sizes)
     ptr = np.concatenate([[0], np.cumsum(sizes)])
     total = int(ptr[-1])
@@ -275,7 +269,7 @@ def _component_counts(
         return np.zeros(B, dtype=np.int64)
     nat = native_module("components")
     if nat is not None:  # union-find over the packed edges (gid ascending): the same counts
-        eptr = _edge_ptr(gid, B) if eptr is None else eptr
+        eptr = edge_ptr(gid, B) if eptr is None else eptr
         counts = np.zeros(B, dtype=np.int64)
         c = np.ascontiguousarray
         nat.nontrivial(c(row, dtype=np.int64), c(col, dtype=np.int64), eptr, ptr.astype(np.int64), counts)
@@ -309,7 +303,7 @@ def _dense_batch(
     sub = gs if idx_all.size == len(gs) else [gs[i] for i in idx_all]
     sub_sizes = sizes[idx_all]
     packed = packed_edges(sub)
-    eptr = _edge_ptr(packed[3], len(sub))
+    eptr = edge_ptr(packed[3], len(sub))
     ncomp = _component_counts(packed[0], packed[1], packed[3], sub_sizes, eptr)
 
     build = None
@@ -324,20 +318,17 @@ def _dense_batch(
             nat.graphs(row, col, eptr, c(members, dtype=np.int64), L, SENTINEL, iso)
             return L, iso
 
-        kernel: Callable = _group_modes
-    elif device is None:
-        kernel = _group_pe
-    else:
-        kernel = partial(lap_group_torch, dev=device)
-        workers = 1 if device.type != "cpu" else workers  # one device queue: no gain from threads
-
-    if kernel is _group_modes:  # the compiled finish writes each group's rows straight into the table
-
+        # A: the group's (Laplacians, isolated counts); the compiled finish writes its rows straight into the table
         def run(local, A):
             idx = idx_all[local]
             table.put(idx, *_group_modes(A, sub_sizes[local], ncomp[local], k, dtype, out=(table.pe, table.ptr[idx])))
 
     else:
+        if device is None:
+            kernel: Callable = _group_pe
+        else:
+            kernel = partial(lap_group_torch, dev=device)
+            workers = 1 if device.type != "cpu" else workers  # one device queue: no gain from threads
 
         def run(local, A):
             table.put(idx_all[local], *kernel(A, sub_sizes[local], ncomp[local], k, dtype))

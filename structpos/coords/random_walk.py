@@ -40,6 +40,7 @@ from ._graph_utils import (
     as_graphs,
     auto_workers,
     batch_output,
+    edge_ptr,
     output_like,
     packed_edges,
     scatter_rows,
@@ -189,10 +190,8 @@ def random_walk_pe_batch(
         cap = _native_cap(K, symmetrize, dense_max)
         pe64 = np.zeros((int(ptr[-1]), K))
         row, col, weight, gid = packed_edges(gs, self_loops=True)
-        eptr = np.zeros(len(gs) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(gid, minlength=len(gs)), out=eptr[1:])
         c = np.ascontiguousarray
-        nat.rwse(c(row), c(col), c(weight), eptr, ptr, pe64, K, symmetrize, cap)
+        nat.rwse(c(row), c(col), c(weight), edge_ptr(gid, len(gs)), ptr, pe64, K, symmetrize, cap)
         pe = pe64.astype(dtype, copy=False)
         small = np.flatnonzero((sizes <= dense_max) & (sizes > cap))
     else:
