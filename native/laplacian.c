@@ -1,11 +1,10 @@
 /* structpos._native_laplacian: the padded normalised Laplacians of one size group, in one pass.
 
-   stack(flat, weight, L, sentinel, iso) -> None
-   graphs(row, col, eptr, members, L, sentinel, iso) -> None  (stack() from the packed edges; below)
+   graphs(row, col, eptr, members, L, sentinel, iso) -> None  (below)
 
    L is a (G, S, S) float64 C-contiguous output and iso a (G,) int64 output. With A the group's
-   zero-padded adjacencies, A[flat[e]] += weight[e] in edge order (what np.bincount computes),
-   this writes, for every graph, exactly what laplacian._laplacian_stack computes with numpy:
+   zero-padded adjacencies (what run_dense_groups' np.bincount of the edges gives), this writes, for
+   every graph, exactly what laplacian._laplacian_stack computes with numpy:
 
      A  <- max(A, A^T);  d_i = sum_j A_ij;  iso_i = d_i <= 0;  s_i = iso_i ? 0 : 1 / sqrt(d_i)
      L_ij = (A_ij * -s_i) * s_j  (i != j),  L_ii = iso_i ? sentinel : 1,  iso[g] = sum_i iso_i
@@ -14,8 +13,7 @@
    every partial sum is exact: the caller passes integer weights (unweighted graphs, duplicates
    summed), whose sums are exact in any order.
 
-   Bounds: every flat index is checked against G * S * S before any write; no allocation. The
-   GIL is released around the arithmetic, which touches no Python object. */
+   The GIL is released around the arithmetic, which touches no Python object. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -51,57 +49,9 @@ static void one_graph(double *A, Py_ssize_t S, double sentinel, double *s, int64
     *iso_count = isolated;
 }
 
-static PyObject *stack(PyObject *self, PyObject *args) {
-    PyObject *o_flat, *o_w, *o_L, *o_iso;
-    double sentinel;
-    if (!PyArg_ParseTuple(args, "OOOdO", &o_flat, &o_w, &o_L, &sentinel, &o_iso)) return NULL;
-    Py_buffer b[4];
-    PyObject *objs[4] = {o_flat, o_w, o_L, o_iso};
-    const char *names[4] = {"flat", "weight", "L", "iso"};
-    const char kinds[4] = {'i', 'd', 'd', 'i'};
-    int got = 0;
-    PyObject *result = NULL;
-    for (; got < 4; got++)
-        if (get_typed_buffer(objs[got], &b[got], names[got], kinds[got], got >= 2, -1) < 0) goto done;
-    if (b[2].ndim != 3 || b[2].shape[1] != b[2].shape[2]) {
-        PyErr_SetString(PyExc_ValueError, "stack: L must have shape (G, S, S)");
-        goto done;
-    }
-    const Py_ssize_t G = b[2].shape[0], S = b[2].shape[1], E = b[0].len / 8, total = b[2].len / 8;
-    const int64_t *flat = b[0].buf;
-    const double *w = b[1].buf;
-    double *L = b[2].buf;
-    int64_t *iso = b[3].buf;
-    if (b[1].len / 8 != E || b[3].len / 8 != G) {
-        PyErr_SetString(PyExc_ValueError, "stack: inconsistent buffer lengths");
-        goto done;
-    }
-    for (Py_ssize_t e = 0; e < E; e++)
-        if (flat[e] < 0 || flat[e] >= total) {
-            PyErr_Format(PyExc_ValueError, "stack: flat index %zd out of range", e);
-            goto done;
-        }
-    double *s = PyMem_Malloc((size_t)(S > 0 ? S : 1) * sizeof(double));
-    if (!s) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_BEGIN_ALLOW_THREADS;
-    memset(L, 0, (size_t)total * sizeof(double));
-    for (Py_ssize_t e = 0; e < E; e++) L[flat[e]] += w[e];
-    for (Py_ssize_t g = 0; g < G; g++) one_graph(L + g * S * S, S, sentinel, s, iso + g);
-    Py_END_ALLOW_THREADS;
-    PyMem_Free(s);
-    Py_INCREF(Py_None);
-    result = Py_None;
-done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
-    return result;
-}
-
 /* graphs(row, col, eptr, members, L, sentinel, iso) -> None
 
-   stack() for the unweighted graphs members (G,) of a size group, read straight from the packed
+   The Laplacians of the unweighted graphs members (G,) of a size group, read straight from the packed
    edges (row, col: int64, graph by graph; graph m's edges are eptr[m] .. eptr[m + 1]): the block of
    graph members[b] gets A[row[e], col[e]] += 1 in edge order, then the same normalisation, each
    block zeroed, filled and normalised while it is in cache. No flat index array, no sort.
@@ -170,10 +120,8 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"stack", stack, METH_VARARGS,
-     "stack(flat, weight, L, sentinel, iso): padded normalised Laplacians of a size group into L."},
     {"graphs", graphs, METH_VARARGS,
-     "graphs(row, col, eptr, members, L, sentinel, iso): stack() of unweighted graphs from the packed edges."},
+     "graphs(row, col, eptr, members, L, sentinel, iso): padded normalised Laplacians of unweighted graphs from the packed edges."},
     {NULL, NULL, 0, NULL},
 };
 

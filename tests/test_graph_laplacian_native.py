@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from structpos import native
-from structpos.coords._graph_utils import SENTINEL, as_graphs, packed_edges
+from structpos.coords._graph_utils import SENTINEL, as_graphs, edge_ptr, packed_edges
 from structpos.coords.laplacian import _component_counts, _laplacian_stack, laplacian_pe_batch
 
 lap = native.native_module("laplacian")
@@ -40,18 +40,6 @@ def test_batch_is_byte_identical_to_the_pure_path(dtype, bucket, weighted):
         assert a.tobytes() == b.tobytes()
 
 
-def test_stack_equals_numpy_laplacians():
-    rng = np.random.default_rng(3)
-    G, S = 7, 9
-    flat = rng.integers(0, G * S * S, 120)
-    A = np.bincount(flat, minlength=G * S * S).astype(np.float64).reshape(G, S, S)
-    L_ref, iso_ref = _laplacian_stack(A.copy())
-    L, iso = np.empty((G, S, S)), np.empty(G, dtype=np.int64)
-    lap.stack(flat, np.ones(flat.size), L, SENTINEL, iso)
-    assert L.tobytes() == L_ref.tobytes()  # signed zeros included
-    np.testing.assert_array_equal(iso, iso_ref)
-
-
 def test_component_counts_equal_csgraph():
     gs = as_graphs(mixed_graphs(np.random.default_rng(5), 120))
     sizes = np.array([g.num_nodes for g in gs])
@@ -63,17 +51,9 @@ def test_component_counts_equal_csgraph():
 
 
 def test_entry_points_check_their_buffers():
-    L, iso = np.empty((2, 3, 3)), np.empty(2, dtype=np.int64)
-    with pytest.raises(ValueError, match="flat index 1"):
-        lap.stack(np.array([0, 18]), np.ones(2), L, SENTINEL, iso)  # 18 = 2 * 3 * 3: one past the end
-    with pytest.raises(ValueError, match="lengths"):
-        lap.stack(np.array([0, 1]), np.ones(3), L, SENTINEL, iso)
-    with pytest.raises(ValueError, match="lengths"):
-        lap.stack(np.array([0]), np.ones(1), L, SENTINEL, np.empty(3, dtype=np.int64))
-    with pytest.raises(ValueError, match="shape"):
-        lap.stack(np.array([0]), np.ones(1), np.empty((2, 3, 4)), SENTINEL, iso)
+    one, two = np.zeros(1, dtype=np.int64), np.array([0, 2], dtype=np.int64)
     with pytest.raises(TypeError, match="float64"):
-        lap.stack(np.array([0]), np.ones(1), L.astype(np.float32), SENTINEL, iso)
+        lap.graphs(np.array([0, 1]), np.array([1, 0]), two, one, np.empty((1, 2, 2), np.float32), SENTINEL, one.copy())
     counts = np.zeros(1, dtype=np.int64)
     two = np.array([0, 2], dtype=np.int64)
     comp.nontrivial(np.array([0, 1]), np.array([1, 0]), two, two, counts)
@@ -154,12 +134,13 @@ def test_place_equals_rows_and_scatter():
         modes.place(U, c0, valid, 1 - TIE_RTOL, n.astype(np.int32), ptr[:-1].copy(), Vt, pe)
 
 
-def test_graphs_equals_stack():
+def test_graphs_equals_numpy_laplacians():
+    """The compiled build equals _laplacian_stack of the adjacencies run_dense_groups builds
+    (np.bincount of the group's flat edge indices), signed zeros included."""
     gs = as_graphs(mixed_graphs(np.random.default_rng(13), 60))
     row, col, _, gid = packed_edges(gs)
     B = len(gs)
-    eptr = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(np.bincount(gid, minlength=B), out=eptr[1:])
+    eptr = edge_ptr(gid, B)
     S = 40
     members = np.array([i for i, g in enumerate(gs) if g.num_nodes > 0][::2], dtype=np.int64)
     G = len(members)
@@ -167,8 +148,7 @@ def test_graphs_equals_stack():
     pos[members] = np.arange(G)
     keep = pos[gid] >= 0
     flat = (pos[gid][keep] * S + row[keep]) * S + col[keep]
-    L_ref, iso_ref = np.empty((G, S, S)), np.empty(G, dtype=np.int64)
-    lap.stack(flat, np.ones(flat.size), L_ref, SENTINEL, iso_ref)
+    L_ref, iso_ref = _laplacian_stack(np.bincount(flat, minlength=G * S * S).astype(np.float64).reshape(G, S, S))
     L, iso = np.empty((G, S, S)), np.empty(G, dtype=np.int64)
     lap.graphs(row, col, eptr, members, L, SENTINEL, iso)
     assert L.tobytes() == L_ref.tobytes()
