@@ -342,9 +342,10 @@ class _Encoding:
 
     def tasks(self) -> Iterator[ShardTask]:
         """The shards still to encode (those done with the same content are skipped on resume)."""
+        workers_hash = not self.config.resume and self._workers_hash
         for index, chunk in _chunks(self.records(), self.config.shard_size):
             self.n_shards = index + 1
-            if not self.config.resume and self._workers_hash:
+            if workers_hash:
                 yield ShardTask(index, chunk, self.options, str(self.out), None)
                 continue
             digests = [record_digest(r) for r in chunk]
