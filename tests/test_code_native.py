@@ -140,7 +140,7 @@ def test_native_in_process_timeout(monkeypatch):
     monkeypatch.setattr(code, "can_fork", lambda: False)
     data = b"class A:\n  @d\n  def" + b"# c\n" * 30000
     with pytest.raises(LimitError) as e:
-        parse_code(data, "python", limits=Limits(record_timeout=0.05))
+        parse_code(data, "python", limits=Limits(record_timeout=1e-6))  # past before the first progress check
     assert e.value.limit == "record_timeout"
     small = b"x = 1\n" * 2000  # the next parse is complete and correct
     s = parse_code(small, "python", limits=Limits(record_timeout=60.0))
