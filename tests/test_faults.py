@@ -32,6 +32,7 @@ from structpos.pipeline.lock import lock_output
 REPO = Path(__file__).resolve().parents[1]
 FAULTS = {"faulty": f"{Path(__file__).stem}:faulty_parser"}
 CALLS_ENV = "STRUCTPOS_TEST_CALLS"
+LITTER_ENV = "STRUCTPOS_TEST_LITTER"
 
 
 def faulty_parser(text, name=None, **_):
@@ -52,6 +53,10 @@ def faulty_parser(text, name=None, **_):
         time.sleep(60)
     if text == "hog":
         return np.ones(2**31, dtype=np.uint8)  # 2 GiB under a 1 GiB address-space limit
+    if text == "litter":  # what a writer killed mid-write leaves: a temporary file beside a shard
+        out = Path(os.environ[LITTER_ENV])
+        (out / ".part-00000.parquet.tmp-1").write_bytes(b"PAR1 half a shard")
+        (out / "errors" / ".part-00000.jsonl.tmp-1").write_bytes(b'{"id": ')
     if text == "raise":
         raise IndexError("list index out of range")
     return parse(text, "json", name=name)
@@ -92,6 +97,28 @@ def _jsonl(path: Path, payloads: list[str]) -> list[str]:
 
 def _good(i: int) -> str:
     return json.dumps({"k": i, "v": list(range(i % 5)), "o": {"x": [None] * (i % 3)}})
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_run_leaves_no_temporary_file_of_a_writer_killed_mid_write(tmp_path, monkeypatch, workers):
+    out = tmp_path / "enc"
+    (out / "errors").mkdir(parents=True)
+    monkeypatch.setenv(LITTER_ENV, str(out))
+    src = tmp_path / "in.jsonl"
+    ids = _jsonl(src, [_good(0), "litter", _good(2)])
+    s = encode_to_parquet(
+        src,
+        out,
+        kind="faulty",
+        extra_parsers=FAULTS,
+        coords="tree",
+        id_field="id",
+        shard_size=1,
+        workers=workers,
+        progress=False,
+    )
+    assert (s.records, s.errors) == (3, 1)  # "litter" itself is no JSON
+    _check(out, ids)  # among its checks: no ".*.tmp-*" file is left
 
 
 def test_worker_death_timeouts_memory_and_exceptions_are_rows_of_errors(tmp_path, monkeypatch):

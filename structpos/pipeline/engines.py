@@ -232,7 +232,7 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
             done, _ = ray.wait(list(pending), num_returns=1, timeout=_shard_timeout(pending))
             if not done:  # the oldest shard ran past its time: cancel it, then go record by record
                 ref = next(iter(pending))
-                ray.cancel(ref, force=True)
+                _cancel_and_wait(ray, ref)
                 yield _ray_per_record(ray, pending.pop(ref), "the shard's task ran past its time")
                 continue
             for ref in done:
@@ -259,6 +259,16 @@ def run_ray(tasks: Iterable[ShardTask], workers: int = 2, address: str | None = 
     finally:
         if started:
             ray.shutdown()
+
+
+def _cancel_and_wait(ray, ref, wait: float = 60.0) -> None:
+    """Kill a shard's task and wait until Ray reports it ended, so that a task cancelled while it was
+    writing the shard cannot replace the files the driver writes for the shard next."""
+    ray.cancel(ref, force=True)
+    try:
+        ray.get(ref, timeout=wait)
+    except Exception:  # TaskCancelledError / WorkerCrashedError: it ended; GetTimeoutError: go on regardless
+        pass
 
 
 def _written(outcome: tuple) -> ShardResult:

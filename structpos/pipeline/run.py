@@ -274,8 +274,14 @@ def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
             p.unlink(missing_ok=True)
         shutil.rmtree(out / "errors", ignore_errors=True)
         shutil.rmtree(out / "index", ignore_errors=True)
+    _remove_partial_writes(out)
+
+
+def _remove_partial_writes(out: Path) -> None:
+    """Delete the temporary files of writers that were killed mid-write (a killed run, a cancelled
+    or crashed worker); they are never part of the output."""
     for tmp in list(out.glob(".*.tmp-*")) + list(out.glob("*/.*.tmp-*")):
-        tmp.unlink(missing_ok=True)  # leftovers of a killed run; never part of the output
+        tmp.unlink(missing_ok=True)
 
 
 def _progress(count: Callable[[], int | None], enabled: bool | None):
@@ -396,6 +402,7 @@ class _Encoding:
             )
         merged = b"".join(shard_files(self.out, i).errors.read_bytes() for i in range(self.n_shards))
         atomic_write_bytes(self.out / ERRORS, merged)
+        _remove_partial_writes(self.out)  # every shard is in: no writer is left whose file this could be
         m.complete = True
         m.save()
         return totals
