@@ -8,6 +8,8 @@ around the baby-step/giant-step boundaries, symmetric and not.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -172,8 +174,10 @@ def _csv_texts():
     return texts
 
 
-def test_csv_array_columns_equal_regex_scanner():
+@pytest.mark.parametrize("pure", [True, False], ids=["vectorized", "native"])
+def test_csv_array_columns_equal_regex_scanner(pure):
     from structpos import ParseError
+    from structpos.native import pure_python
     from structpos.parsers.table_csv import _scan, _scan_regex
 
     for text in _csv_texts():
@@ -181,7 +185,8 @@ def test_csv_array_columns_equal_regex_scanner():
             ref = _scan_regex(text, ",", '"', None, "t")
         except ParseError:
             continue
-        got = _scan(text, ",", '"', None, "t", as_lists=False)
+        with pure_python() if pure else contextlib.nullcontext():
+            got = _scan(text, ",", '"', None, "t", as_lists=False)
         for f in ("row_start", "row_end", "row_count", "cell_start", "cell_end", "cell_text"):
             assert list(getattr(got, f)) == list(getattr(ref, f)), (f, text)
 
@@ -190,6 +195,7 @@ def test_csv_joined_cell_texts_equal_slices(monkeypatch):
     """The one-split cell values equal a slice per cell, on ASCII and non-ASCII text; a NUL in the text
     sends it to the slices (it is the split character), with the same answer."""
     from structpos import ParseError
+    from structpos.native import pure_python
     from structpos.parsers import table_csv
 
     joined_texts = table_csv._joined_cell_texts
@@ -203,11 +209,13 @@ def test_csv_joined_cell_texts_equal_slices(monkeypatch):
     for text in [*_csv_texts(), 'a,"x\x00""y"\r\n\x00,b\n', '"é""""",""\n']:
         monkeypatch.setattr(table_csv, "_joined_cell_texts", counting)
         try:
-            got = table_csv._scan(text, ",", '"', None, "t", as_lists=False)
+            with pure_python():  # the vectorized scanner, which the compiled one otherwise replaces
+                got = table_csv._scan(text, ",", '"', None, "t", as_lists=False)
         except ParseError:
             continue
         monkeypatch.setattr(table_csv, "_joined_cell_texts", lambda *args: None)
-        sliced = table_csv._scan(text, ",", '"', None, "t", as_lists=False)
+        with pure_python():
+            sliced = table_csv._scan(text, ",", '"', None, "t", as_lists=False)
         assert got.cell_text == sliced.cell_text, text
         if "\x00" in text and answered:
             assert not answered[-1]

@@ -48,6 +48,7 @@ from typing import Any
 
 from ..exceptions import InputError, ParseError
 from ..limits import Limits, check_limit, resolve_limits
+from ..native import native_module
 
 __all__ = [
     "read_text",
@@ -307,14 +308,23 @@ def check_text(text: str, name: str, limits: Limits | None = None) -> str:
     if maximum is not None and len(text) * 4 > maximum:  # a char is at most 4 UTF-8 bytes
         size = len(text.encode("utf-8", "surrogatepass"))
         check_limit(size, maximum, "max_input_bytes", "bytes of input", name=name)
-    m = None if text.isascii() else _SURROGATE.search(text)  # isascii is O(1) on str
-    if m is not None:
+    at = -1 if text.isascii() else _first_surrogate(text)  # isascii is O(1) on str
+    if at >= 0:
         raise ParseError(
-            f"lone surrogate U+{ord(m.group()):04X} in the text (not valid Unicode; cannot be encoded as UTF-8)",
+            f"lone surrogate U+{ord(text[at]):04X} in the text (not valid Unicode; cannot be encoded as UTF-8)",
             name=name,
-            position=f"char {m.start()}",
+            position=f"char {at}",
         )
     return text
+
+
+def _first_surrogate(text: str) -> int:
+    """The index of the first lone surrogate in ``text``, or -1 (``native/text.c`` when built)."""
+    native = native_module("text")
+    if native is not None:
+        return native.first_surrogate(text)
+    m = _SURROGATE.search(text)
+    return -1 if m is None else m.start()
 
 
 def read_bytes(path: Any, name: str, limits: Limits | None = None) -> bytes:

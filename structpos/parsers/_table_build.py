@@ -34,6 +34,7 @@ from typing import cast
 import numpy as np
 
 from ..limits import Limits, check_limit, resolve_limits
+from ..native import native_module
 from ..node_attrs import COL, COLSPAN, HEADER, ROW, ROWSPAN, TABLE_ATTRS
 from ..structure import Structure, StructureError, TableInfo
 
@@ -196,9 +197,6 @@ def place_cells(
     return row, col, rs, cs
 
 
-_CELL_LABELS = np.array(["cell", "header"], dtype=object)
-
-
 def _row_major(row: np.ndarray, col: np.ndarray, n_rows: int) -> bool:
     """Cells listed row by row, each row's cells in columns ``0, 1, 2, …`` (no holes)."""
     if row.size == 0:
@@ -209,22 +207,26 @@ def _row_major(row: np.ndarray, col: np.ndarray, n_rows: int) -> bool:
     return bool((col == np.arange(row.size) - first).all())
 
 
+def _row_major_grid(texts: list[str], counts: list[int], n_cols: int) -> list[list[str | None]]:
+    """The grid of cells listed row by row in columns ``0, 1, …`` (``counts`` per row), ``None``-padded."""
+    values = cast("list[str | None]", texts)
+    if n_cols and len(values) == len(counts) * n_cols:  # rectangular: every row is full
+        return [values[k : k + n_cols] for k in range(0, len(values), n_cols)]
+    out: list[list[str | None]] = []
+    k = 0
+    for c in counts:
+        out.append(values[k : k + c] + [None] * (n_cols - c) if c < n_cols else values[k : k + c])
+        k += c
+    return out
+
+
 def _expanded_grid(
     texts: list[str], row: np.ndarray, col: np.ndarray, rs: np.ndarray, cs: np.ndarray, n_rows: int, n_cols: int
 ):
     """``n_rows × n_cols`` list grid of texts, merged cells repeated, ``None`` in holes."""
     simple = bool((rs == 1).all() and (cs == 1).all())
     if simple and _row_major(row, col, n_rows):  # CSV and most HTML: one slice of the texts per row
-        values = cast("list[str | None]", texts)
-        if n_cols and len(values) == n_rows * n_cols:  # rectangular (row-major, no holes): every row is full
-            return [values[k : k + n_cols] for k in range(0, len(values), n_cols)]
-        counts = np.bincount(row, minlength=n_rows).tolist()
-        out: list[list[str | None]] = []
-        k = 0
-        for c in counts:
-            out.append(values[k : k + c] + [None] * (n_cols - c) if c < n_cols else values[k : k + c])
-            k += c
-        return out
+        return _row_major_grid(texts, np.bincount(row, minlength=n_rows).tolist(), n_cols)
     grid: list[list[str | None]] = [[None] * n_cols for _ in range(n_rows)]
     if simple:
         for t, r, c in zip(texts, row.tolist(), col.tolist()):
@@ -262,12 +264,91 @@ def build_table(
             gc.enable()
 
 
+_NODE_LABELS = np.array(["table", "row", "cell", "header"], dtype=object)
+
+
+@dataclass
+class _NodeArrays:
+    """The per-node arrays of a table's layout (module docstring), its column count and its grid."""
+
+    parent: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    attrs: dict[str, np.ndarray]
+    label_code: np.ndarray  # index into _NODE_LABELS
+    node_texts: list[str | None]  # the cell texts at the cell nodes, None at the others
+    n_cols: int
+    grid: list[list[str | None]]  # TableInfo.grid
+
+
 def _build_table(data: TableData, source, name, table_span, header_rows, fmt, table_index, limits: Limits) -> Structure:
     counts = np.asarray(data.row_count, dtype=np.int64)
     n_rows = len(counts)
     n_cells = int(counts.sum())
     n = 1 + n_rows + n_cells
     check_limit(n, limits.max_nodes, "max_nodes", "nodes", name=name)
+    native = native_module("table")
+    if native is not None and data.rowspan is None and data.colspan is None and data.is_th is None:
+        nodes = _unmerged_nodes(native, data, counts, header_rows, table_span, limits, name)
+    else:
+        nodes = _placed_nodes(data, counts, header_rows, table_span, limits, name)
+    table = TableInfo(
+        grid=nodes.grid, header_rows=int(header_rows), n_rows=n_rows, n_cols=nodes.n_cols, table_index=table_index
+    )
+    return Structure(
+        kind="table",
+        labels=_NODE_LABELS[nodes.label_code],  # an object gather: no str → object conversion
+        start=nodes.start,
+        end=nodes.end,
+        parent=nodes.parent,
+        source=source,
+        name=name,
+        attrs=nodes.attrs,
+        format=fmt,
+        node_texts=nodes.node_texts,
+        table=table,
+    )
+
+
+def _check_grid_size(n_rows: int, n_cols: int, limits: Limits, name: str) -> None:
+    """LimitError when the expanded grid would exceed ``max_table_cells`` (checked before it is built)."""
+    check_limit(
+        n_rows * n_cols,
+        limits.max_table_cells,
+        "max_table_cells",
+        f"table cells after span expansion ({n_rows} rows × {n_cols} columns)",
+        name=name,
+    )
+
+
+def _unmerged_nodes(
+    native, data: TableData, counts: np.ndarray, header_rows: int, table_span, limits: Limits, name: str
+) -> _NodeArrays:
+    """The layout of a table whose cells each take one slot, row by row (``native/table.c``'s ``layout``)."""
+    n_cols = int(counts.max()) if counts.size else 0
+    _check_grid_size(len(counts), n_cols, limits, name)
+    as_int = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
+    arrays, node_texts, grid = native.layout(
+        counts,
+        as_int(data.row_start),
+        as_int(data.row_end),
+        as_int(data.cell_start),
+        as_int(data.cell_end),
+        list(data.cell_text),
+        int(header_rows),
+        *table_span,
+    )
+    block = np.frombuffer(arrays, dtype=np.int64).reshape(9, -1)
+    attrs = dict(zip((ROW, COL, ROWSPAN, COLSPAN, HEADER), block[3:8]))
+    return _NodeArrays(block[0], block[1], block[2], attrs, block[8], node_texts, n_cols, grid)
+
+
+def _placed_nodes(
+    data: TableData, counts: np.ndarray, header_rows: int, table_span, limits: Limits, name: str
+) -> _NodeArrays:
+    """The layout of any table, cells placed by :func:`place_cells`."""
+    n_rows, n_cells = len(counts), len(data.cell_text)
+    n = 1 + n_rows + n_cells
     arr = lambda x: None if x is None else np.asarray(x, dtype=np.int64)  # noqa: E731
     cell_row, cell_col, cell_rs, cell_cs = place_cells(
         counts, arr(data.rowspan), arr(data.colspan), arr(data.row_group), max_cells=limits.max_table_cells, name=name
@@ -300,37 +381,15 @@ def _build_table(data: TableData, source, name, table_span, header_rows, fmt, ta
     attrs[COLSPAN][cell_node] = cell_cs
     attrs[HEADER][cell_node] = header_flag
 
-    labels = np.empty(n, dtype=object)
-    labels[0] = "table"
-    labels[row_node] = "row"
-    labels[cell_node] = _CELL_LABELS[header_flag]  # an object gather: no str → object conversion
-
+    label_code = np.zeros(n, dtype=np.int64)
+    label_code[row_node] = 1
+    label_code[cell_node] = 2 + header_flag
     text_arr = np.empty(n, dtype=object)
     text_arr[cell_node] = data.cell_text
     n_cols = int((cell_col + cell_cs).max()) if n_cells else 0
-    check_limit(
-        n_rows * n_cols,
-        limits.max_table_cells,
-        "max_table_cells",
-        f"table cells after span expansion ({n_rows} rows × {n_cols} columns)",
-        name=name,
-    )
+    _check_grid_size(n_rows, n_cols, limits, name)
     grid = _expanded_grid(data.cell_text, cell_row, cell_col, cell_rs, cell_cs, n_rows, n_cols)
-
-    table = TableInfo(grid=grid, header_rows=int(header_rows), n_rows=n_rows, n_cols=n_cols, table_index=table_index)
-    return Structure(
-        kind="table",
-        labels=labels,
-        start=start,
-        end=end,
-        parent=parent,
-        source=source,
-        name=name,
-        attrs=attrs,
-        format=fmt,
-        node_texts=text_arr.tolist(),
-        table=table,
-    )
+    return _NodeArrays(parent, start, end, attrs, label_code, text_arr.tolist(), n_cols, grid)
 
 
 def check_span_value(value: str | None, attr: str, *, name: str, where: str) -> int:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..exceptions import SpecError
 from ..limits import Limits
+from ..native import native_module
 from ..structure import Structure, StructureError
 from ._input import check_text
 from ._substrings import span_mask, split_spans
@@ -137,24 +138,56 @@ def scan_csv(
     ...
     structpos.exceptions.ParseError: x.csv at line 1: unterminated quoted field (record 0, field 1)
     """
+    _check_dialect(delimiter, quotechar, escapechar)
+    return _scan(text, delimiter, quotechar, escapechar, name, as_lists=True)
+
+
+def _check_dialect(delimiter: str, quotechar: str | None, escapechar: str | None) -> None:
+    """SpecError unless the three are distinct single non-newline characters (``None``: not used)."""
     chars = [c for c in (delimiter, quotechar, escapechar) if c is not None]
     for ch in chars:
         if len(ch) != 1 or ch in "\r\n":
             raise SpecError(f"delimiter, quotechar and escapechar must be single non-newline characters, got {ch!r}")
     if len(set(chars)) != len(chars):
         raise SpecError("delimiter, quotechar and escapechar must differ")
-    return _scan(text, delimiter, quotechar, escapechar, name, as_lists=True)
 
 
 def _scan(
     text: str, delimiter: str, quotechar: str | None, escapechar: str | None, name: str, *, as_lists: bool
 ) -> TableData:
-    """:func:`scan_csv` after its option checks (``as_lists=False``: integer columns may stay arrays)."""
-    if escapechar is None:
+    """:func:`scan_csv` after its option checks (``as_lists=False``: integer columns may stay arrays).
+
+    The compiled scanner when it is built (any input; ``None`` where the regex scanner raises),
+    else the vectorized one (well-formed input without an escape character); the regex scanner
+    for the rest and for the error messages.
+    """
+    native = native_module("table")
+    if native is not None:
+        data = _scan_native(native, text, delimiter, quotechar, escapechar, as_lists=as_lists)
+    elif escapechar is None:
         data = _scan_vectorized(text, delimiter, quotechar, as_lists=as_lists)
-        if data is not None:
-            return data
-    return _scan_regex(text, delimiter, quotechar, escapechar, name)
+    else:
+        data = None
+    return data if data is not None else _scan_regex(text, delimiter, quotechar, escapechar, name)
+
+
+def _scan_native(
+    native, text: str, delimiter: str, quotechar: str | None, escapechar: str | None, *, as_lists: bool
+) -> TableData | None:
+    """``native/table.c``'s ``scan_csv``: the regex scanner's fields in one C pass; ``None`` on its errors."""
+    found = native.scan_csv(
+        text, ord(delimiter), -1 if quotechar is None else ord(quotechar), -1 if escapechar is None else ord(escapechar)
+    )
+    if found is None:
+        return None
+    ints, texts = found
+    a = np.frombuffer(ints, dtype=np.int64)
+    nr, nc = int(a[0]), int(a[1])
+    cuts = [2, 2 + nr, 2 + 2 * nr, 2 + 3 * nr, 2 + 3 * nr + nc, 2 + 3 * nr + 2 * nc]
+    columns = [a[i:j] for i, j in zip(cuts[:-1], cuts[1:])]
+    if as_lists:
+        columns = [c.tolist() for c in columns]
+    return TableData(*columns, texts)  # type: ignore[arg-type]
 
 
 def _scan_vectorized(text: str, delimiter: str, quotechar: str | None, *, as_lists: bool = True) -> TableData | None:
@@ -455,7 +488,7 @@ def parse_csv_table(
     0
     """
     check_text(text, name, limits)
-    scan_csv("", delimiter=delimiter, quotechar=quotechar, escapechar=escapechar, name=name)  # the option checks
+    _check_dialect(delimiter, quotechar, escapechar)
     rows = _scan(text, delimiter, quotechar, escapechar, name, as_lists=False)
     if header_rows is None:
         if header == "auto":
