@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     data, _ = load(args.quick)
-    COLUMNS.extend(code._helper_columns("python", b, False, False, None, "x") for b in data)  # before the fork
+    COLUMNS.extend(code._helper_columns("python", b, False, False, None, "x", True) for b in data)  # before the fork
     call_guarded(give, (0, data[0]), time.monotonic() + 60, what="round trip", timeout=60, name="x")  # the fork
     h, p, w = helper_cpu(), time.process_time(), time.perf_counter()
     for _ in range(args.repeat):

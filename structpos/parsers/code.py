@@ -47,6 +47,7 @@ this process.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -58,7 +59,7 @@ import numpy as np
 
 from ..exceptions import ParseError, SpecError
 from ..limits import Deadline, Limits, check_limit, resolve_limits
-from ..native import native_module
+from ..native import native_module, pure_python
 from ..node_attrs import FIELD, IS_ERROR, IS_NAMED
 from ..structure import CodeInfo, Structure, StructureError
 from ._guard import StaleHelper, call_guarded, can_fork
@@ -470,15 +471,22 @@ def _language_key(lang, lang_name: str) -> str | int:
     return id(lang)
 
 
-def _helper_columns(key: str | int, data: bytes, named_only: bool, fields: bool, max_nodes: int | None, name: str):
-    """In a helper process: parse and walk (a fresh parser; no callback, the parent kills at the deadline)."""
+def _helper_columns(
+    key: str | int, data: bytes, named_only: bool, fields: bool, max_nodes: int | None, name: str, compiled: bool
+):
+    """In a helper process: parse and walk (a fresh parser; no callback, the parent kills at the deadline).
+
+    ``compiled``: whether the caller runs the compiled paths; ``False`` keeps the helper on the pure
+    path even when it was forked before the caller entered :func:`~structpos.native.pure_python`.
+    """
     if isinstance(key, str):
         lang = get_language(key)
     elif key in _tables:
         lang = _tables[key][0]
     else:  # a Language created after this helper started
         raise StaleHelper(key)
-    native = _native_capsule(lang)
+    with contextlib.nullcontext() if compiled else pure_python():
+        native = _native_capsule(lang)
     if native is not None:
         return _native_columns(native, data, named_only, fields, max_nodes, None, name)
     keep = _kind_tables(lang).keep_named if named_only else None
@@ -497,7 +505,8 @@ def _parse_columns(
     """
     timeout = limits.record_timeout
     if timeout is not None and can_fork():
-        args = (_language_key(lang, lang_name), data, named_only, fields, limits.max_nodes, name)
+        compiled = native_module("code") is not None
+        args = (_language_key(lang, lang_name), data, named_only, fields, limits.max_nodes, name, compiled)
         deadline = time.monotonic() + timeout
         return call_guarded(_helper_columns, args, deadline, what="tree-sitter parse", timeout=timeout, name=name)
     native = _native_capsule(lang)
