@@ -184,10 +184,12 @@ def _scan_native(
     a = np.frombuffer(ints, dtype=np.int64)
     nr, nc = int(a[0]), int(a[1])
     cuts = [2, 2 + nr, 2 + 2 * nr, 2 + 3 * nr, 2 + 3 * nr + nc, 2 + 3 * nr + 2 * nc]
-    columns = [a[i:j] for i, j in zip(cuts[:-1], cuts[1:])]
+    row_start, row_end, row_count, cell_start, cell_end = (a[i:j] for i, j in zip(cuts[:-1], cuts[1:]))
     if as_lists:
-        columns = [c.tolist() for c in columns]
-    return TableData(*columns, texts)  # type: ignore[arg-type]
+        return TableData(
+            row_start.tolist(), row_end.tolist(), row_count.tolist(), cell_start.tolist(), cell_end.tolist(), texts
+        )
+    return TableData(row_start, row_end, row_count, cell_start, cell_end, texts)  # type: ignore[arg-type]
 
 
 def _scan_vectorized(text: str, delimiter: str, quotechar: str | None, *, as_lists: bool = True) -> TableData | None:
