@@ -176,28 +176,16 @@ def test_ray_data_map_batches_matches_local(ray_cluster, shared_data):
 
 
 def _ray_faults(tmp_path, payloads, workers, limits):
-    """Encode ``payloads`` (FAULTS' parser, shards of 3) on Ray; the summary, rows and errors by id.
+    """Encode ``payloads`` (the faulty parser of test_faults, shards of 3) on Ray; the summary, rows and errors by id.
 
     Checks in = out + errors with no duplicates, and that every good record (a JSON payload) was
     encoded with its own node count."""
-    from test_faults import FAULTS, _check, _json_size, _jsonl
+    from test_faults import _check, _json_size, _jsonl, encode_faulty
 
     src = tmp_path / "in.jsonl"
     ids = _jsonl(src, payloads)
     out = tmp_path / "enc"
-    s = encode_to_parquet(
-        src,
-        out,
-        kind="faulty",
-        extra_parsers=FAULTS,
-        coords="tree",
-        id_field="id",
-        shard_size=3,
-        engine="ray",
-        workers=workers,
-        limits=limits,
-        progress=False,
-    )
+    s = encode_faulty(src, out, shard_size=3, engine="ray", workers=workers, limits=limits)
     rows, errors = _check(out, ids)
     for rid, text in zip(ids, payloads):
         if rid in rows:

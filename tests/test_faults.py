@@ -71,6 +71,13 @@ def _json_size(obj) -> int:
     return 1
 
 
+def encode_faulty(src: Path, out: Path, **options):
+    """``encode_to_parquet`` of a JSON-lines file of ``{"id", "text"}`` records with :func:`faulty_parser`."""
+    return encode_to_parquet(
+        src, out, kind="faulty", extra_parsers=FAULTS, coords="tree", id_field="id", progress=False, **options
+    )
+
+
 def _check(out: Path, ids: list[str]) -> tuple[dict, dict]:
     """in = out + errors, no duplicates, per shard and in total; returns (rows by id, errors by id)."""
     m = json.loads((out / "manifest.json").read_text())
@@ -106,17 +113,7 @@ def test_a_run_leaves_no_temporary_file_of_a_writer_killed_mid_write(tmp_path, m
     monkeypatch.setenv(LITTER_ENV, str(out))
     src = tmp_path / "in.jsonl"
     ids = _jsonl(src, [_good(0), "litter", _good(2)])
-    s = encode_to_parquet(
-        src,
-        out,
-        kind="faulty",
-        extra_parsers=FAULTS,
-        coords="tree",
-        id_field="id",
-        shard_size=1,
-        workers=workers,
-        progress=False,
-    )
+    s = encode_faulty(src, out, shard_size=1, workers=workers)
     assert (s.records, s.errors) == (3, 1)  # "litter" itself is no JSON
     _check(out, ids)  # among its checks: no ".*.tmp-*" file is left
 
@@ -129,18 +126,7 @@ def test_worker_death_timeouts_memory_and_exceptions_are_rows_of_errors(tmp_path
     ids = _jsonl(src, payloads)
     limits = Limits(record_timeout=1.0, max_memory_bytes=2**30)
     out = tmp_path / "enc"
-    s = encode_to_parquet(
-        src,
-        out,
-        kind="faulty",
-        extra_parsers=FAULTS,
-        coords="tree",
-        limits=limits,
-        id_field="id",
-        shard_size=4,
-        workers=2,
-        progress=False,
-    )
+    s = encode_faulty(src, out, limits=limits, shard_size=4, workers=2)
     rows, errors = _check(out, ids)
     assert (s.records, s.errors) == (len(ids), 6)
     assert errors["r1"]["stage"] == "worker" and "SIGKILL" in errors["r1"]["message"]

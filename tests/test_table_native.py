@@ -21,7 +21,7 @@ from structpos import native
 from structpos.exceptions import LimitError, ParseError, StructposError
 from structpos.limits import Limits
 from structpos.parsers.table import parse_table
-from structpos.parsers.table_csv import _scan_regex
+from structpos.parsers.table_csv import _scan_native, _scan_regex
 
 TABLE = native.native_module("table")
 TEXT = native.native_module("text")
@@ -50,15 +50,10 @@ DIALECTS = [  # (delimiter, quotechar, escapechar)
 
 
 def _native_fields(text, delimiter, quotechar, escapechar):
-    found = TABLE.scan_csv(text, ord(delimiter), -1 if quotechar is None else ord(quotechar),
-                           -1 if escapechar is None else ord(escapechar))  # fmt: skip
-    if found is None:
+    data = _scan_native(TABLE, text, delimiter, quotechar, escapechar, as_lists=True)
+    if data is None:
         return None
-    ints, texts = found
-    a = np.frombuffer(ints, dtype=np.int64)
-    nr, nc = int(a[0]), int(a[1])
-    cuts = [2, 2 + nr, 2 + 2 * nr, 2 + 3 * nr, 2 + 3 * nr + nc, 2 + 3 * nr + 2 * nc]
-    return [a[i:j].tolist() for i, j in zip(cuts[:-1], cuts[1:])] + [texts]
+    return [data.row_start, data.row_end, data.row_count, data.cell_start, data.cell_end, data.cell_text]
 
 
 @needs_table
