@@ -187,3 +187,20 @@ def test_a_lone_surrogate_is_reported_at_its_position_on_both_paths():
                 parse_table(text, format="csv")
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+@needs_table
+def test_dataframes_and_rows_equal_the_pure_path():
+    pd = pytest.importorskip("pandas")
+    frames = [
+        pd.DataFrame({"a": [1, 2, None], "b": ["x", "é", ""]}),
+        pd.DataFrame(np.arange(12).reshape(3, 4), columns=pd.MultiIndex.from_product([["A", "B"], ["x", "y"]])),
+    ]
+    cases = [(f, {"index": index}) for f in frames for index in (False, True)] + [
+        ([["h1", "h2"], ["1"], ["a", "b", "c"]], {})
+    ]
+    for obj, options in cases:
+        fast = parse_table(obj, **options)
+        with native.pure_python():
+            slow = parse_table(obj, **options)
+        _assert_same_structure(fast, slow)
