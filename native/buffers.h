@@ -2,7 +2,11 @@
 
    get_typed_buffer(obj, view, name, kind, writable, ndim): the C-contiguous buffer of obj with 8-byte
    items of kind 'i' (int64) or 'd' (float64), writable when asked, with ndim dimensions (any when
-   ndim < 0). Returns 0, or -1 with a TypeError naming `name` and nothing held. */
+   ndim < 0). Returns 0, or -1 with a TypeError naming `name` and nothing held.
+
+   get_typed_buffers(n, objs, views, spec): the same for the n arguments of a call, spec[i] giving each
+   one's name, kind, writability and ndim; 0 with all n held, or -1 with none held.
+   release_buffers(views, n): release n held views. */
 #ifndef STRUCTPOS_NATIVE_BUFFERS_H
 #define STRUCTPOS_NATIVE_BUFFERS_H
 #include <Python.h>
@@ -23,6 +27,26 @@ static int get_typed_buffer(PyObject *obj, Py_buffer *view, const char *name, ch
         PyBuffer_Release(view);
         return -1;
     }
+    return 0;
+}
+
+typedef struct {
+    const char *name;
+    char kind; /* 'i' int64, 'd' float64 */
+    int writable;
+    int ndim; /* < 0: any */
+} BufferSpec;
+
+static void release_buffers(Py_buffer *views, int n) {
+    while (n-- > 0) PyBuffer_Release(&views[n]);
+}
+
+static int get_typed_buffers(int n, PyObject *const *objs, Py_buffer *views, const BufferSpec *spec) {
+    for (int i = 0; i < n; i++)
+        if (get_typed_buffer(objs[i], &views[i], spec[i].name, spec[i].kind, spec[i].writable, spec[i].ndim) < 0) {
+            release_buffers(views, i);
+            return -1;
+        }
     return 0;
 }
 #endif

@@ -28,12 +28,11 @@ static int64_t find(int64_t *parent, int64_t x) {
 static PyObject *nontrivial(PyObject *self, PyObject *args) {
     PyObject *objs[5];
     if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
-    const char *names[5] = {"row", "col", "eptr", "ptr", "counts"};
+    static const BufferSpec spec[5] = {
+        {"row", 'i', 0, -1}, {"col", 'i', 0, -1}, {"eptr", 'i', 0, -1}, {"ptr", 'i', 0, -1}, {"counts", 'i', 1, -1}};
     Py_buffer b[5];
-    int got = 0;
+    if (get_typed_buffers(5, objs, b, spec) < 0) return NULL;
     PyObject *result = NULL;
-    for (; got < 5; got++)
-        if (get_typed_buffer(objs[got], &b[got], names[got], 'i', got == 4, -1) < 0) goto done;
     const int64_t *row = b[0].buf, *col = b[1].buf, *eptr = b[2].buf, *ptr = b[3].buf;
     int64_t *counts = b[4].buf;
     const Py_ssize_t E = b[0].len / 8, nb = b[3].len / 8 - 1;
@@ -92,7 +91,7 @@ static PyObject *nontrivial(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    release_buffers(b, 5);
     return result;
 }
 

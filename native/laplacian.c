@@ -64,14 +64,11 @@ static PyObject *graphs(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOdO", &o_row, &o_col, &o_eptr, &o_mem, &o_L, &sentinel, &o_iso)) return NULL;
     Py_buffer b[6];
     PyObject *objs[6] = {o_row, o_col, o_eptr, o_mem, o_L, o_iso};
-    const char *names[6] = {"row", "col", "eptr", "members", "L", "iso"};
-    const char kinds[6] = {'i', 'i', 'i', 'i', 'd', 'i'};
-    const int dims[6] = {1, 1, 1, 1, 3, 1};
-    int got = 0;
+    static const BufferSpec spec[6] = {{"row", 'i', 0, 1},     {"col", 'i', 0, 1}, {"eptr", 'i', 0, 1},
+                                       {"members", 'i', 0, 1}, {"L", 'd', 1, 3},   {"iso", 'i', 1, 1}};
+    if (get_typed_buffers(6, objs, b, spec) < 0) return NULL;
     PyObject *result = NULL;
     double *s = NULL;
-    for (; got < 6; got++)
-        if (get_typed_buffer(objs[got], &b[got], names[got], kinds[got], got >= 4, dims[got]) < 0) goto done;
     const Py_ssize_t E = b[0].shape[0], B = b[2].shape[0] - 1, G = b[3].shape[0], S = b[4].shape[1];
     const int64_t *row = b[0].buf, *col = b[1].buf, *eptr = b[2].buf, *mem = b[3].buf;
     if (b[1].shape[0] != E || B < 0 || b[4].shape[0] != G || b[4].shape[2] != S || b[5].shape[0] != G) {
@@ -115,7 +112,7 @@ static PyObject *graphs(PyObject *self, PyObject *args) {
     result = Py_None;
 done:
     PyMem_Free(s);
-    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    release_buffers(b, 6);
     return result;
 }
 

@@ -26,26 +26,20 @@ static PyObject *rows(PyObject *self, PyObject *args) {
     Py_ssize_t c0;
     double factor;
     if (!PyArg_ParseTuple(args, "OnOdO", &o_U, &c0, &o_valid, &factor, &o_Vt)) return NULL;
-    Py_buffer bu, bv, bt;
-    if (get_typed_buffer(o_U, &bu, "U", 'd', 0, 3) < 0) return NULL;
-    if (get_typed_buffer(o_valid, &bv, "valid", 'd', 0, 2) < 0) {
-        PyBuffer_Release(&bu);
-        return NULL;
-    }
-    if (get_typed_buffer(o_Vt, &bt, "Vt", 'd', 1, 3) < 0) {
-        PyBuffer_Release(&bu);
-        PyBuffer_Release(&bv);
-        return NULL;
-    }
+    PyObject *objs[3] = {o_U, o_valid, o_Vt};
+    static const BufferSpec spec[3] = {{"U", 'd', 0, 3}, {"valid", 'd', 0, 2}, {"Vt", 'd', 1, 3}};
+    Py_buffer views[3];
+    if (get_typed_buffers(3, objs, views, spec) < 0) return NULL;
+    const Py_buffer *bu = &views[0], *bv = &views[1], *bt = &views[2];
     PyObject *result = NULL;
-    const Py_ssize_t G = bu.shape[0], S = bu.shape[1], k = bt.shape[1];
-    if (bu.shape[2] != S || bt.shape[0] != G || bt.shape[2] != S || bv.shape[0] != G || bv.shape[1] != k || c0 < 0 ||
-        k < 1 || c0 > S - k) {
+    const Py_ssize_t G = bu->shape[0], S = bu->shape[1], k = bt->shape[1];
+    if (bu->shape[2] != S || bt->shape[0] != G || bt->shape[2] != S || bv->shape[0] != G || bv->shape[1] != k ||
+        c0 < 0 || k < 1 || c0 > S - k) {
         PyErr_SetString(PyExc_ValueError, "rows: shapes of U (G, S, S), valid (G, k), Vt (G, k, S) or c0 disagree");
         goto done;
     }
-    const double *U = bu.buf, *valid = bv.buf;
-    double *Vt = bt.buf;
+    const double *U = bu->buf, *valid = bv->buf;
+    double *Vt = bt->buf;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t g = 0; g < G; g++)
         for (Py_ssize_t r = 0; r < k; r++) {
@@ -70,9 +64,7 @@ static PyObject *rows(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    PyBuffer_Release(&bu);
-    PyBuffer_Release(&bv);
-    PyBuffer_Release(&bt);
+    release_buffers(views, 3);
     return result;
 }
 
@@ -94,15 +86,12 @@ static PyObject *place(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OnOdOOOO", &o_U, &c0, &o_valid, &factor, &o_n, &o_start, &o_Vt, &o_pe)) return NULL;
     Py_buffer b[6];
     PyObject *objs[6] = {o_U, o_valid, o_n, o_start, o_Vt, o_pe};
-    const char *names[6] = {"U", "valid", "n", "rowstart", "Vt", "pe"};
-    const char kinds[6] = {'d', 'd', 'i', 'i', 'd', 'd'};
-    const int dims[6] = {3, 2, 1, 1, 3, 2};
-    int held = 0;
+    static const BufferSpec spec[6] = {{"U", 'd', 0, 3}, {"valid", 'd', 0, 2}, {"n", 'i', 0, 1},
+                                       {"rowstart", 'i', 0, 1}, {"Vt", 'd', 1, 3}, {"pe", 'd', 1, 2}};
+    if (get_typed_buffers(6, objs, b, spec) < 0) return NULL;
     PyObject *result = NULL;
     double *work = NULL;
     char *found = NULL;
-    for (; held < 6; held++)
-        if (get_typed_buffer(objs[held], &b[held], names[held], kinds[held], held >= 4, dims[held]) < 0) goto done;
     const Py_ssize_t G = b[0].shape[0], S = b[0].shape[1], k = b[5].shape[1], P = b[5].shape[0];
     if (b[0].shape[2] != S || b[1].shape[0] != G || b[1].shape[1] != k || b[2].shape[0] != G || b[3].shape[0] != G ||
         b[4].shape[0] != G || b[4].shape[1] != k || b[4].shape[2] != S || c0 < 0 || k < 1 || c0 > S - k) {
@@ -165,7 +154,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
 done:
     PyMem_Free(work);
     PyMem_Free(found);
-    for (int i = 0; i < held; i++) PyBuffer_Release(&b[i]);
+    release_buffers(b, 6);
     return result;
 }
 

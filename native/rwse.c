@@ -166,13 +166,11 @@ static PyObject *rwse(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOnpn", &o_row, &o_col, &o_w, &o_eptr, &o_ptr, &o_out, &K, &sym, &max_nodes))
         return NULL;
     Py_buffer b[6];
-    const char *names[6] = {"row", "col", "weight", "eptr", "ptr", "out"};
     PyObject *objs[6] = {o_row, o_col, o_w, o_eptr, o_ptr, o_out};
-    const char kinds[6] = {'i', 'i', 'd', 'i', 'i', 'd'};
-    int got = 0;
+    static const BufferSpec spec[6] = {{"row", 'i', 0, -1}, {"col", 'i', 0, -1}, {"weight", 'd', 0, -1},
+                                       {"eptr", 'i', 0, -1}, {"ptr", 'i', 0, -1}, {"out", 'd', 1, -1}};
+    if (get_typed_buffers(6, objs, b, spec) < 0) return NULL;
     PyObject *result = NULL;
-    for (; got < 6; got++)
-        if (get_typed_buffer(objs[got], &b[got], names[got], kinds[got], got == 5, -1) < 0) goto done;
     const int64_t *row = b[0].buf, *col = b[1].buf, *eptr = b[3].buf, *ptr = b[4].buf;
     const double *w = b[2].buf;
     double *out = b[5].buf;
@@ -229,7 +227,7 @@ static PyObject *rwse(PyObject *self, PyObject *args) {
     free(ip);
     result = PyLong_FromSsize_t(done_count);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    release_buffers(b, 6);
     return result;
 }
 

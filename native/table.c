@@ -233,12 +233,11 @@ static PyObject *layout(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOO!LLL:layout", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &PyList_Type,
                           &cell_text, &header_rows, &t_start, &t_end))
         return NULL;
-    const char *names[5] = {"row_count", "row_start", "row_end", "cell_start", "cell_end"};
+    static const BufferSpec spec[5] = {{"row_count", 'i', 0, 1}, {"row_start", 'i', 0, 1}, {"row_end", 'i', 0, 1},
+                                       {"cell_start", 'i', 0, 1}, {"cell_end", 'i', 0, 1}};
     Py_buffer b[5];
-    int got = 0;
+    if (get_typed_buffers(5, objs, b, spec) < 0) return NULL;
     PyObject *result = NULL, *arrays = NULL, *texts = NULL, *grid = NULL;
-    for (; got < 5; got++)
-        if (get_typed_buffer(objs[got], &b[got], names[got], 'i', 0, 1) < 0) goto done;
     const int64_t *count = b[0].buf, *r_start = b[1].buf, *r_end = b[2].buf, *c_start = b[3].buf, *c_end = b[4].buf;
     const Py_ssize_t nr = b[0].len / 8, nc = b[3].len / 8;
     int64_t sum = 0;
@@ -286,7 +285,7 @@ static PyObject *layout(PyObject *self, PyObject *args) {
     }
     result = PyTuple_Pack(3, arrays, texts, grid);
 done:
-    while (got-- > 0) PyBuffer_Release(&b[got]);
+    release_buffers(b, 5);
     Py_XDECREF(arrays);
     Py_XDECREF(texts);
     Py_XDECREF(grid);
