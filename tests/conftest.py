@@ -22,6 +22,20 @@ TEST_DATA = REPO / "tests" / "data"
 SAMPLE_DATA = TEST_DATA / "sample"
 
 
+def assert_same_structure(a, b, *fields: str) -> None:
+    """Two Structures hold the same nodes: labels, spans, parents and every attribute, dtypes included,
+    attributes in the same order; and equal values of each further field named (``"node_texts"``, ``"code"`` ...)."""
+    assert a.labels.tolist() == b.labels.tolist()
+    for f in ("start", "end", "parent"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype and x.tolist() == y.tolist(), f
+    assert list(a.attrs) == list(b.attrs)
+    for k in a.attrs:
+        assert a.attrs[k].dtype == b.attrs[k].dtype and a.attrs[k].tolist() == b.attrs[k].tolist(), k
+    for f in fields:
+        assert getattr(a, f) == getattr(b, f), f
+
+
 def full_data() -> bool:
     """Whether the tests run on the full shared data (else on the committed samples)."""
     return DATA.is_dir()

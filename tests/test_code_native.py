@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_same_structure
 
 from structpos.exceptions import LimitError
 from structpos.limits import Limits
@@ -73,13 +74,7 @@ def _same_columns(a, b) -> None:
 
 
 def _same_structure(a, b) -> None:
-    assert list(a.labels) == list(b.labels)
-    for f in ("start", "end", "parent"):
-        assert np.array_equal(getattr(a, f), getattr(b, f)), f
-    assert a.attrs.keys() == b.attrs.keys()
-    for k in a.attrs:
-        assert np.array_equal(a.attrs[k], b.attrs[k]), k
-    assert a.code == b.code and a.source == b.source and a.name == b.name
+    assert_same_structure(a, b, "code", "source", "name")
 
 
 @pytest.mark.parametrize("lang_name", WHEELS)

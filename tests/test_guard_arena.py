@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import assert_same_structure
 
 from structpos.exceptions import ParseError
 from structpos.parsers import _guard
@@ -116,9 +117,4 @@ def test_guarded_parses_equal_in_process_ones():
     native = parse_code(src, "python", fields=True), parse_code(src, "python", fields=True, limits=here)
     for guarded, local in (pure, native, (native[0], pure[1])):
         assert guarded.num_nodes == local.num_nodes > 3000
-        assert list(guarded.labels) == list(local.labels)
-        for f in ("start", "end", "parent"):
-            assert np.array_equal(getattr(guarded, f), getattr(local, f)), f
-        assert guarded.attrs.keys() == local.attrs.keys()
-        for k in guarded.attrs:
-            assert np.array_equal(guarded.attrs[k], local.attrs[k]), k
+        assert_same_structure(guarded, local, "code")

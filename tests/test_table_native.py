@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_same_structure
 
 from structpos import native
 from structpos.exceptions import LimitError, ParseError, StructposError
@@ -103,15 +104,7 @@ def test_values_equal_the_csv_module_on_well_formed_input():
 
 
 def _assert_same_structure(fast, slow):
-    assert fast.labels.tolist() == slow.labels.tolist()
-    for f in ("start", "end", "parent"):
-        a, b = getattr(fast, f), getattr(slow, f)
-        assert a.dtype == b.dtype and a.tolist() == b.tolist(), f
-    assert list(fast.attrs) == list(slow.attrs)
-    for k in fast.attrs:
-        assert fast.attrs[k].dtype == slow.attrs[k].dtype and fast.attrs[k].tolist() == slow.attrs[k].tolist(), k
-    assert fast.node_texts == slow.node_texts
-    assert fast.table == slow.table
+    assert_same_structure(fast, slow, "node_texts", "table")
 
 
 def _tables():
