@@ -165,3 +165,39 @@ def test_user_language_objects_take_a_path_with_the_same_output():
     assert code._native_capsule(mine) is None
     s = parse_code(b"x = (1,\n", mine)
     _same_structure(s, parse_code(b"x = (1,\n", "python"))
+
+
+def _arena_leaks() -> int:
+    return native_module("code").arena_leaks()
+
+
+def test_every_call_frees_all_it_allocated_in_its_arena():
+    # the runtime's blocks live in a per-call arena released whole at the end of the call: every block
+    # allocated in a call must be freed in it (else the arena is leaked and counted), whatever the input
+    before = _arena_leaks()
+    for lang_name in ("python", "c", "javascript"):
+        mod, capsule = code._native_capsule(code.get_language(lang_name))
+        for data in _inputs(lang_name):
+            for named_only, fields in ((False, False), (True, True)):
+                assert mod.parse_walk(capsule, data, named_only, fields, -1, 60_000_000)[2] is not None
+            assert mod.parse_walk(capsule, data, False, False, 0, -1)[2] is None  # parsed, not walked
+    native = code._native_capsule(code.get_language("python"))
+    with pytest.raises(LimitError):  # cancelled mid-parse
+        code._native_columns(native, b"class A:\n  @d\n  def" + b"# c\n" * 30000, False, False, None, 1e-6, "<t>")
+    assert _arena_leaks() == before
+
+
+def test_concurrent_parses_on_threads_equal_sequential_ones():
+    # each thread parses in its own arena (the parse runs without the GIL)
+    from concurrent.futures import ThreadPoolExecutor
+
+    lang = code.get_language("python")
+    native = code._native_capsule(lang)
+    inputs = _inputs("python") * 4
+    want = [code._native_columns(native, d, False, True, None, None, "<t>") for d in inputs]
+    before = _arena_leaks()
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda d: code._native_columns(native, d, False, True, None, None, "<t>"), inputs))
+    for a, b in zip(got, want):
+        _same_columns(a, b)
+    assert _arena_leaks() == before
