@@ -29,7 +29,8 @@ Speed: where ``structpos._native_code`` was built (``native/code.c``, with the t
 runtime vendored under ``native/vendor/tree_sitter``), the parse and the preorder walk run in C
 without the GIL on the grammar wheel's ``language()`` capsule (:func:`_native_columns`; its ABI
 version is checked, and a Language not made by :func:`get_language` takes the pure path); the
-walk adds ~0.1x to the parse. Otherwise (or under :func:`structpos.native.pure_python`) one
+runtime allocates from a per-call arena (``native/arena.h``), so the parse costs ~1.05x
+py-tree-sitter's (which allocates through pymalloc, holding the GIL), and the walk adds ~0.1x. Otherwise (or under :func:`structpos.native.pure_python`) one
 ``TreeCursor`` walk (:func:`_walk`, shared by full and ``named_only`` trees, with fields and
 ``MISSING`` flags in the same pass) collects kind ids and byte offsets into Python lists, then
 ``np.fromiter``; that walk costs ~0.7x the bare parse (six binding calls per node). Both give the
