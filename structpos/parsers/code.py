@@ -30,12 +30,13 @@ runtime vendored under ``native/vendor/tree_sitter``), the parse and the preorde
 without the GIL on the grammar wheel's ``language()`` capsule (:func:`_native_columns`; its ABI
 version is checked, and a Language not made by :func:`get_language` takes the pure path); the
 runtime allocates from a per-call arena (``native/arena.h``), so the parse costs ~1.05x
-py-tree-sitter's (which allocates through pymalloc, holding the GIL), and the walk adds ~0.1x. Otherwise (or under :func:`structpos.native.pure_python`) one
-``TreeCursor`` walk (:func:`_walk`, shared by full and ``named_only`` trees, with fields and
-``MISSING`` flags in the same pass) collects kind ids and byte offsets into Python lists, then
-``np.fromiter``; that walk costs ~0.7x the bare parse (six binding calls per node). Both give the
-same columns; kind ids map to labels and named-ness through per-language tables.
-``benchmarks/bench_parse.py`` measures the whole path, both ways.
+py-tree-sitter's (which allocates through pymalloc, holding the GIL), and the walk adds ~0.1x.
+Otherwise (or under :func:`structpos.native.pure_python`) one ``TreeCursor`` walk (:func:`_walk`,
+shared by full and ``named_only`` trees, with fields and ``MISSING`` flags in the same pass)
+collects kind ids and byte offsets into Python lists, then ``np.fromiter``; that walk costs ~0.7x
+the bare parse (six binding calls per node). Both give the same columns; kind ids map to labels
+and named-ness through per-language tables. ``benchmarks/bench_parse.py`` measures the whole
+path, both ways.
 
 Time limit: with ``limits.record_timeout`` set (the default), the parse and the walk run in a
 helper process (:mod:`structpos.parsers._guard`, a ``fork`` kept for the next parses) that is
@@ -475,7 +476,7 @@ def _language_key(lang, lang_name: str) -> str | int:
 def _helper_columns(
     key: str | int, data: bytes, named_only: bool, fields: bool, max_nodes: int | None, name: str, compiled: bool
 ):
-    """In a helper process: parse and walk (a fresh parser; no callback, the parent kills at the deadline).
+    """In a helper process: :func:`_local_columns` without a timeout (the parent kills at the deadline).
 
     ``compiled``: whether the caller runs the compiled paths; ``False`` keeps the helper on the pure
     path even when it was forked before the caller entered :func:`~structpos.native.pure_python`.
@@ -487,11 +488,19 @@ def _helper_columns(
     else:  # a Language created after this helper started
         raise StaleHelper(key)
     with contextlib.nullcontext() if compiled else pure_python():
-        native = _native_capsule(lang)
+        return _local_columns(lang, data, named_only, fields, max_nodes, None, name)
+
+
+def _local_columns(
+    lang, data: bytes, named_only: bool, fields: bool, max_nodes: int | None, timeout: float | None, name: str
+) -> _Columns:
+    """Parse and walk ``data`` in this process: compiled where :func:`_native_capsule` allows, else
+    :func:`_parse_timed` + :func:`_tree_columns` (``timeout``: tree-sitter's progress callback)."""
+    native = _native_capsule(lang)
     if native is not None:
-        return _native_columns(native, data, named_only, fields, max_nodes, None, name)
+        return _native_columns(native, data, named_only, fields, max_nodes, timeout, name)
     keep = _kind_tables(lang).keep_named if named_only else None
-    return _tree_columns(_tree_sitter().Parser(lang).parse(data), keep, fields, max_nodes, name)
+    return _tree_columns(_parse_timed(_parser_for(lang), data, timeout, name), keep, fields, max_nodes, name)
 
 
 def _parse_columns(
@@ -510,11 +519,7 @@ def _parse_columns(
         args = (_language_key(lang, lang_name), data, named_only, fields, limits.max_nodes, name, compiled)
         deadline = time.monotonic() + timeout
         return call_guarded(_helper_columns, args, deadline, what="tree-sitter parse", timeout=timeout, name=name)
-    native = _native_capsule(lang)
-    if native is not None:
-        return _native_columns(native, data, named_only, fields, limits.max_nodes, timeout, name)
-    keep = _kind_tables(lang).keep_named if named_only else None
-    return _tree_columns(_parse_timed(_parser_for(lang), data, timeout, name), keep, fields, limits.max_nodes, name)
+    return _local_columns(lang, data, named_only, fields, limits.max_nodes, timeout, name)
 
 
 def _build(
