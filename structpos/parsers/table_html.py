@@ -1,7 +1,11 @@
 """HTML tables with character offsets, ``rowspan``/``colspan`` and row groups.
 
 A :class:`html.parser.HTMLParser` pass records, for every ``<table>``, its rows and cells with
-character offsets (``getpos()`` line/column → offset through a line-start table). A cell's
+character offsets (``getpos()`` line/column → offset through a line-start table). Where it is
+built, the compiled scanner ``structpos._native_html`` does the same pass in one go: it reads a
+subset of HTML on which every :mod:`html.parser` version agrees (the common markup of real
+pages) and hands anything outside it to the :class:`~html.parser.HTMLParser` pass, so both give
+the same tables (``native/html.c`` lists the subset). A cell's
 span is its content — from the end of its start tag to the start of its end tag (or of the
 tag that implicitly closes it: the next ``<td>``/``<th>``/``<tr>``, ``</tr>``, a row-group
 tag or ``</table>``) — with surrounding whitespace trimmed; it may contain markup. A row's span
@@ -24,11 +28,14 @@ kept in source order (a ``<tfoot>`` written before ``<tbody>`` stays there).
 
 from __future__ import annotations
 
+import html
 import re
+from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from ..exceptions import SpecError
 from ..limits import Limits
+from ..native import native_module
 from ..structure import Structure, StructureError
 from ._input import check_text
 from ._table_build import CellRecord, RowRecord, TableData, build_table, check_span_value
@@ -238,15 +245,47 @@ class _TableScanner(HTMLParser):
         return self.tables
 
 
-def _header_rows(t: _OpenTable, header: bool | str) -> int:
+@dataclass
+class _ScannedTable:
+    """One top-level table as a scanner found it: its span, rows and cells, and which rows are in ``<thead>``."""
+
+    start: int
+    end: int
+    data: TableData
+    in_thead: list[bool]
+
+
+def _scan_tables(text: str, name: str, displayed_only: bool) -> list[_ScannedTable]:
+    """The top-level tables of ``text`` in document order: the compiled scanner, else the HTMLParser pass."""
+    native = native_module("html")
+    found = None if native is None else native.scan_tables(text, displayed_only, html.unescape)
+    if found is not None:
+        return [
+            _ScannedTable(start, end, TableData(rs, re_, rc, cs, ce, ct, rg, rsp, csp, th), thead)
+            for start, end, rs, re_, rc, rg, thead, cs, ce, ct, rsp, csp, th in found
+        ]
+    scanner = _TableScanner(text, name, displayed_only)
+    try:
+        scanner.feed(text)
+        tables = scanner.finish()
+    except AssertionError as e:  # html.parser / _markupbase report some malformed markup this way
+        line, col = scanner.getpos()
+        raise StructureError(f"malformed markup: {e}", name=name, position=f"line:col {line}:{col + 1}") from None
+    return [_ScannedTable(t.start, t.end, TableData.from_records(t.rows), [r.in_thead for r in t.rows]) for t in tables]
+
+
+def _header_rows(t: _ScannedTable, header: bool | str) -> int:
+    """How many leading rows are header rows (see :func:`parse_html_tables`' ``header``)."""
     if header is False:
         return 0
-    flags = [r.in_thead or (bool(r.cells) and all(c.is_th for c in r.cells)) for r in t.rows]
-    count = 0
-    while count < len(flags) and flags[count]:
-        count += 1
+    count, first = 0, 0
+    is_th = t.data.is_th or []
+    for in_thead, cells in zip(t.in_thead, t.data.row_count):
+        if not (in_thead or (cells > 0 and all(is_th[first : first + cells]))):
+            break
+        count, first = count + 1, first + cells
     if header is True:
-        count = max(count, 1 if t.rows else 0)
+        count = max(count, 1 if t.in_thead else 0)
     return count
 
 
@@ -304,17 +343,10 @@ def parse_html_tables(
     if header not in (True, False, "auto"):
         raise SpecError(f"header must be True, False or 'auto', not {header!r}")
     check_text(text, name, limits)
-    scanner = _TableScanner(text, name, displayed_only)
-    try:
-        scanner.feed(text)
-        tables = scanner.finish()
-    except AssertionError as e:  # html.parser / _markupbase report some malformed markup this way
-        line, col = scanner.getpos()
-        raise StructureError(f"malformed markup: {e}", name=name, position=f"line:col {line}:{col + 1}") from None
     out = []
-    for k, t in enumerate(tables):
+    for k, t in enumerate(_scan_tables(text, name, displayed_only)):
         s = build_table(
-            TableData.from_records(t.rows),
+            t.data,
             source=text,
             name=name,
             table_span=(t.start, t.end),
