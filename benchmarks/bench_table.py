@@ -1,7 +1,7 @@
 """Table parsing throughput against the usual readers (plain script, not a test).
 
 CSV: ``structpos`` (offset-tracking scanner + Structure build) vs ``csv.reader`` (values only,
-no offsets). HTML: ``structpos`` (HTMLParser pass with offsets + grid) vs a bare ``lxml.html`` parse
+no offsets). HTML: ``structpos`` (the compiled table scanner, else the HTMLParser pass, + grid) vs a bare ``lxml.html`` parse
 of the same pages (issue 24's anchor; "anchor missing" without lxml) and vs ``pandas.read_html``'s
 lxml table reader (grid of texts only). Prints CPU seconds (best of 5, the contenders interleaved)
 and the ratio (structpos / reference).
