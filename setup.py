@@ -33,7 +33,7 @@ def extension(src: Path) -> Extension:
     return Extension(
         f"structpos._native_{src.stem}",
         sources=[str(src.relative_to(HERE))],
-        depends=["native/buffers.h", "native/arena.h"],
+        depends=["native/buffers.h", "native/arena.h", "native/ints.h"],
         include_dirs=extra.get("include_dirs", []),
         define_macros=extra.get("define_macros", []),
         optional=True,

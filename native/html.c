@@ -27,28 +27,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "ints.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct {
-    int64_t *v;
-    Py_ssize_t n, cap;
-} Ints;
-
-static int push(Ints *a, int64_t x) {
-    if (a->n == a->cap) {
-        Py_ssize_t cap = a->cap ? 2 * a->cap : 16;
-        int64_t *v = realloc(a->v, (size_t)cap * sizeof(int64_t));
-        if (!v) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        a->v = v, a->cap = cap;
-    }
-    a->v[a->n++] = x;
-    return 0;
-}
 
 typedef struct {
     Py_UCS4 *v;

@@ -2,12 +2,13 @@
 
 A :class:`html.parser.HTMLParser` pass records, for every ``<table>``, its rows and cells with
 character offsets (``getpos()`` line/column → offset through a line-start table). Where it is
-built, the compiled scanner ``structpos._native_html`` does the same pass in one go: it reads a
-subset of HTML on which every :mod:`html.parser` version agrees (the common markup of real
-pages) and hands anything outside it to the :class:`~html.parser.HTMLParser` pass, so both give
-the same tables (``native/html.c`` lists the subset). A cell's
-span is its content — from the end of its start tag to the start of its end tag (or of the
-tag that implicitly closes it: the next ``<td>``/``<th>``/``<tr>``, ``</tr>``, a row-group
+built, the compiled scanner ``structpos._native_html`` does the same pass in one go: it reads
+the subset of HTML on which every :mod:`html.parser` version agrees (the common markup of real
+pages, listed in ``native/html.c``) and hands anything else to the HTMLParser pass, so both
+give the same tables.
+
+A cell's span is its content — from the end of its start tag to the start of its end tag (or of
+the tag that implicitly closes it: the next ``<td>``/``<th>``/``<tr>``, ``</tr>``, a row-group
 tag or ``</table>``) — with surrounding whitespace trimmed; it may contain markup. A row's span
 runs from ``<tr`` to the end of ``</tr>``; the table's from ``<table`` to the end of ``</table>``.
 
