@@ -6,22 +6,30 @@
      html.parser.HTMLParser with convert_charrefs=True) finds it, in document order. Each table is
      a tuple (start, end, row_start, row_end, row_count, row_group, row_in_thead, cell_start,
      cell_end, cell_text, rowspan, colspan, is_th) of lists, offsets in code points. `unescape` is
-     html.unescape, called on each character-data run and attribute value that holds a '&' (so the
-     entity rules are Python's own).
+     html.unescape, called on each character-data run that holds a '&' (so the entity rules are
+     Python's own).
 
-     The tokenizer reads a conservative subset of HTML on which every html.parser version agrees:
-     start tags `<name attr attr=value attr="v" attr='v'>` (ASCII names of [A-Za-z0-9_:.-], ASCII
-     whitespace between attributes, an unquoted value of none of the characters "'=<>`/ and
-     whitespace, `/>` only at the end), end tags `</name>` (ASCII whitespace allowed before the
-     '>'), comments `<!-- ... -->` whose body holds no "--" before its end, `<!doctype ...>`,
-     `<![ ... >`, `<? ... >`, '<' followed by anything else as text, and <script>/<style> content
-     up to the first `</script>`/`</style>` when no other "</" + name or "<!--" comes first.
-     Raw-text elements that newer html.parser versions treat specially (title, textarea, xmp,
-     iframe, noembed, noframes, noscript) are accepted only when their content has neither '<' nor
-     '&' up to their plain end tag. On anything else — and on a rowspan/colspan value that is not
-     a plain number, which the Python path reports as an error — it returns None, and the caller
-     runs the Python scanner, which gives the same tables (tests/test_table_native.py compares
-     the two on generated and real pages).
+     The tokenizer reads a conservative subset of HTML on which every html.parser version agrees
+     (3.11's, 3.12's, 3.13's and the 2025 versions with raw-text elements and foreign content):
+     - start tags `<name attr attr=value attr="v" attr='v'>`: ASCII names of [A-Za-z0-9_:.-], ASCII
+       whitespace before each attribute, an unquoted value of none of the characters "'=<>`/ and
+       whitespace, `/>` only at the end; style, rowspan and colspan values without a '&' (versions
+       unescape attribute values differently);
+     - end tags `</name>`, ASCII whitespace allowed before the '>';
+     - comments `<!-- ... -->` whose body holds no "--" before its end and does not open with '>'
+       or "->"; `<!doctype ...>`, `<![ ... >` and `<? ... >` up to the next '>'; a '<' that opens
+       nothing, as text;
+     - <script>/<style> content up to the first plain `</script>`/`</style>` when no "</" followed
+       by whitespace, no other "</script"/"</style", and (in a script) no "<!--" followed by
+       "<script" (the standard's double escape) comes first; not self-closing, and not inside an
+       open <svg>/<math> (foreign content: markup for newer versions);
+     - title, textarea, xmp, iframe, noembed and noframes (raw text for newer versions) only when
+       their content has no '<' up to their plain end tag, and, but in title and textarea (whose
+       references newer versions decode as in text), no '&'; never <plaintext>.
+     On anything else — and on a rowspan/colspan value that is not a plain number, which the Python
+     path reports as an error — it returns None, and the caller runs the Python scanner, which
+     gives the same tables (tests/test_html_native.py compares the two on generated and real
+     pages).
 
    The GIL is held throughout: the scan builds Python objects as it goes. */
 #define PY_SSIZE_T_CLEAN
