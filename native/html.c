@@ -261,107 +261,98 @@ nomem:
     return -1;
 }
 
-/* check_span_value for a plain value: ASCII digits between ASCII whitespace; -2 declines (the Python
-   path words the error; versions unescape a '&' in a value differently), -1 is a Python error. */
-static long span_value(Scan *s, PyObject *text, Py_ssize_t from, Py_ssize_t to, int is_colspan) {
-    if (has_amp(s, from, to)) return -2;
-    PyObject *v = PyUnicode_Substring(text, from, to);
-    if (!v) return -1;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(v), a = 0, b = n;
-    int kind = PyUnicode_KIND(v);
-    const void *data = PyUnicode_DATA(v);
+/* check_span_value for a plain value: ASCII digits between ASCII whitespace; else -2, declined (the
+   Python path words the error; versions unescape a '&' in a value differently). */
+static long span_value(const Scan *s, Py_ssize_t from, Py_ssize_t to, int is_colspan) {
+    while (from < to && IS_WS(AT(s, from))) from++;
+    while (to > from && IS_WS(AT(s, to - 1))) to--;
+    if (from == to) return -2;
     long value = 0;
-    int ok = PyUnicode_IS_ASCII(v);
-    if (ok) {
-        while (a < b && IS_WS(PyUnicode_READ(kind, data, a))) a++;
-        while (b > a && IS_WS(PyUnicode_READ(kind, data, b - 1))) b--;
-        ok = b > a;
-        for (Py_ssize_t i = a; ok && i < b; i++) {
-            Py_UCS4 c = PyUnicode_READ(kind, data, i);
-            ok = c >= '0' && c <= '9';
-            if (ok && value < 100000000) value = value * 10 + (long)(c - '0');
-        }
+    for (Py_ssize_t i = from; i < to; i++) {
+        Py_UCS4 c = AT(s, i);
+        if (c < '0' || c > '9') return -2; /* '&', non-ASCII, anything but digits */
+        if (value < 100000000) value = value * 10 + (long)(c - '0');
     }
-    Py_DECREF(v);
-    if (!ok) return -2;
     if (is_colspan) return value < 1 ? 1 : value > 1000 ? 1000 : value;
     return value > 65534 ? 65534 : value;
 }
 
-/* The start tag's attributes we read: the last value of each (a range of text; from < 0: no value). */
+/* The start tag's attributes we read: the last value of each, a range of text (from < 0: absent or
+   without a value, which read alike: no style, a span of 1). */
 typedef struct {
-    int has_style, has_rowspan, has_colspan;
     Py_ssize_t style[2], rowspan[2], colspan[2];
 } Attrs;
 
 /* Whether the style value says display:none (spaces dropped, lowercased); -2 declines on non-ASCII or '&'. */
-static int hides(Scan *s, PyObject *text, const Attrs *at) {
-    if (at->style[0] < 0) return 0;
-    if (has_amp(s, at->style[0], at->style[1])) return -2;
-    PyObject *v = PyUnicode_Substring(text, at->style[0], at->style[1]);
-    if (!v) return -1;
-    int r = 0;
-    if (!PyUnicode_IS_ASCII(v))
-        r = -2;
-    else {
-        const char *src = (const char *)PyUnicode_DATA(v);
-        Py_ssize_t n = PyUnicode_GET_LENGTH(v), m = 0;
-        char *buf = PyMem_Malloc((size_t)n + 1);
-        if (!buf) {
-            Py_DECREF(v);
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (src[i] != ' ') buf[m++] = (char)(src[i] >= 'A' && src[i] <= 'Z' ? src[i] + 32 : src[i]);
-        buf[m] = '\0';
-        r = strstr(buf, "display:none") != NULL;
-        PyMem_Free(buf);
+static int hides(const Scan *s, const Attrs *at) {
+    Py_ssize_t from = at->style[0], to = at->style[1], m = 0;
+    if (from < 0) return 0;
+    char *buf = PyMem_Malloc((size_t)(to - from) + 1);
+    if (!buf) {
+        PyErr_NoMemory();
+        return -1;
     }
-    Py_DECREF(v);
+    int r = 0;
+    for (Py_ssize_t i = from; i < to && r == 0; i++) {
+        Py_UCS4 c = AT(s, i);
+        if (c == '&' || c > 127)
+            r = -2;
+        else if (c != ' ')
+            buf[m++] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    }
+    buf[m] = '\0';
+    if (r == 0) r = strstr(buf, "display:none") != NULL;
+    PyMem_Free(buf);
     return r;
 }
 
-static int data(Scan *s, PyObject *text, Py_ssize_t from, Py_ssize_t to, int unescape) {
-    if (from >= to || s->hidden_tag[0]) return 0;
-    PyObject *chunk = NULL;
+/* Whether some open table has an open cell (character data goes to every such cell). */
+static int in_cell(const Scan *s) {
+    for (Py_ssize_t d = 0; d < s->depth; d++)
+        if (s->tables[s->stack[d]].cell_open) return 1;
+    return 0;
+}
+
+/* Append v[0:m] to the character data of every open cell (the Python scanner's cell_parts). */
+static int append_to_cells(Scan *s, const Py_UCS4 *v, Py_ssize_t m) {
     for (Py_ssize_t d = 0; d < s->depth; d++) {
         Table *t = &s->tables[s->stack[d]];
         if (!t->cell_open) continue;
-        if (!chunk && !(chunk = decoded(s, text, from, to, unescape))) return -1;
-        Py_ssize_t m = PyUnicode_GET_LENGTH(chunk);
-        if (reserve(&t->parts, m) < 0) goto fail;
-        if (!PyUnicode_AsUCS4(chunk, t->parts.v + t->parts.n, m, 0)) goto fail;
+        if (reserve(&t->parts, m) < 0) return -1;
+        memcpy(t->parts.v + t->parts.n, v, (size_t)m * sizeof(Py_UCS4));
         t->parts.n += m;
     }
-    Py_XDECREF(chunk);
     return 0;
-fail:
-    Py_XDECREF(chunk);
-    return -1;
 }
 
-static int start_tag(Scan *s, PyObject *text, const char *tag, const Attrs *at, int64_t pos, int64_t content) {
+/* handle_data: text[from:to] (decoded when `unescape`) into the open cells, unless hidden. */
+static int data(Scan *s, PyObject *text, Py_ssize_t from, Py_ssize_t to, int unescape) {
+    if (from >= to || s->hidden_tag[0] || !in_cell(s)) return 0;
+    PyObject *chunk = decoded(s, text, from, to, unescape);
+    if (!chunk) return -1;
+    Py_UCS4 *v = PyUnicode_AsUCS4Copy(chunk);
+    int r = v ? append_to_cells(s, v, PyUnicode_GET_LENGTH(chunk)) : -1;
+    PyMem_Free(v);
+    Py_DECREF(chunk);
+    return r;
+}
+
+static int start_tag(Scan *s, const char *tag, const Attrs *at, int64_t pos, int64_t content) {
     /* _track_hidden */
     if (s->hidden_tag[0]) {
         if (strcmp(tag, s->hidden_tag) == 0) s->hidden_depth++;
     } else if (s->displayed_only && !in_set(tag, VOID_TAGS)) {
         int h = in_set(tag, INVISIBLE);
-        if (!h && at->has_style) {
-            h = hides(s, text, at);
+        if (!h) {
+            h = hides(s, at);
             if (h == -2) return s->declined = 1, 0;
             if (h < 0) return -1;
         }
         if (h) strcpy(s->hidden_tag, tag), s->hidden_depth = 1;
     }
     if (!in_set(tag, TABLE_TAGS)) {
-        if (strcmp(tag, "br") == 0 && !s->hidden_tag[0])
-            for (Py_ssize_t d = 0; d < s->depth; d++) {
-                Table *t = &s->tables[s->stack[d]];
-                if (!t->cell_open) continue;
-                if (reserve(&t->parts, 1) < 0) return -1;
-                t->parts.v[t->parts.n++] = '\n';
-            }
+        static const Py_UCS4 newline = '\n';
+        if (strcmp(tag, "br") == 0 && !s->hidden_tag[0]) return append_to_cells(s, &newline, 1);
         return 0;
     }
     if (strcmp(tag, "table") == 0) return open_table(s, pos);
@@ -377,12 +368,9 @@ static int start_tag(Scan *s, PyObject *text, const char *tag, const Attrs *at, 
         if (!t->row_open) open_row(t, pos); /* a cell outside <tr>: an implicit row */
         if (close_cell(s, t, pos) < 0) return -1;
         long rowspan = 1, colspan = 1;
-        if (at->has_rowspan && at->rowspan[0] >= 0)
-            rowspan = span_value(s, text, at->rowspan[0], at->rowspan[1], 0);
-        if (rowspan >= 0 && at->has_colspan && at->colspan[0] >= 0)
-            colspan = span_value(s, text, at->colspan[0], at->colspan[1], 1);
-        if (rowspan == -2 || colspan == -2) return s->declined = 1, 0;
-        if (rowspan < 0 || colspan < 0) return -1;
+        if (at->rowspan[0] >= 0) rowspan = span_value(s, at->rowspan[0], at->rowspan[1], 0);
+        if (at->colspan[0] >= 0) colspan = span_value(s, at->colspan[0], at->colspan[1], 1);
+        if (rowspan < 0 || colspan < 0) return s->declined = 1, 0;
         if (push(&t->cell_start, content) || push(&t->cell_end, -1) || push(&t->rowspan, rowspan) ||
             push(&t->colspan, colspan) || push(&t->is_th, strcmp(tag, "th") == 0))
             return -1;
@@ -463,7 +451,7 @@ static Py_ssize_t scan_start_tag(Scan *s, PyObject *text, Py_ssize_t i) {
     while (p < n && IS_NAME(AT(s, p))) p++;
     char tag[TAG_MAX];
     if (p >= n || lower_name(s, i + 1, p, tag) < 0) return DECLINE;
-    Attrs at = {0, 0, 0, {-1, -1}, {-1, -1}, {-1, -1}};
+    Attrs at = {{-1, -1}, {-1, -1}, {-1, -1}};
     int self_closing = 0;
     for (;;) {
         Py_ssize_t before = p;
@@ -511,17 +499,16 @@ static Py_ssize_t scan_start_tag(Scan *s, PyObject *text, Py_ssize_t i) {
         } else
             p = after_name; /* no value: the whitespace is read again before the next attribute */
         if (!tracked) continue;
-        if (strcmp(attr, "style") == 0)
-            at.has_style = 1, at.style[0] = v0, at.style[1] = v1;
-        else if (strcmp(attr, "rowspan") == 0)
-            at.has_rowspan = 1, at.rowspan[0] = v0, at.rowspan[1] = v1;
-        else if (strcmp(attr, "colspan") == 0)
-            at.has_colspan = 1, at.colspan[0] = v0, at.colspan[1] = v1;
+        Py_ssize_t *range = strcmp(attr, "style") == 0     ? at.style
+                            : strcmp(attr, "rowspan") == 0 ? at.rowspan
+                            : strcmp(attr, "colspan") == 0 ? at.colspan
+                                                           : NULL;
+        if (range) range[0] = v0, range[1] = v1;
     }
     /* newer versions may read <script/> or <title/> as opening raw text, as the HTML standard does */
     if (self_closing && (in_set(tag, INVISIBLE) || in_set(tag, RAW_TEXT))) return DECLINE;
     if (strcmp(tag, "plaintext") == 0) return DECLINE; /* some versions read the rest of the input as text */
-    if (start_tag(s, text, tag, &at, i, p) < 0) return -1;
+    if (start_tag(s, tag, &at, i, p) < 0) return -1;
     if (s->declined) return DECLINE;
     if (self_closing) return end_tag(s, tag, i) < 0 ? -1 : p;
     s->svg += strcmp(tag, "svg") == 0, s->math += strcmp(tag, "math") == 0;
