@@ -43,12 +43,20 @@ typedef struct {
 
 #define AT(s, i) PyUnicode_READ((s)->kind, (s)->data, (i))
 #define IS_NL(c) ((c) == '\r' || (c) == '\n')
+/* The character loops below are written once for a `kind` argument and called through BY_KIND, which
+   passes the string kind as a constant: each inlined copy reads its text without a kind switch per
+   character. */
+#define INLINE static inline __attribute__((always_inline))
+#define BY_KIND(f, s, ...)                                                                                   \
+    ((s)->kind == PyUnicode_1BYTE_KIND   ? f(PyUnicode_1BYTE_KIND, s, __VA_ARGS__)                        \
+     : (s)->kind == PyUnicode_2BYTE_KIND ? f(PyUnicode_2BYTE_KIND, s, __VA_ARGS__)                        \
+                                         : f(PyUnicode_4BYTE_KIND, s, __VA_ARGS__))
 
 /* The end of an unquoted run starting at i: the next delimiter or newline (escaped ones are data);
    -1 when an escape character is the last character. */
-static Py_ssize_t plain_end(const Src *s, Py_ssize_t i) {
+INLINE Py_ssize_t plain_end_k(int kind, const Src *s, Py_ssize_t i) {
     while (i < s->n) {
-        Py_UCS4 c = AT(s, i);
+        Py_UCS4 c = PyUnicode_READ(kind, s->data, i);
         if (c == s->d || IS_NL(c)) break;
         if (c == s->e) {
             if (i + 1 >= s->n) return -1;
@@ -59,15 +67,17 @@ static Py_ssize_t plain_end(const Src *s, Py_ssize_t i) {
     return i;
 }
 
+static Py_ssize_t plain_end(const Src *s, Py_ssize_t i) { return BY_KIND(plain_end_k, s, i); }
+
 /* The closing quote of the quoted content starting at i; -1 when there is none. */
-static Py_ssize_t closing_quote(const Src *s, Py_ssize_t i) {
+INLINE Py_ssize_t closing_quote_k(int kind, const Src *s, Py_ssize_t i) {
     while (i < s->n) {
-        Py_UCS4 c = AT(s, i);
+        Py_UCS4 c = PyUnicode_READ(kind, s->data, i);
         if (c == s->e) {
             if (i + 1 >= s->n) return -1;
             i += 2;
         } else if (c == s->q) {
-            if (i + 1 < s->n && AT(s, i + 1) == s->q)
+            if (i + 1 < s->n && PyUnicode_READ(kind, s->data, i + 1) == s->q)
                 i += 2;
             else
                 return i;
@@ -76,6 +86,8 @@ static Py_ssize_t closing_quote(const Src *s, Py_ssize_t i) {
     }
     return -1;
 }
+
+static Py_ssize_t closing_quote(const Src *s, Py_ssize_t i) { return BY_KIND(closing_quote_k, s, i); }
 
 /* Append the decoded characters of [a, b) to buf: escapes dropped, and "" -> " when quoted. */
 static Py_ssize_t decode(const Src *s, Py_ssize_t a, Py_ssize_t b, int quoted, Py_UCS4 *buf, Py_ssize_t k) {
@@ -90,12 +102,16 @@ static Py_ssize_t decode(const Src *s, Py_ssize_t a, Py_ssize_t b, int quoted, P
     return k;
 }
 
-static int needs_decoding(const Src *s, Py_ssize_t a, Py_ssize_t b, int quoted) {
+INLINE int needs_decoding_k(int kind, const Src *s, Py_ssize_t a, Py_ssize_t b, int quoted) {
     for (Py_ssize_t i = a; i < b; i++) {
-        Py_UCS4 c = AT(s, i);
+        Py_UCS4 c = PyUnicode_READ(kind, s->data, i);
         if (c == s->e || (quoted && c == s->q)) return 1;
     }
     return 0;
+}
+
+static int needs_decoding(const Src *s, Py_ssize_t a, Py_ssize_t b, int quoted) {
+    return BY_KIND(needs_decoding_k, s, a, b, quoted);
 }
 
 /* The value of a field: content [a, b) (quoted or not) followed by the unquoted tail [t, u). */

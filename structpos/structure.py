@@ -203,7 +203,7 @@ ArrayLike = Any
 def _as_int_array(x, n: int, fill: int) -> np.ndarray:
     if x is None:
         return np.full(n, fill, dtype=np.int64)
-    return np.ascontiguousarray(np.asarray(x, dtype=np.int64))
+    return np.ascontiguousarray(x, dtype=np.int64)
 
 
 @dataclass(eq=False)

@@ -284,9 +284,8 @@ class _NodeArrays:
 def _build_table(data: TableData, source, name, table_span, header_rows, fmt, table_index, limits: Limits) -> Structure:
     counts = np.asarray(data.row_count, dtype=np.int64)
     n_rows = len(counts)
-    n_cells = int(counts.sum())
-    n = 1 + n_rows + n_cells
-    check_limit(n, limits.max_nodes, "max_nodes", "nodes", name=name)
+    n_cells = len(data.cell_text)
+    check_limit(1 + n_rows + n_cells, limits.max_nodes, "max_nodes", "nodes", name=name)
     native = native_module("table")
     if native is not None and data.rowspan is None and data.colspan is None and data.is_th is None:
         nodes = _unmerged_nodes(native, data, counts, header_rows, table_span, limits, name)
@@ -312,34 +311,42 @@ def _build_table(data: TableData, source, name, table_span, header_rows, fmt, ta
 
 def _check_grid_size(n_rows: int, n_cols: int, limits: Limits, name: str) -> None:
     """LimitError when the expanded grid would exceed ``max_table_cells`` (checked before it is built)."""
-    check_limit(
-        n_rows * n_cols,
-        limits.max_table_cells,
-        "max_table_cells",
-        f"table cells after span expansion ({n_rows} rows × {n_cols} columns)",
-        name=name,
-    )
+    if limits.max_table_cells is not None and n_rows * n_cols > limits.max_table_cells:
+        check_limit(
+            n_rows * n_cols,
+            limits.max_table_cells,
+            "max_table_cells",
+            f"table cells after span expansion ({n_rows} rows × {n_cols} columns)",
+            name=name,
+        )
 
 
 def _unmerged_nodes(
     native, data: TableData, counts: np.ndarray, header_rows: int, table_span, limits: Limits, name: str
 ) -> _NodeArrays:
-    """The layout of a table whose cells each take one slot, row by row (``native/table.c``'s ``layout``)."""
-    n_cols = int(counts.max()) if counts.size else 0
-    _check_grid_size(len(counts), n_cols, limits, name)
-    as_int = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
+    """The layout of a table whose cells each take one slot, row by row (``native/table.c``'s ``layout``).
+
+    The grid is ``rows × the longest row``; that is at most ``rows × cells``, so the longest row is
+    looked for only when that bound passes ``max_table_cells``.
+    """
+    n_rows, n_cells = len(counts), len(data.cell_text)
+    if limits.max_table_cells is not None and n_rows * n_cells > limits.max_table_cells:
+        _check_grid_size(n_rows, int(counts.max()), limits, name)
+    texts = data.cell_text if type(data.cell_text) is list else list(data.cell_text)
+    i8 = np.int64
     arrays, node_texts, grid = native.layout(
         counts,
-        as_int(data.row_start),
-        as_int(data.row_end),
-        as_int(data.cell_start),
-        as_int(data.cell_end),
-        list(data.cell_text),
+        np.asarray(data.row_start, dtype=i8),
+        np.asarray(data.row_end, dtype=i8),
+        np.asarray(data.cell_start, dtype=i8),
+        np.asarray(data.cell_end, dtype=i8),
+        texts,
         int(header_rows),
         *table_span,
     )
-    block = np.frombuffer(arrays, dtype=np.int64).reshape(9, -1)
+    block = np.frombuffer(arrays, dtype=i8).reshape(9, -1)
     attrs = dict(zip((ROW, COL, ROWSPAN, COLSPAN, HEADER), block[3:8]))
+    n_cols = len(grid[0]) if grid else 0  # each grid row is padded to the longest
     return _NodeArrays(block[0], block[1], block[2], attrs, block[8], node_texts, n_cols, grid)
 
 

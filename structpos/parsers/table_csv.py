@@ -144,6 +144,8 @@ def scan_csv(
 
 def _check_dialect(delimiter: str, quotechar: str | None, escapechar: str | None) -> None:
     """SpecError unless the three are distinct single non-newline characters (``None``: not used)."""
+    if (delimiter, quotechar, escapechar) == (",", '"', None):  # the default: fine
+        return
     chars = [c for c in (delimiter, quotechar, escapechar) if c is not None]
     for ch in chars:
         if len(ch) != 1 or ch in "\r\n":
@@ -182,9 +184,9 @@ def _scan_native(
         return None
     ints, texts = found
     a = np.frombuffer(ints, dtype=np.int64)
-    nr, nc = int(a[0]), int(a[1])
-    cuts = [2, 2 + nr, 2 + 2 * nr, 2 + 3 * nr, 2 + 3 * nr + nc, 2 + 3 * nr + 2 * nc]
-    row_start, row_end, row_count, cell_start, cell_end = (a[i:j] for i, j in zip(cuts[:-1], cuts[1:]))
+    nr, nc = a[:2].tolist()
+    row_start, row_end, row_count = a[2 : 2 + nr], a[2 + nr : 2 + 2 * nr], a[2 + 2 * nr : 2 + 3 * nr]
+    cell_start, cell_end = a[2 + 3 * nr : 2 + 3 * nr + nc], a[2 + 3 * nr + nc :]
     if as_lists:
         return TableData(
             row_start.tolist(), row_end.tolist(), row_count.tolist(), cell_start.tolist(), cell_end.tolist(), texts
