@@ -14,6 +14,8 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..native import native_module
+
 __all__ = ["list_column", "string_list_column", "numeric_array", "string_array", "rows_to_table", "BASE_COLUMNS"]
 
 BASE_COLUMNS = ("id", "kind", "num_nodes", "labels", "start", "end", "parent")
@@ -76,19 +78,30 @@ def string_array(values: Sequence[object | None]) -> pa.Array:
     >>> string_array(["a", None, 3]).to_pylist()
     ['a', None, '3']
     """
+    offsets, data, validity = _utf8_buffers(values)
+    n = len(offsets) - 1
+    if offsets[-1] < 2**31:
+        return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets.astype(np.int32)), data])
+    return pa.Array.from_buffers(pa.large_string(), n, [validity, pa.py_buffer(offsets), data])
+
+
+def _utf8_buffers(values: Sequence[object | None]) -> tuple[np.ndarray, pa.Buffer, pa.Buffer | None]:
+    """``(offsets, data, validity)`` of a string column: int64 offsets of each value's UTF-8 text in
+    ``data``, and the validity bitmap (``None`` when no value is ``None``).
+
+    ``native/text.c``'s ``utf8_column`` when it is built (one C loop), else a Python loop; the same buffers.
+    """
+    native = native_module("text")
+    if native is not None:
+        raw_offsets, joined, valid = native.utf8_column(values)
+        offsets = np.frombuffer(raw_offsets, dtype=np.int64)
+        validity = None if valid is None else _validity(np.frombuffer(valid, dtype=bool))
+        return offsets, pa.py_buffer(joined), validity
     data = [b"" if v is None else str(v).encode("utf-8") for v in values]
     offsets = np.zeros(len(data) + 1, dtype=np.int64)
     np.cumsum(np.fromiter((len(b) for b in data), dtype=np.int64, count=len(data)), out=offsets[1:])
     valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
-    if offsets[-1] < 2**31:
-        return pa.Array.from_buffers(
-            pa.string(),
-            len(data),
-            [_validity(valid), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(data))],
-        )
-    return pa.Array.from_buffers(
-        pa.large_string(), len(data), [_validity(valid), pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
-    )
+    return offsets, pa.py_buffer(b"".join(data)), _validity(valid)
 
 
 def _values(flat: np.ndarray) -> pa.Array:
