@@ -302,8 +302,8 @@ class Structure:
             self.edge_index = np.ascontiguousarray(ei)
         if self.edge_weight is not None:
             self.edge_weight = np.ascontiguousarray(np.asarray(self.edge_weight, dtype=np.float64))
-        for k, v in list(self.attrs.items()):
-            v = np.asarray(v)
+        for k in self.attrs:  # values replaced in place: the keys do not change
+            v = np.asarray(self.attrs[k])
             if v.shape[:1] != (n,):
                 raise ShapeError(f"attribute {k!r} has shape {v.shape}, expected leading dimension {n}", name=self.name)
             self.attrs[k] = v
