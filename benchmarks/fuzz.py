@@ -801,8 +801,13 @@ def _rotary_checks(enc, q, k, coords, out, options: dict) -> None:
     sane = 1.5 <= base <= 1e6 and 0.5 <= scale <= 1e3  # angles of order 1 rad per unit: a change is visible
     if sane and torch.isfinite(coords).all() and coords.abs().max() < 1e6 and torch.isfinite(qo).all():
         assert torch.allclose(qo.norm(dim=-1), q.norm(dim=-1), rtol=1e-3, atol=1e-4), "rotation changed a norm"
-        # every coordinate axis must move q (a +1 shift of one axis rotates some pair by a non-zero angle)
+        # every coordinate axis must move q (a +1 shift of one axis rotates some pair by a non-zero angle),
+        # except one given 0 pairs in explicit ``sections`` (allowed by design: an ablation, GQA head groups)
+        sections = options.get("sections")
+        unused = {a for a, n in enumerate(sections) if n == 0} if isinstance(sections, (list, tuple)) else set()
         for a in range(coords.shape[-1]):
+            if a in unused:
+                continue
             shifted = coords.clone()
             shifted[..., a] += 1
             qa, _ = enc(q, k, shifted)
@@ -910,8 +915,9 @@ _INT_OPTIONS = {
     *("out_dim", "extra_dim", "max_positions", "max_offset", "block_size", "rank", "num_orders", "num_filters"),
     *("max_depth", "max_sibling", "token_axis", "max_table_extent"),
 }
-# K = 0 and max_distance = 0 are meaningful; token_axis counts from the end when negative
-_POSITIVE_OPTIONS = _INT_OPTIONS - {"K", "max_distance", "token_axis"}
+# K = 0, max_distance = 0 and max_offset = 0 (BiPE: every offset shares one row) are meaningful; token_axis
+# counts from the end when negative
+_POSITIVE_OPTIONS = _INT_OPTIONS - {"K", "max_distance", "max_offset", "token_axis"}
 _FLAG_OPTIONS = {"learnable", "use_eigvals", "sign_flip", "gate", "learn_basis", "learnable_freqs", "check"}
 # finite, > 0, neither tiny nor huge (a base may be huge: with head_dim = 2 it is unused; the library refuses
 # a base only where a frequency underflows, so a huge base is judged by the rotary checks, not here)

@@ -200,6 +200,8 @@ def _newer_encoder_bad_options():
         (lambda: GRAPE(8, 1, learn_basis="yes"), "learn_basis"),
         (lambda: GRAPEAdditive(8, 1, num_heads=None), "num_heads"),
         (lambda: LieRE(8, 1, init="random", init_std=float("nan")), "init_std"),
+        (lambda: LieRE(8, 1, init="random", init_std=1e31), "init_std"),  # float32 generators overflow
+        (lambda: ComRoPE(8, 1, init="random", init_std=1e39), "init_std"),
         (lambda: LieRE("8", 1), "head_dim"),
         (lambda: STRING(8, 1, learnable_freqs="yes"), "learnable_freqs"),
         (lambda: PEGBias("8"), "num_heads"),
@@ -215,10 +217,10 @@ def _newer_encoder_bad_options():
     ]
 
 
-@pytest.mark.parametrize("case", range(35))
+@pytest.mark.parametrize("case", range(37))
 def test_newer_encoders_refuse_bad_options_with_spec_error(case):
     cases = _newer_encoder_bad_options()
-    assert len(cases) == 35
+    assert len(cases) == 37
     make, match = cases[case]
     with pytest.raises(SpecError, match=match):
         make()

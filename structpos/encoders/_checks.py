@@ -246,6 +246,11 @@ def check_flag(value: Any, name: str) -> bool:
     raise SpecError(f"{name} must be True or False, got {value!r}")
 
 
+MAX_INIT_STD = 1e30
+"""Largest ``init_std`` of a learned table or generator: float32 parameters (largest finite value 3.4e38)
+stay finite with room to add."""
+
+
 def check_real(
     value: Any,
     name: str,

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from ..exceptions import SpecError
-from ._checks import QKLayout, check_choice, check_count, check_real
+from ._checks import MAX_INIT_STD, QKLayout, check_choice, check_count, check_real
 from ._learned import LearnedRotary, skew
 from ._rotary import apply_rotary, check_layout, layout_permutation, rope_inv_freq
 
@@ -56,7 +56,8 @@ class ComRoPE(LearnedRotary):
     init : {"rope", "random"}
         RoPE frequencies on the ``2 × 2`` diagonal sub-blocks, or ``P_k ~ N(0, init_std²)``.
     init_std : float
-        Standard deviation of the random initialisation.
+        Standard deviation of the random initialisation, in ``[0, MAX_INIT_STD]`` (1e30: the float32
+        parameters stay finite).
     base : float
         RoPE base of ``init="rope"``.
     layout : {"half", "interleaved"}
@@ -124,7 +125,7 @@ class ComRoPE(LearnedRotary):
         super().__init__(head_dim, num_axes, qk_layout)
         check_choice(variant, "variant", ("ap", "ld"))
         check_choice(init, "init", ("rope", "random"))
-        init_std = check_real(init_std, "init_std", low=0.0)
+        init_std = check_real(init_std, "init_std", low=0.0, high=MAX_INIT_STD)
         base = check_real(base, "base", low=1.0, low_open=True)  # checked also with init="random"
         block_size = check_count(block_size, "block_size", minimum=2)
         if block_size % 2 or head_dim % block_size:

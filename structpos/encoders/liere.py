@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from ..exceptions import SpecError
-from ._checks import QKLayout, check_choice, check_real, check_table_size
+from ._checks import MAX_INIT_STD, QKLayout, check_choice, check_real, check_table_size
 from ._learned import LearnedRotary, apply_matrices, rope_generator, skew
 from ._rotary import check_layout
 from .rope import StructuralRoPE
@@ -49,7 +49,8 @@ class LieRE(LearnedRotary):
         Start at N-axis RoPE (block-diagonal generators of ``allocation``) or at random
         ``W_a ~ N(0, init_std²)``.
     init_std : float
-        Standard deviation of the random initialisation.
+        Standard deviation of the random initialisation, in ``[0, MAX_INIT_STD]`` (1e30: the float32
+        parameters stay finite).
     allocation : {"sectioned", "interleaved"}
         RoPE allocation of ``init="rope"``.
     sections : sequence of int, optional
@@ -109,7 +110,7 @@ class LieRE(LearnedRotary):
     ):
         super().__init__(head_dim, num_axes, qk_layout)
         check_choice(init, "init", ("rope", "random"))
-        init_std = check_real(init_std, "init_std", low=0.0)
+        init_std = check_real(init_std, "init_std", low=0.0, high=MAX_INIT_STD)
         check_real(base, "base", low=1.0, low_open=True)  # checked also with init="random"
         check_table_size("LieRE generators num_axes × head_dim × head_dim", num_axes, head_dim, head_dim)
         if init == "rope":

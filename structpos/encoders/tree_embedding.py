@@ -28,12 +28,9 @@ import torch
 from torch import nn
 
 from ..exceptions import ShapeError
-from ._checks import check_count, check_real, check_table_size
+from ._checks import MAX_INIT_STD, check_count, check_real, check_table_size
 
 __all__ = ["TreePositionEmbedding", "clip_tree_index", "MAX_INIT_STD"]
-
-MAX_INIT_STD = 1e30
-"""Largest ``init_std``: the float32 tables (largest finite value 3.4e38) stay finite with room to add."""
 
 
 def clip_tree_index(values: torch.Tensor, maximum: int) -> torch.Tensor:
