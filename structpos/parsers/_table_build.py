@@ -311,14 +311,13 @@ def _build_table(data: TableData, source, name, table_span, header_rows, fmt, ta
 
 def _check_grid_size(n_rows: int, n_cols: int, limits: Limits, name: str) -> None:
     """LimitError when the expanded grid would exceed ``max_table_cells`` (checked before it is built)."""
-    if limits.max_table_cells is not None and n_rows * n_cols > limits.max_table_cells:
-        check_limit(
-            n_rows * n_cols,
-            limits.max_table_cells,
-            "max_table_cells",
-            f"table cells after span expansion ({n_rows} rows × {n_cols} columns)",
-            name=name,
-        )
+    check_limit(
+        n_rows * n_cols,
+        limits.max_table_cells,
+        "max_table_cells",
+        f"table cells after span expansion ({n_rows} rows × {n_cols} columns)",
+        name=name,
+    )
 
 
 def _unmerged_nodes(
