@@ -68,6 +68,7 @@ def run_once(src: Path, workers: int, coords: str, shard_size: int, engine: str,
     With ``trace_dir`` the run's timeline (:mod:`structpos.pipeline.trace`) is written under it and summarized.
     """
     if trace_dir:
+        os.makedirs(trace_dir, exist_ok=True)
         trace_dir = tempfile.mkdtemp(prefix=f"w{workers}-", dir=trace_dir)
         os.environ[trace.TRACE_ENV] = trace_dir
     try:

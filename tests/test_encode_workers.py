@@ -36,16 +36,16 @@ def _encode(tmp_path, name: str, options: EncodeOptions) -> tuple[str, int]:
 
 
 def test_an_isolated_worker_parses_without_the_helper_and_writes_the_same_bytes(tmp_path, monkeypatch):
-    from structpos.parsers import code
+    from structpos.parsers import _guard
 
     calls: list[str] = []
-    real = code.call_guarded
+    real = _guard._call  # every guarded call, pickled or raw, goes through it
 
-    def spy(*args, **kwargs):
-        calls.append(kwargs["name"])
-        return real(*args, **kwargs)
+    def spy(*args):
+        calls.append(args[-1])  # the input's name
+        return real(*args)
 
-    monkeypatch.setattr(code, "call_guarded", spy)
+    monkeypatch.setattr(_guard, "_call", spy)
     options = EncodeOptions("code", "tree", "python", timeout_in_process=True)
     assert options.limits.record_timeout is not None  # the default limits time every record
     guarded = _encode(tmp_path, "guarded", options)

@@ -99,7 +99,15 @@ def test_an_arena_without_address_space_sends_everything_in_band(monkeypatch):
     helper = _guard._Helper()  # a helper made under the same failure answers a large call
     try:
         assert helper.arena.size == 0
-        ok, out = _guard._round_trip(helper, _arrays, (4096,), time.monotonic() + 60, "test call", 60, "in.py")
+        ok, out = _guard._round_trip(
+            helper,
+            lambda arena: arena.dumps((_arrays, (4096,))),
+            _guard._pickled_outcome,
+            time.monotonic() + 60,
+            "test call",
+            60,
+            "in.py",
+        )
         assert ok and np.array_equal(out[0], np.arange(4096)) and out[-1] == "tail"
     finally:
         helper.stop()
@@ -118,3 +126,120 @@ def test_guarded_parses_equal_in_process_ones():
     for guarded, local in (pure, native, (native[0], pure[1])):
         assert guarded.num_nodes == local.num_nodes > 3000
         assert_same_structure(guarded, local, "code")
+
+
+# --------------------------------------------------------------- raw calls (call_guarded_raw)
+def _raw(fn, request: bytes, payload: bytes):
+    return _guard.call_guarded_raw(
+        fn, request, payload, time.monotonic() + 60, what="test call", timeout=60, name="in.py"
+    )
+
+
+def _echo_columns(request: bytes, payload: memoryview) -> tuple[bytes, list]:
+    """The request reversed; the payload, its bytes as int64 (length a multiple of 8 taken), and a
+    ``bytearray`` of ``int(request)`` zero bytes (0: an empty buffer)."""
+    data = bytes(payload)
+    assert payload.readonly
+    whole = data[: len(data) // 8 * 8]
+    return request[::-1], [data, np.frombuffer(whole, dtype=np.int64), bytearray(int(request))]
+
+
+def _raise_in_raw(request: bytes, payload: memoryview):
+    if request == b"limit":
+        from structpos.exceptions import LimitError
+
+        raise LimitError("too big", limit="max_nodes", value=2, maximum=1, name="in.py")
+    raise KeyError(request.decode())
+
+
+@pytest.mark.parametrize("size", [0, 7, 4096, 100_000, _guard.ARENA_BYTES // 2 + 8, _guard.ARENA_BYTES + 1])
+def test_raw_calls_carry_payload_and_buffers_intact(size):
+    """Through the arena, or through the pipe where the payload or the buffers do not fit in it."""
+    payload = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
+    reply, (same, as_ints, zeros) = _raw(_echo_columns, b"21", payload)
+    assert reply == b"12"
+    assert same.dtype == np.uint8 and same.tobytes() == payload
+    assert np.array_equal(as_ints.view(np.int64), np.frombuffer(payload[: size // 8 * 8], dtype=np.int64))
+    assert zeros.tobytes() == bytes(21)
+    for b in (same, as_ints, zeros):
+        assert b.flags.writeable
+    same[:] = 1  # writable in place, and a copy: the next call is not disturbed
+    assert _raw(_echo_columns, b"0", b"abc")[1][0].tobytes() == b"abc"
+
+
+def test_raw_call_errors_cross_like_pickled_ones():
+    from structpos.exceptions import LimitError
+
+    with pytest.raises(LimitError, match="too big") as e:
+        _raw(_raise_in_raw, b"limit", b"")
+    assert e.value.limit == "max_nodes"
+    with pytest.raises(ParseError, match="in.py.*test call failed: KeyError: 'boom'"):
+        _raw(_raise_in_raw, b"boom", b"x" * 10_000)
+    assert _raw(_echo_columns, b"3", b"ok")[0] == b"3"
+
+
+def test_raw_calls_work_without_an_arena(monkeypatch):
+    import errno
+    import mmap
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", no_space)
+    helper = _guard._Helper()
+    try:
+        payload = bytes(range(256)) * 100
+        ok, (reply, buffers) = _guard._round_trip(
+            helper,
+            lambda arena: arena.raw_call(f"{__name__}:_echo_columns", b"5", payload),
+            _guard._raw_outcome,
+            time.monotonic() + 60,
+            "test call",
+            60,
+            "in.py",
+        )
+        assert ok and reply == b"5" and buffers[0].tobytes() == payload and buffers[2].tobytes() == bytes(5)
+    finally:
+        helper.stop()
+
+
+def test_a_raw_reply_cut_short_is_a_parse_error():
+    arena = _Arena(1 << 16)
+    try:
+        msg = _guard._RAW_REPLY.pack(_guard._RAW, 0, 1, False, 0) + np.array([10], dtype="<u8").tobytes() + b"abc"
+        with pytest.raises(ValueError, match="wrong length"):
+            arena.raw_result(msg)
+        past = _guard._RAW_REPLY.pack(_guard._RAW, 0, 1, True, 0) + np.array([1 << 20], dtype="<u8").tobytes()
+        with pytest.raises(ValueError, match="arena's end"):
+            arena.raw_result(past)
+    finally:
+        arena.close()
+
+
+def test_a_language_loaded_after_the_helper_started_parses_in_a_fresh_one(monkeypatch):
+    """The raw code parse names its Language by its key in the parser's capsule table; a helper
+    forked before that Language was loaded does not know the key (StaleHelper) and a fresh helper
+    parses it: the columns equal an in-process parse's."""
+    from structpos.limits import Limits
+    from structpos.parsers import code
+
+    stale: list[bool] = []
+    real = _guard._round_trip
+
+    def spy(*args):
+        outcome = real(*args)
+        stale.append(outcome[1] is _guard.StaleHelper)
+        return outcome
+
+    monkeypatch.setattr(_guard, "_round_trip", spy)
+    code.parse_code(b"x = 1\n", "python")  # a helper exists now
+    src = b'fn main() { let v = vec![1, 2]; for x in v { println!("{}", x); } }\n'
+    code._language.cache_clear()  # the next get_language makes Language objects the helper never saw
+    try:
+        guarded = code.parse_code(src, "rust")
+        local = code.parse_code(src, "rust", limits=Limits(record_timeout=None))
+    finally:
+        code._language.cache_clear()
+    assert stale == [False, True, False]  # the stale helper answered, the fresh one parsed
+    assert guarded.num_nodes == local.num_nodes > 20
+    assert_same_structure(guarded, local, "code")

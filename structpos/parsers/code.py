@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import struct
 import threading
 import time
 from functools import lru_cache
@@ -64,7 +65,7 @@ from ..limits import Deadline, Limits, check_limit, resolve_limits
 from ..native import native_module, pure_python
 from ..node_attrs import FIELD, IS_ERROR, IS_NAMED
 from ..structure import CodeInfo, Structure, StructureError
-from ._guard import StaleHelper, call_guarded, can_fork
+from ._guard import StaleHelper, call_guarded, call_guarded_raw, can_fork
 from ._input import bom_encoding, check_text, declared_encoding, decode_input, is_pathlike, read_bytes, wrong_type
 from ._offsets import ByteToChar
 
@@ -394,15 +395,26 @@ def _native_columns(native, data: bytes, named_only: bool, fields: bool, max_nod
     mod, capsule = native
     deadline = Deadline(timeout, "tree-sitter parse still running", name) if timeout is not None else None
     micros = -1 if timeout is None else math.ceil(timeout * 1e6)  # ends at or after ``deadline``
-    limit = -1 if max_nodes is None else min(int(max_nodes), 1 << 62)
-    out = mod.parse_walk(capsule, data, named_only, fields, limit, micros)
+    out = mod.parse_walk(capsule, data, named_only, fields, _node_limit(max_nodes), micros)
     if out is None:  # cancelled at the deadline
         if deadline is not None:
             deadline.check()
         raise ParseError("tree-sitter returned no tree", name=name)
-    has_error, count, kinds, starts, ends, parents, field_ids, missing = out
-    if kinds is None:  # not walked: more nodes than max_nodes
+    has_error, count, *walk = out
+    return _walk_columns(has_error, count, None if walk[0] is None else walk, max_nodes, name)
+
+
+def _node_limit(max_nodes: int | None) -> int:
+    """``max_nodes`` as the compiled walk takes it (``-1``: none)."""
+    return -1 if max_nodes is None else min(int(max_nodes), 1 << 62)
+
+
+def _walk_columns(has_error, count: int, walk, max_nodes: int | None, name: str) -> _Columns:
+    """:class:`_Columns` on the compiled walk's buffers (five of int64, the MISSING flags as bytes), or
+    the ``max_nodes`` LimitError when the tree was too large to walk (``walk`` is ``None``)."""
+    if walk is None:
         check_limit(count, max_nodes, "max_nodes", "nodes", name=name)
+    kinds, starts, ends, parents, field_ids, missing = walk
     i8 = np.int64
     return _Columns(
         bool(has_error),
@@ -414,6 +426,38 @@ def _native_columns(native, data: bytes, named_only: bool, fields: bool, max_nod
         np.frombuffer(field_ids, dtype=i8),
         np.frombuffer(missing, dtype=np.bool_),
     )
+
+
+_WALK_CALL = struct.Struct("<qq??")  # the Language's key in _capsules, max_nodes (-1: none), named_only, fields
+_WALK_REPLY = struct.Struct("<?q?")  # has_error, nodes, walked
+
+
+def _guarded_native_columns(
+    lang, data: bytes, named_only: bool, fields: bool, max_nodes: int | None, timeout: float, name: str
+) -> _Columns:
+    """:func:`_native_columns` in a helper process killed at the deadline (:func:`_serve_walk`); the
+    input and the walk's buffers cross the helper's shared arena, nothing is pickled."""
+    request = _WALK_CALL.pack(id(lang), _node_limit(max_nodes), named_only, fields)
+    deadline = time.monotonic() + timeout
+    reply, walk = call_guarded_raw(
+        _serve_walk, request, data, deadline, what="tree-sitter parse", timeout=timeout, name=name
+    )
+    has_error, count, walked = _WALK_REPLY.unpack(reply)
+    return _walk_columns(has_error, count, walk if walked else None, max_nodes, name)
+
+
+def _serve_walk(request: bytes, data: memoryview) -> tuple[bytes, list]:
+    """In a helper process (:func:`~structpos.parsers._guard.call_guarded_raw`): the compiled parse and
+    walk of ``data`` without a timeout (the parent kills at the deadline)."""
+    key, max_nodes, named_only, fields = _WALK_CALL.unpack(request)
+    hit = _capsules.get(key)
+    native = None if hit is None else _native_capsule(hit[0])
+    if native is None:  # a Language created after this helper started
+        raise StaleHelper(key)
+    mod, capsule = native
+    has_error, count, *walk = mod.parse_walk(capsule, data, named_only, fields, max_nodes, -1)
+    walked = walk[0] is not None
+    return _WALK_REPLY.pack(has_error, count, walked), walk if walked else []
 
 
 def _tree_columns(tree, keep: list[bool] | None, fields: bool, max_nodes: int | None, name: str) -> _Columns:
@@ -514,6 +558,8 @@ def _parse_columns(
     Without a timeout, or without ``fork``, it runs here.
     """
     timeout = limits.record_timeout
+    if timeout is not None and can_fork() and _native_capsule(lang) is not None:
+        return _guarded_native_columns(lang, data, named_only, fields, limits.max_nodes, timeout, name)
     if timeout is not None and can_fork():
         compiled = native_module("code") is not None
         args = (_language_key(lang, lang_name), data, named_only, fields, limits.max_nodes, name, compiled)
