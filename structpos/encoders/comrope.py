@@ -12,8 +12,8 @@ constructions keep them commuting:
   ``B_{a,k} = θ_a (P_k − P_kᵀ)``.
 
 ``P_k`` (``b × b``) and ``θ_a`` are learned. The exponential is block-wise: ``m`` matrix
-exponentials of ``b × b`` matrices per token (``torch.linalg.matrix_exp``; closed-form
-cos/sin when ``b = 2``). Channel blocks: block ``k`` holds RoPE pairs ``kb/2 … (k+1)b/2 − 1``
+exponentials of ``b × b`` matrices per token (``torch.linalg.matrix_exp``, kept orthogonal below
+float64 by :func:`~structpos.encoders._learned.rotation_exp`; closed-form cos/sin when ``b = 2``). Channel blocks: block ``k`` holds RoPE pairs ``kb/2 … (k+1)b/2 − 1``
 in the pair layout of :mod:`.._rotary` (``"half"``: pair ``j`` is channels ``(j, j + D/2)``).
 
 ``init="rope"`` sets ``P_k`` so that every ``2 × 2`` diagonal sub-block of ``P_k − P_kᵀ`` turns
@@ -34,7 +34,7 @@ from torch import nn
 
 from ..exceptions import SpecError
 from ._checks import MAX_INIT_STD, QKLayout, check_choice, check_count, check_real
-from ._learned import LearnedRotary, skew
+from ._learned import LearnedRotary, rotation_exp, skew
 from ._rotary import apply_rotary, check_layout, layout_permutation, rope_inv_freq
 
 __all__ = ["ComRoPE"]
@@ -186,7 +186,7 @@ class ComRoPE(LearnedRotary):
             if self.block_size == 2:  # closed form: [[0, −φ], [φ, 0]] ↦ rotation by φ
                 phi = m[..., 1, 0].unsqueeze(-2)  # (…, L, 1, m)
                 return apply_rotary(x, phi.cos(), phi.sin(), self.layout)
-            e = torch.linalg.matrix_exp(m)
+            e = rotation_exp(m)
         xb = x[..., self.perm].unflatten(-1, (-1, self.block_size))  # (…, L, H, m, b)
         out = torch.einsum("...kij,...hkj->...hki", e.to(x.dtype), xb).flatten(-2)
         return out[..., self.inv_perm]

@@ -12,7 +12,8 @@ shifting every coordinate changes the scores. With one axis it is always relativ
 N-axis RoPE; ``init="rope"`` starts there (and so starts relative), ``init="random"`` draws
 ``W_a ~ N(0, init_std²)``.
 
-Cost: one ``D × D`` matrix exponential per token (``torch.linalg.matrix_exp``), then a
+Cost: one ``D × D`` matrix exponential per token (``torch.linalg.matrix_exp``, kept orthogonal
+below float64 by two Newton–Schulz steps, :func:`~structpos.encoders._learned.rotation_exp`), then a
 ``D × D`` product per head — the most expensive of the rotary encoders; see
 :class:`~structpos.encoders.ComRoPE` (``b × b`` blocks) and :class:`~structpos.encoders.STRING`
 for commuting, cheaper alternatives.
@@ -29,7 +30,7 @@ from torch import nn
 
 from ..exceptions import SpecError
 from ._checks import MAX_INIT_STD, QKLayout, check_choice, check_real, check_table_size
-from ._learned import LearnedRotary, apply_matrices, rope_generator, skew
+from ._learned import LearnedRotary, apply_matrices, rope_generator, rotation_exp, skew
 from ._rotary import check_layout
 from .rope import StructuralRoPE
 
@@ -147,7 +148,7 @@ class LieRE(LearnedRotary):
         dtype = self.compute_dtype(coords)
         with torch.autocast(device_type=coords.device.type, enabled=False):
             gen = self.generators(dtype).to(coords.device)
-            return torch.linalg.matrix_exp(torch.einsum("...a,aij->...ij", coords.to(dtype), gen))
+            return rotation_exp(torch.einsum("...a,aij->...ij", coords.to(dtype), gen))
 
     def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
         return apply_matrices(self.rotation(coords), x)
