@@ -2,23 +2,26 @@
  *
  * tree-sitter allocates and frees one small block per subtree, stack node and array; with glibc's malloc
  * that costs ~15 % of a parse (py-tree-sitter routes the same calls to pymalloc, which needs the GIL; our
- * parse runs without it). Every block the runtime allocates during parse_walk is freed by the end of the
- * call (a parser made for the call, the tree deleted after the walk), so the blocks can live in an arena
- * that exists for the call only:
+ * parse runs without it). Nothing the runtime allocates during parse_walk outlives the call (a parser made
+ * for the call and deleted in it, a tree walked and dropped), so the blocks live in an arena that exists
+ * for the call only:
  *
  *   - sizes up to ARENA_SMALL bytes are rounded up to a multiple of 16 (their size class) and carved from
  *     64 KiB chunks; a freed block goes onto its class's free list and serves the next block of that class,
  *     so the arena holds about the call's peak of live blocks, not the sum of all it allocated;
- *   - larger blocks go to malloc;
- *   - arena_end() releases the chunks whole (it counts the live blocks and, should any be left, leaks the
- *     chunks rather than free a block in use). The thread keeps up to ARENA_SPARE chunks for its next call
- *     (a pthread key, whose destructor frees them when the thread ends): freed to malloc, a call's chunks
- *     would be trimmed from the heap and page-faulted in again by the next call, ~8 % of a parse.
+ *   - larger blocks go to malloc, and those made during a call are kept on a list;
+ *   - arena_end() ends the call: it frees the listed large blocks and releases the chunks whole, whatever
+ *     is still allocated in them. The caller does not free the tree block by block (ts_tree_delete
+ *     walked every subtree to release it: ~4 % of a parse); it calls arena_end() once nothing from the call
+ *     is used any more. The thread keeps up to ARENA_SPARE chunks for its next call (a pthread key, whose
+ *     destructor frees them when the thread ends): freed to malloc, a call's chunks would be trimmed from
+ *     the heap and page-faulted in again by the next call, ~8 % of a parse.
  *
- * Each block has a 16-byte header holding its class (ARENA_LARGE: a malloc block), so the data keeps
- * malloc's 16-byte alignment. The arena is per thread (thread-local): calls on other threads have their
- * own. An allocation outside a call (none is expected) goes to malloc. Like tree-sitter's default
- * allocator, an allocation that fails aborts: the runtime cannot recover from a NULL. */
+ * Each block has a 16-byte header holding its class (ARENA_LARGE / ARENA_LARGE_CALL: a malloc block), so
+ * the data keeps malloc's 16-byte alignment; a large block has its list links before that header. The
+ * arena is per thread (thread-local): calls on other threads have their own. An allocation outside a call
+ * (none is expected) goes to malloc and is not listed. Like tree-sitter's default allocator, an allocation
+ * that fails aborts: the runtime cannot recover from a NULL. */
 #ifndef STRUCTPOS_ARENA_H
 #define STRUCTPOS_ARENA_H
 
@@ -31,7 +34,8 @@
 #define ARENA_SMALL 1024
 #define ARENA_CLASSES (ARENA_SMALL / ARENA_ALIGN)
 #define ARENA_CHUNK (64 * 1024)
-#define ARENA_LARGE UINT64_MAX
+#define ARENA_LARGE UINT64_MAX            /* a malloc block made outside a call */
+#define ARENA_LARGE_CALL (UINT64_MAX - 1) /* a malloc block made in a call: listed, freed by arena_end */
 #define ARENA_SPARE 64 /* chunks (4 MiB) a thread keeps between calls */
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -51,9 +55,14 @@ typedef struct ArenaChunk {
     uint64_t unused; /* keeps the blocks 16-byte aligned */
 } ArenaChunk;
 
+typedef struct ArenaLarge { /* before a large block's header: 16 bytes, the data stays aligned */
+    struct ArenaLarge *prev, *next;
+} ArenaLarge;
+
 typedef struct {
     int active;
     int64_t live; /* small blocks allocated and not freed */
+    ArenaLarge *large; /* large blocks made in this call and not freed */
     ArenaChunk *chunks, *spare; /* spare: kept from earlier calls, unused */
     int spare_count;
     char *next_block, *chunk_end;
@@ -67,11 +76,30 @@ static void *arena_out_of_memory(size_t size) {
     abort();
 }
 
+static void arena_link(Arena *a, ArenaLarge *l) {
+    l->prev = NULL;
+    l->next = a->large;
+    if (a->large != NULL) a->large->prev = l;
+    a->large = l;
+}
+
+static void arena_unlink(Arena *a, ArenaLarge *l) {
+    if (l->prev != NULL) l->prev->next = l->next;
+    else a->large = l->next;
+    if (l->next != NULL) l->next->prev = l->prev;
+}
+
+static ArenaLarge *arena_links(ArenaHeader *h) { return (ArenaLarge *)h - 1; }
+
 static void *arena_large(size_t size) {
-    if (size > SIZE_MAX - sizeof(ArenaHeader)) return arena_out_of_memory(size);
-    ArenaHeader *h = malloc(sizeof(ArenaHeader) + size);
-    if (h == NULL) return arena_out_of_memory(size);
-    h->size_class = ARENA_LARGE;
+    size_t head = sizeof(ArenaLarge) + sizeof(ArenaHeader);
+    if (size > SIZE_MAX - head) return arena_out_of_memory(size);
+    ArenaLarge *l = malloc(head + size);
+    if (l == NULL) return arena_out_of_memory(size);
+    ArenaHeader *h = (ArenaHeader *)(l + 1);
+    Arena *a = &arena_of_thread;
+    h->size_class = a->active ? ARENA_LARGE_CALL : ARENA_LARGE;
+    if (a->active) arena_link(a, l);
     return h + 1;
 }
 
@@ -109,11 +137,12 @@ static void *arena_malloc(size_t size) {
 static void arena_free(void *ptr) {
     if (ptr == NULL) return;
     ArenaHeader *h = (ArenaHeader *)ptr - 1;
-    if (h->size_class == ARENA_LARGE) {
-        free(h);
+    Arena *a = &arena_of_thread; /* a block made in a call is freed in it, on its thread */
+    if (h->size_class >= ARENA_LARGE_CALL) {
+        if (h->size_class == ARENA_LARGE_CALL) arena_unlink(a, arena_links(h));
+        free(arena_links(h));
         return;
     }
-    Arena *a = &arena_of_thread; /* a small block is freed in its call, on its thread */
     a->live--;
     *(void **)ptr = a->free_lists[h->size_class];
     a->free_lists[h->size_class] = ptr;
@@ -129,11 +158,16 @@ static void *arena_calloc(size_t count, size_t size) {
 static void *arena_realloc(void *ptr, size_t size) {
     if (ptr == NULL) return arena_malloc(size);
     ArenaHeader *h = (ArenaHeader *)ptr - 1;
-    if (h->size_class == ARENA_LARGE) { /* stays a malloc block */
-        if (size > SIZE_MAX - sizeof(ArenaHeader)) return arena_out_of_memory(size);
-        ArenaHeader *grown = realloc(h, sizeof(ArenaHeader) + size);
+    if (h->size_class >= ARENA_LARGE_CALL) { /* stays a malloc block, on the list if it was */
+        size_t head = sizeof(ArenaLarge) + sizeof(ArenaHeader);
+        if (size > SIZE_MAX - head) return arena_out_of_memory(size);
+        Arena *a = &arena_of_thread;
+        int listed = h->size_class == ARENA_LARGE_CALL;
+        if (listed) arena_unlink(a, arena_links(h));
+        ArenaLarge *grown = realloc(arena_links(h), head + size);
         if (grown == NULL) return arena_out_of_memory(size);
-        return grown + 1;
+        if (listed) arena_link(a, grown);
+        return (ArenaHeader *)(grown + 1) + 1;
     }
     size_t capacity = (h->size_class + 1) * ARENA_ALIGN;
     if (size <= capacity) return ptr;
@@ -161,7 +195,7 @@ static void arena_init(void) { arena_spare_key_made = pthread_key_create(&arena_
 static void arena_init(void) {}
 #endif
 
-/* Start this thread's arena for one call (every block allocated from now on is freed before arena_end). */
+/* Start this thread's arena for one call (every block allocated from now on is released by arena_end). */
 static void arena_begin(void) {
     Arena *a = &arena_of_thread;
     a->active = 1;
@@ -174,15 +208,21 @@ static void arena_begin(void) {
 #endif
 }
 
-/* Release this thread's chunks: up to ARENA_SPARE kept for its next call, the rest freed. Returns 0, or -1
- * where blocks were still live (then the used chunks are left allocated: a leak, never a block freed under
- * its user). */
-static int arena_end(void) {
+/* End the call: free the large blocks made in it and release this thread's chunks (up to ARENA_SPARE kept
+ * for its next call, the rest freed), whatever is still allocated in them. Returns how many blocks the call
+ * left allocated (the tree's, which the caller drops this way). */
+static int64_t arena_end(void) {
     Arena *a = &arena_of_thread;
-    int leaked = a->live != 0;
+    int64_t left = a->live;
+    while (a->large != NULL) {
+        ArenaLarge *l = a->large;
+        a->large = l->next;
+        free(l);
+        left++;
+    }
     ArenaChunk *spare = a->spare;
     int spare_count = a->spare_count;
-    while (!leaked && a->chunks != NULL) {
+    while (a->chunks != NULL) {
         ArenaChunk *c = a->chunks;
         a->chunks = c->next;
         if (ARENA_KEEPS_SPARES && spare_count < ARENA_SPARE) {
@@ -199,7 +239,7 @@ static int arena_end(void) {
     arena_free_chunks(spare);
 #endif
     memset(a, 0, sizeof *a);
-    return leaked ? -1 : 0;
+    return left;
 }
 
 #endif

@@ -251,11 +251,35 @@ static int walk_subtrees(Walk *w, TSTree *tree, const TSLanguage *lang, int name
     return rc;
 }
 
-/* calls whose arena still held live blocks at their end (never expected: every block the runtime allocates
- * in a call is freed in it); read by the tests through arena_leaks() */
-static long long arena_leaks = 0;
+/* blocks the last call on this thread left to arena_end (its tree's), for the tests: arena_left() */
+static _Thread_local long long last_left = 0;
 
-static PyObject *get_arena_leaks(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(arena_leaks); }
+static PyObject *arena_left(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(last_left); }
+
+/* arena_exercise(small, large, size) -> blocks arena_end released: one call's worth of the runtime's allocation
+ * pattern, for the tests: small and large blocks (large ones of `size` bytes, grown by realloc) made through
+ * the runtime's allocator, every third freed in the call, the rest left to arena_end. */
+static PyObject *arena_exercise(PyObject *self, PyObject *args) {
+    int small, large;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "iin:arena_exercise", &small, &large, &size)) return NULL;
+    if (small < 0 || large < 0 || size <= ARENA_SMALL || size > (1 << 24)) {
+        PyErr_SetString(PyExc_ValueError, "arena_exercise: counts >= 0, ARENA_SMALL < size <= 16 MiB");
+        return NULL;
+    }
+    arena_begin();
+    for (int i = 0; i < small; i++) {
+        void *p = ts_malloc((size_t)(i % ARENA_SMALL) + 1);
+        if (i % 3 == 0) ts_free(p);
+    }
+    for (int i = 0; i < large; i++) {
+        void *p = ts_malloc((size_t)size);
+        memset(p, 1, (size_t)size);
+        p = ts_realloc(p, (size_t)size * 2);
+        if (i % 3 == 0) ts_free(p);
+    }
+    return PyLong_FromLongLong(arena_end());
+}
 
 static PyObject *column(const void *data, int64_t n, size_t itemsize) {
     return PyByteArray_FromStringAndSize(data ? (const char *)data : "", data ? (Py_ssize_t)(n * (int64_t)itemsize) : 0);
@@ -279,7 +303,8 @@ static PyObject *parse_walk(PyObject *self, PyObject *args) {
     TSTree *tree = NULL;
     Walk w;
     memset(&w, 0, sizeof w);
-    int set_ok = 0, walk_rc = 0, walked = 0, has_error = 0, arena_leaked = 0;
+    int set_ok = 0, walk_rc = 0, walked = 0, has_error = 0;
+    int64_t left = 0;
     int64_t count = 0;
     const TSLanguage *lang = language_of(capsule);
     if (lang == NULL) goto release_buffer;
@@ -326,12 +351,11 @@ static PyObject *parse_walk(PyObject *self, PyObject *args) {
                 walk_rc = fields ? walk_tree(&w, tree, lang, named_only, fields, has_error)
                                  : walk_subtrees(&w, tree, lang, named_only, has_error);
         }
-        ts_tree_delete(tree);
     }
-    if (parser != NULL) ts_parser_delete(parser);
-    arena_leaked = arena_end() != 0;
+    if (parser != NULL) ts_parser_delete(parser); /* frees its own blocks and its external scanner's state */
+    left = arena_end(); /* the tree, released whole (the TSTree pointer is not used after this) */
     Py_END_ALLOW_THREADS;
-    if (arena_leaked) arena_leaks++;
+    last_left = left;
 
     if (!set_ok) {
         PyErr_SetString(parser == NULL ? PyExc_MemoryError : PyExc_ValueError,
@@ -366,7 +390,9 @@ static PyMethodDef methods[] = {
     {"parse_walk", parse_walk, METH_VARARGS,
      "parse_walk(language, data, named_only, fields, max_nodes, timeout_micros) -> None or "
      "(has_error, nodes, kinds, starts, ends, parents, field_ids, missing)"},
-    {"arena_leaks", get_arena_leaks, METH_NOARGS, "arena_leaks() -> calls that ended with runtime blocks still live"},
+    {"arena_left", arena_left, METH_NOARGS, "arena_left() -> blocks this thread's last call released with its arena"},
+    {"arena_exercise", arena_exercise, METH_VARARGS,
+     "arena_exercise(small, large, size) -> blocks released by arena_end (a test of the arena)"},
     {"language_info", language_info, METH_O, "language_info(language) -> (pointer, abi version, supported)"},
     {NULL, NULL, 0, NULL},
 };
