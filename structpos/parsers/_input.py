@@ -277,8 +277,31 @@ def decode_input(data: bytes, name: str, kind: str, language: Any = None) -> str
     >>> decode_input("# coding: latin-1\\ns = 'é'\\n".encode("latin-1"), "a.py", "code", "python")[-4:]
     "'é'\\n"
     """
+    return _decode(data, name, kind, language)[0]
+
+
+def decode_as_utf8(data: bytes, name: str, kind: str, language: Any = None) -> tuple[str, bytes]:
+    """:func:`decode_input`'s text, and the same text as UTF-8 bytes (``data`` itself where it was
+    UTF-8 already: no byte-order mark, no other declared encoding).
+
+    Examples
+    --------
+    >>> decode_as_utf8("# coding: latin-1\\né\\n".encode("latin-1"), "a.py", "code", "python")[1][-3:]
+    b'\\xc3\\xa9\\n'
+    >>> data = b"x = 1\\n"
+    >>> decode_as_utf8(data, "a.py", "code", "python")[1] is data
+    True
+    """
+    text, encoding = _decode(data, name, kind, language)
+    if encoding is None and bom_encoding(data) is None:
+        return text, data
+    return text, text.encode("utf-8")
+
+
+def _decode(data: bytes, name: str, kind: str, language: Any) -> tuple[str, str | None]:
+    """The text of ``data``, and the encoding its format declared (``None``: none)."""
     encoding, where = declared_encoding(data, kind, language)
-    return decode_bytes(data, name, encoding, where)
+    return decode_bytes(data, name, encoding, where), encoding
 
 
 def wrong_type(obj: Any, name: str, accepted: str = "str, bytes or a path (os.PathLike)") -> InputError:

@@ -66,7 +66,7 @@ from ..native import native_module, pure_python
 from ..node_attrs import FIELD, IS_ERROR, IS_NAMED
 from ..structure import CodeInfo, Structure, StructureError
 from ._guard import StaleHelper, call_guarded, call_guarded_raw, can_fork
-from ._input import bom_encoding, check_text, declared_encoding, decode_input, is_pathlike, read_bytes, wrong_type
+from ._input import check_text, decode_as_utf8, is_pathlike, read_bytes, wrong_type
 from ._offsets import ByteToChar
 
 __all__ = ["parse_code", "get_language", "language_for_path", "LANGUAGES", "SUFFIXES"]
@@ -323,9 +323,7 @@ def _read_source(source, name: str | None, lang_name: str, limits: Limits | None
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         check_limit(len(data), resolve_limits(limits).max_input_bytes, "max_input_bytes", "bytes of input", name=name)
-        text = decode_input(data, name, "code", lang_name)
-        if declared_encoding(data, "code", lang_name)[0] is not None or bom_encoding(data):
-            data = text.encode("utf-8")  # tree-sitter reads UTF-8: re-encode what was decoded otherwise
+        text, data = decode_as_utf8(data, name, "code", lang_name)  # tree-sitter reads UTF-8
         return text, data, name
     if isinstance(source, str):
         text = check_text(source, name, limits)
