@@ -6,7 +6,8 @@
  *
  * parse_walk returns the same columns as code.py::_walk/_tree_columns, as bytearrays of int64 (uint8 for
  * the MISSING flags) that Python views with np.frombuffer. The parse and the walk run without the GIL:
- * they touch only C memory (the input bytes are pinned by a Py_buffer held for the call).
+ * they touch only C memory (the input bytes are pinned by a Py_buffer held for the call; the column
+ * bytearrays are made between the two, with the GIL, and published only after the walk).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -76,37 +77,55 @@ static const char *read_source(void *payload, uint32_t byte_index, TSPoint posit
 }
 
 /* ------------------------------------------------------------------ the walk */
+/* The columns are bytearrays made before the walk (with the GIL) and written by it (without): no copy after. */
+enum { COL_KINDS, COL_STARTS, COL_ENDS, COL_PARENTS, COL_FIELDS, COL_MISSING, N_COLUMNS };
+
 typedef struct {
     int64_t *kinds, *starts, *ends, *parents, *field_ids, *stack;
     uint8_t *missing;
     int64_t cap, n;
+    PyObject *columns[N_COLUMNS]; /* bytearrays: the unused ones (no fields, no MISSING flags) empty */
 } Walk;
 
+/* Needs the GIL. */
 static void walk_free(Walk *w) {
-    free(w->kinds);
-    free(w->starts);
-    free(w->ends);
-    free(w->parents);
-    free(w->field_ids);
+    for (int c = 0; c < N_COLUMNS; c++) Py_CLEAR(w->columns[c]);
     free(w->stack);
-    free(w->missing);
+    w->stack = NULL;
 }
 
-/* 0: done; -1: out of memory; -2: more nodes than descendant_count (never expected). */
+static void *new_column(Walk *w, int c, int used, int64_t cap, size_t itemsize) {
+    w->columns[c] = PyByteArray_FromStringAndSize(NULL, used ? (Py_ssize_t)(cap * (int64_t)itemsize) : 0);
+    return w->columns[c] == NULL || !used ? NULL : PyByteArray_AS_STRING(w->columns[c]);
+}
+
+/* Needs the GIL. 0: done; -1: out of memory (a Python error set). */
 static int walk_alloc(Walk *w, int64_t cap, int fields, int missing) {
-    size_t bytes = (size_t)cap * sizeof(int64_t);
     w->cap = cap;
     w->n = 0;
-    w->kinds = malloc(bytes);
-    w->starts = malloc(bytes);
-    w->ends = malloc(bytes);
-    w->parents = malloc(bytes);
-    w->stack = malloc(bytes);
-    w->field_ids = fields ? malloc(bytes) : NULL;
-    w->missing = missing ? malloc((size_t)cap) : NULL;
-    if (!w->kinds || !w->starts || !w->ends || !w->parents || !w->stack || (fields && !w->field_ids) ||
-        (missing && !w->missing))
+    w->kinds = new_column(w, COL_KINDS, 1, cap, 8);
+    w->starts = new_column(w, COL_STARTS, 1, cap, 8);
+    w->ends = new_column(w, COL_ENDS, 1, cap, 8);
+    w->parents = new_column(w, COL_PARENTS, 1, cap, 8);
+    w->field_ids = new_column(w, COL_FIELDS, fields, cap, 8);
+    w->missing = new_column(w, COL_MISSING, missing, cap, 1);
+    for (int c = 0; c < N_COLUMNS; c++)
+        if (w->columns[c] == NULL) return -1;
+    w->stack = malloc((size_t)(cap > 0 ? cap : 1) * sizeof(int64_t));
+    if (w->stack == NULL) {
+        PyErr_NoMemory();
         return -1;
+    }
+    return 0;
+}
+
+/* Needs the GIL. The columns cut to the n nodes walked (named_only walks fewer than it allocated). */
+static int walk_trim(Walk *w) {
+    const size_t itemsize[N_COLUMNS] = {8, 8, 8, 8, 8, 1};
+    for (int c = 0; c < N_COLUMNS; c++) {
+        if (PyByteArray_GET_SIZE(w->columns[c]) == 0) continue;
+        if (PyByteArray_Resize(w->columns[c], (Py_ssize_t)(w->n * (int64_t)itemsize[c])) < 0) return -1;
+    }
     return 0;
 }
 
@@ -281,10 +300,6 @@ static PyObject *arena_exercise(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(arena_end());
 }
 
-static PyObject *column(const void *data, int64_t n, size_t itemsize) {
-    return PyByteArray_FromStringAndSize(data ? (const char *)data : "", data ? (Py_ssize_t)(n * (int64_t)itemsize) : 0);
-}
-
 /* parse_walk(capsule, data, named_only, fields, max_nodes, timeout_micros)
  *   -> None (the parse ran past timeout_micros and was cancelled)
  *   -> (has_error, nodes, kinds, starts, ends, parents, field_ids, missing)
@@ -346,7 +361,9 @@ static PyObject *parse_walk(PyObject *self, PyObject *args) {
         has_error = ts_node_has_error(root);
         if (named_only || max_nodes < 0 || count <= max_nodes) {
             walked = 1;
+            Py_BLOCK_THREADS;
             walk_rc = walk_alloc(&w, count, fields, has_error);
+            Py_UNBLOCK_THREADS;
             if (walk_rc == 0)
                 walk_rc = fields ? walk_tree(&w, tree, lang, named_only, fields, has_error)
                                  : walk_subtrees(&w, tree, lang, named_only, has_error);
@@ -368,17 +385,16 @@ static PyObject *parse_walk(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_RuntimeError, "tree-sitter returned no tree");
         }
     } else if (walk_rc == -1) {
-        PyErr_NoMemory();
+        if (!PyErr_Occurred()) PyErr_NoMemory();
     } else if (walk_rc == -2) {
         PyErr_SetString(PyExc_RuntimeError, "tree-sitter cursor visited more nodes than descendant_count");
     } else if (!walked) {
         result = Py_BuildValue("(OLOOOOOO)", has_error ? Py_True : Py_False, (long long)count, Py_None, Py_None,
                                Py_None, Py_None, Py_None, Py_None);
-    } else {
-        int64_t n = w.n;
-        result = Py_BuildValue("(OLNNNNNN)", has_error ? Py_True : Py_False, (long long)count,
-                               column(w.kinds, n, 8), column(w.starts, n, 8), column(w.ends, n, 8),
-                               column(w.parents, n, 8), column(w.field_ids, n, 8), column(w.missing, n, 1));
+    } else if (walk_trim(&w) == 0) {
+        PyObject **c = w.columns;
+        result = Py_BuildValue("(OLOOOOOO)", has_error ? Py_True : Py_False, (long long)count, c[COL_KINDS],
+                               c[COL_STARTS], c[COL_ENDS], c[COL_PARENTS], c[COL_FIELDS], c[COL_MISSING]);
     }
     walk_free(&w);
 release_buffer:
