@@ -27,9 +27,9 @@ way); the pipe carries only the pickle and the buffers' sizes. A buffer that doe
 is left of the arena crosses the pipe inside the pickle. A call made once per record (the compiled
 code parse) goes through :func:`call_guarded_raw` instead: a small request and reply in the
 caller's own format and raw buffers, nothing pickled at either end (with the parse taken out, a
-stdlib file's round trip measured 45 µs, against 81 µs pickled). Helpers ignore ``SIGINT`` and exit when
-this process does; a process forked from this one starts its own. POSIX only: :func:`can_fork`
-says whether helpers are available.
+stdlib file's round trip took about half the pickled one's time: ``benchmarks/bench_guard.py``).
+Helpers ignore ``SIGINT`` and exit when this process does; a process forked from this one starts
+its own. POSIX only: :func:`can_fork` says whether helpers are available.
 """
 
 from __future__ import annotations
@@ -561,7 +561,7 @@ def _pickled_outcome(arena: _Arena, msg: bytes) -> tuple:
 
 def _raw_outcome(arena: _Arena, msg: bytes) -> tuple:
     """``(ok, value)`` of a raw call's answer (a pickled one when the function raised)."""
-    return (True, arena.raw_result(msg)) if _is_raw(msg) else arena.loads(msg, as_bytes=False)
+    return (True, arena.raw_result(msg)) if _is_raw(msg) else _pickled_outcome(arena, msg)
 
 
 def _call(encode, decode, deadline: float, what: str, timeout: float, name: str | None) -> Any:

@@ -550,15 +550,16 @@ def _parse_columns(
 ) -> _Columns:
     """Parse and walk ``data``, stopped at ``limits.record_timeout`` seconds whatever the input.
 
-    With a timeout, the parse runs in a helper process killed at the deadline
-    (:func:`~structpos.parsers._guard.call_guarded`: a round trip per parse), since
+    With a timeout, the parse runs in a helper process killed at the deadline (a round trip per
+    parse: :func:`_guarded_native_columns` on the compiled path, else
+    :func:`~structpos.parsers._guard.call_guarded`), since
     tree-sitter may spend unbounded time without a progress callback (see :func:`_parse_timed`).
     Without a timeout, or without ``fork``, it runs here.
     """
     timeout = limits.record_timeout
-    if timeout is not None and can_fork() and _native_capsule(lang) is not None:
-        return _guarded_native_columns(lang, data, named_only, fields, limits.max_nodes, timeout, name)
     if timeout is not None and can_fork():
+        if _native_capsule(lang) is not None:  # compiled: a raw call, nothing pickled
+            return _guarded_native_columns(lang, data, named_only, fields, limits.max_nodes, timeout, name)
         compiled = native_module("code") is not None
         args = (_language_key(lang, lang_name), data, named_only, fields, limits.max_nodes, name, compiled)
         deadline = time.monotonic() + timeout
