@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -243,3 +244,89 @@ def test_a_language_loaded_after_the_helper_started_parses_in_a_fresh_one(monkey
     assert stale == [False, True, False]  # the stale helper answered, the fresh one parsed
     assert guarded.num_nodes == local.num_nodes > 20
     assert_same_structure(guarded, local, "code")
+
+
+def test_guarded_parses_from_threads_equal_in_process_ones():
+    """Concurrent guarded parses each take their own helper (and so their own arena): the columns of
+    one call never land in another's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from structpos.limits import Limits
+    from structpos.parsers.code import parse_code
+
+    sources = [
+        (b"def f%d(x):\n    return [x * %d for _ in range(%d)]\n" % (i, i, i)) * (1 + i % 7) + b"class B(:\n" * (i % 2)
+        for i in range(24)
+    ]
+    here = Limits(record_timeout=None)
+    want = [parse_code(s, "python", limits=here) for s in sources]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda s: parse_code(s, "python"), sources))
+    for g, w in zip(got, want):
+        assert g.num_nodes == w.num_nodes
+        assert_same_structure(g, w, "code")
+
+
+_THREADED_SCRIPT = """
+import multiprocessing
+import threading
+import time
+from structpos.parsers import _guard
+from structpos.parsers.code import parse_code
+
+make_pipe = multiprocessing.Pipe
+
+def slow_pipe(*args):  # widens the race: other threads run between a helper's pipe and its fork
+    ends = make_pipe(*args)
+    time.sleep(0.05)
+    return ends
+
+multiprocessing.Pipe = slow_pipe
+
+barrier = threading.Barrier(8)
+
+def parse(i):
+    barrier.wait()  # eight helpers forked at once
+    parse_code(b"x = %d\\n" % i, "python")
+
+threads = [threading.Thread(target=parse, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+with open(OUT, "w") as f:
+    f.write(" ".join(str(h.pid) for h in _guard._pool.idle))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_helpers_forked_by_threads_exit_with_their_process(tmp_path):
+    """Helpers forked at the same time from several threads once held each other's pipe ends: after
+    their process exited none saw end-of-file, and they lived on (holding its stdout open: a shell
+    pipeline reading it never ended). Every helper must see its process go."""
+    import subprocess
+    import sys
+
+    pid_file = tmp_path / "pids"
+    script = f"OUT = {str(pid_file)!r}\n" + _THREADED_SCRIPT
+    # no pipe to the child: a helper that outlived it would hold the pipe open and the run would not end
+    run = subprocess.run([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert run.returncode == 0
+    pids = [int(p) for p in pid_file.read_text().split()]
+    assert 2 <= len(pids) <= 8  # forked at once (a helper done with its parse may serve another thread)
+    for _ in range(600):  # bound by work: each helper exits on its first read after the parent has gone
+        if not any(_alive(p) for p in pids):
+            break
+        time.sleep(0.1)
+    left = [p for p in pids if _alive(p)]
+    for p in left:
+        os.kill(p, 9)
+    assert not left, f"{len(left)} of {len(pids)} helpers outlived their process"

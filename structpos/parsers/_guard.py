@@ -217,6 +217,8 @@ class _Arena:
 
 
 _arenas: weakref.WeakSet[_Arena] = weakref.WeakSet()  # a helper unmaps the others' it inherited
+_helpers: weakref.WeakSet["_Helper"] = weakref.WeakSet()  # a helper closes the others' pipe ends it inherited
+_forking = threading.Lock()
 
 _RAW = 0xFFFFFFFF  # a raw call's messages start with this where an arena message has its buffer count
 _RAW_CALL = struct.Struct("<IHIQ?")  # _RAW, len(function reference), len(request), len(payload), payload in arena
@@ -325,20 +327,34 @@ def _unpin(mask: set[int] | None) -> None:
 
 
 class _Helper:
-    """One forked helper process, the parent's end of its pipe and the arena they share."""
+    """One forked helper process, the parent's end of its pipe and the arena they share.
+
+    A helper exits when it reads the end of its pipe, which comes when every copy of the parent's
+    end is closed: so a new helper closes the parent's ends of those made before it (made one at a
+    time, under ``_forking``). Helpers forked at once by several threads used to hold each other's
+    ends, and all outlived their process.
+    """
+
+    pid: int
+    conn: Any  # multiprocessing.connection.Connection
+    arena: _Arena
 
     def __init__(self) -> None:
         arena = _Arena(ARENA_BYTES)
-        ours, theirs = mp.Pipe()
         parent = os.getpid() if threading.current_thread() is threading.main_thread() else None
-        with warnings.catch_warnings():  # the helper runs only guarded functions: no other thread's lock is needed
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-        if pid == 0:  # pragma: no cover - the helper (coverage does not follow it)
-            ours.close()
-            _serve(theirs, arena, parent)
-        theirs.close()
-        self.pid, self.conn, self.arena = pid, ours, arena
+        with _forking:  # one helper made at a time: no other's pipe is half made when this one forks
+            ours, theirs = mp.Pipe()
+            with warnings.catch_warnings():  # the helper runs only guarded functions: no other thread's lock is needed
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:  # pragma: no cover - the helper (coverage does not follow it)
+                ours.close()
+                for other in list(_helpers):  # their ends, else each keeps the others alive when this process ends
+                    other.conn.close()
+                _serve(theirs, arena, parent)
+            theirs.close()
+            self.pid, self.conn, self.arena = pid, ours, arena
+            _helpers.add(self)
         self.poller = select.poll()
         self.poller.register(ours.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
         self.cpu: int | None = None  # the CPU it is pinned to (:func:`_pin_together`)
