@@ -307,21 +307,22 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
-def test_helpers_forked_by_threads_exit_with_their_process(tmp_path):
-    """Helpers forked at the same time from several threads once held each other's pipe ends: after
-    their process exited none saw end-of-file, and they lived on (holding its stdout open: a shell
-    pipeline reading it never ended). Every helper must see its process go."""
+def _run_and_wait_for_helpers(script: str, tmp_path) -> tuple[list[int], list[int]]:
+    """Run ``script`` (it writes its helpers' pids, then any other pids, to ``OUT``) and wait for its
+    helpers to go: ``(helpers, helpers still alive)``; those still alive are killed."""
     import subprocess
     import sys
 
     pid_file = tmp_path / "pids"
-    script = f"OUT = {str(pid_file)!r}\n" + _THREADED_SCRIPT
     # no pipe to the child: a helper that outlived it would hold the pipe open and the run would not end
-    run = subprocess.run([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = subprocess.run(
+        [sys.executable, "-c", f"OUT = {str(pid_file)!r}\n" + script],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     assert run.returncode == 0
-    pids = [int(p) for p in pid_file.read_text().split()]
-    assert 2 <= len(pids) <= 8  # forked at once (a helper done with its parse may serve another thread)
+    helpers, *_others = pid_file.read_text().split(";")
+    pids = [int(p) for p in helpers.split()]
     for _ in range(600):  # bound by work: each helper exits on its first read after the parent has gone
         if not any(_alive(p) for p in pids):
             break
@@ -329,4 +330,47 @@ def test_helpers_forked_by_threads_exit_with_their_process(tmp_path):
     left = [p for p in pids if _alive(p)]
     for p in left:
         os.kill(p, 9)
+    return pids, left
+
+
+_FORKING_SCRIPT = """
+import os
+import threading
+import time
+from structpos.parsers import _guard
+from structpos.parsers.code import parse_code
+
+# a helper forked by a thread (one forked by the main thread is also killed by the kernel with its
+# process, PR_SET_PDEATHSIG; this one ends only when its pipe does)
+worker = threading.Thread(target=parse_code, args=(b"x = 1\\n", "python"))
+worker.start()
+worker.join()
+child = os.fork()
+if child == 0:  # the user's own child, still running when its parent ends
+    time.sleep(120)
+    os._exit(0)
+with open(OUT, "w") as f:
+    f.write(" ".join(str(h.pid) for h in _guard._pool.idle) + ";" + str(child))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_helpers_exit_with_their_process_while_its_children_live(tmp_path):
+    """A child forked from a process with helpers inherits the parent's ends of their pipes; it must
+    close them, or the helpers outlive their process for as long as the child runs."""
+    pids, left = _run_and_wait_for_helpers(_FORKING_SCRIPT, tmp_path)
+    child = int((tmp_path / "pids").read_text().split(";")[1])
+    try:
+        assert len(pids) == 1 and not left, "the helper outlived its process while its child lived"
+    finally:
+        os.kill(child, 9)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_helpers_forked_by_threads_exit_with_their_process(tmp_path):
+    """Helpers forked at the same time from several threads once held each other's pipe ends: after
+    their process exited none saw end-of-file, and they lived on (holding its stdout open: a shell
+    pipeline reading it never ended). Every helper must see its process go."""
+    pids, left = _run_and_wait_for_helpers(_THREADED_SCRIPT, tmp_path)
+    assert 2 <= len(pids) <= 8  # forked at once (a helper done with its parse may serve another thread)
     assert not left, f"{len(left)} of {len(pids)} helpers outlived their process"

@@ -217,8 +217,19 @@ class _Arena:
 
 
 _arenas: weakref.WeakSet[_Arena] = weakref.WeakSet()  # a helper unmaps the others' it inherited
-_helpers: weakref.WeakSet["_Helper"] = weakref.WeakSet()  # a helper closes the others' pipe ends it inherited
+_helpers: weakref.WeakSet["_Helper"] = weakref.WeakSet()  # their pipe ends are closed in any forked child
 _forking = threading.Lock()
+
+
+def _close_inherited_ends() -> None:  # pragma: no cover - runs in forked children
+    """In a child just forked (a helper, or any fork of this process): close the parent's ends of the
+    helpers' pipes, so that the helpers see their process end even while its children live on."""
+    for helper in list(_helpers):
+        helper.conn.close()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_ends)
 
 _RAW = 0xFFFFFFFF  # a raw call's messages start with this where an arena message has its buffer count
 _RAW_CALL = struct.Struct("<IHIQ?")  # _RAW, len(function reference), len(request), len(payload), payload in arena
@@ -330,9 +341,10 @@ class _Helper:
     """One forked helper process, the parent's end of its pipe and the arena they share.
 
     A helper exits when it reads the end of its pipe, which comes when every copy of the parent's
-    end is closed: so a new helper closes the parent's ends of those made before it (made one at a
-    time, under ``_forking``). Helpers forked at once by several threads used to hold each other's
-    ends, and all outlived their process.
+    end is closed: so every child forked from this process closes the parent's ends of the helpers
+    made before it (:func:`_close_inherited_ends`), and helpers are made one at a time (under
+    ``_forking``), so that none is half made when another forks. Helpers forked at once by several
+    threads used to hold each other's ends, and all outlived their process.
     """
 
     pid: int
@@ -348,9 +360,7 @@ class _Helper:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 pid = os.fork()
             if pid == 0:  # pragma: no cover - the helper (coverage does not follow it)
-                ours.close()
-                for other in list(_helpers):  # their ends, else each keeps the others alive when this process ends
-                    other.conn.close()
+                ours.close()  # (the other helpers' ends are closed by _close_inherited_ends)
                 _serve(theirs, arena, parent)
             theirs.close()
             self.pid, self.conn, self.arena = pid, ours, arena
