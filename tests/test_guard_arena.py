@@ -248,11 +248,18 @@ def test_a_language_loaded_after_the_helper_started_parses_in_a_fresh_one(monkey
 
 def test_guarded_parses_from_threads_equal_in_process_ones():
     """Concurrent guarded parses each take their own helper (and so their own arena): the columns of
-    one call never land in another's."""
+    one call never land in another's. With the Language cache cleared first, every helper already
+    made is stale: threads stop them while others fork new ones (a child forked then once closed a
+    pipe end whose number had just been freed and reused, its own, and ran the parent's code)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from structpos.limits import Limits
+    from structpos.parsers import code
     from structpos.parsers.code import parse_code
+
+    with ThreadPoolExecutor(4) as pool:  # helpers made from threads, kept in the pool
+        list(pool.map(lambda s: parse_code(s, "python"), [b"x = 1\n"] * 8))
+    code._language.cache_clear()
 
     sources = [
         (b"def f%d(x):\n    return [x * %d for _ in range(%d)]\n" % (i, i, i)) * (1 + i % 7) + b"class B(:\n" * (i % 2)

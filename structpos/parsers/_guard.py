@@ -221,11 +221,30 @@ _helpers: weakref.WeakSet["_Helper"] = weakref.WeakSet()  # their pipe ends are 
 _forking = threading.Lock()
 
 
+def _file_id(fd: int) -> tuple[int, int]:
+    """What ``fd`` is open on (device, inode): a number freed and reused refers to something else."""
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
 def _close_inherited_ends() -> None:  # pragma: no cover - runs in forked children
     """In a child just forked (a helper, or any fork of this process): close the parent's ends of the
-    helpers' pipes, so that the helpers see their process end even while its children live on."""
+    helpers' pipes, so that the helpers see their process end even while its children live on.
+
+    Only an end still open on its own pipe is closed: a thread of the parent may have been stopping
+    a helper at the fork (its number freed, perhaps already reused for something else); that
+    connection is forgotten, not closed.
+    """
     for helper in list(_helpers):
-        helper.conn.close()
+        conn = helper.conn
+        try:
+            same = _file_id(conn.fileno()) == helper.conn_id
+        except OSError:  # closed
+            continue
+        if same:
+            conn.close()
+        else:
+            conn._handle = None  # multiprocessing's Connection: closing it later would close another file
 
 
 if hasattr(os, "register_at_fork"):
@@ -349,6 +368,7 @@ class _Helper:
 
     pid: int
     conn: Any  # multiprocessing.connection.Connection
+    conn_id: tuple[int, int]  # what conn is open on (_file_id)
     arena: _Arena
 
     def __init__(self) -> None:
@@ -360,10 +380,14 @@ class _Helper:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 pid = os.fork()
             if pid == 0:  # pragma: no cover - the helper (coverage does not follow it)
-                ours.close()  # (the other helpers' ends are closed by _close_inherited_ends)
-                _serve(theirs, arena, parent)
+                try:  # never back into the forking thread's code, whatever happens here
+                    ours.close()  # (the other helpers' ends are closed by _close_inherited_ends)
+                    _serve(theirs, arena, parent)
+                finally:
+                    os._exit(1)
             theirs.close()
             self.pid, self.conn, self.arena = pid, ours, arena
+            self.conn_id = _file_id(ours.fileno())
             _helpers.add(self)
         self.poller = select.poll()
         self.poller.register(ours.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
@@ -592,12 +616,14 @@ def _raw_outcome(arena: _Arena, msg: bytes) -> tuple:
 
 def _call(encode, decode, deadline: float, what: str, timeout: float, name: str | None) -> Any:
     """One call through a helper (a second, fresh one when the first was stale): its value, or its error raised."""
+    helper = _pool.take()
     for _attempt in range(2):
-        ok, value = _round_trip(_pool.take(), encode, decode, deadline, what, timeout, name)
+        ok, value = _round_trip(helper, encode, decode, deadline, what, timeout, name)
         if ok:
             return value
         if value is not StaleHelper:
             break
+        helper = _Helper()  # a fresh fork (another idle one may be as stale) knows what this process has loaded
     if isinstance(value, BaseException):
         raise value
     raise ParseError(f"{what} failed: {value}", name=name)
