@@ -129,7 +129,9 @@ static int walk_trim(Walk *w) {
     return 0;
 }
 
-/* The preorder walk of code.py::_walk: a dropped node's children hang from its nearest kept ancestor. */
+/* The preorder walk of code.py::_walk: a dropped node's children hang from its nearest kept ancestor.
+ * walk_tree and walk_subtrees return 0: done; -1: out of memory; -2: more nodes than descendant_count
+ * (never expected). */
 static int walk_tree(Walk *w, TSTree *tree, const TSLanguage *lang, int named_only, int fields, int missing) {
     uint32_t symbol_count = ts_language_symbol_count(lang);
     TSTreeCursor cur = ts_tree_cursor_new(ts_tree_root_node(tree));

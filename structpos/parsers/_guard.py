@@ -117,7 +117,7 @@ class _Arena:
                     return True  # in band
                 self.map[end : end + n] = raw
             sizes.append(n)
-            end += -(-n // _ALIGN) * _ALIGN
+            end += _aligned(n)
             return False
 
         out = io.BytesIO()
@@ -134,20 +134,12 @@ class _Arena:
         """
         (count,) = _COUNT.unpack_from(msg)
         sizes = struct.unpack_from(f"<{count}Q", msg, _COUNT.size)
-        buffers: list[bytes | np.ndarray] = []
-        total = sum(-(-n // _ALIGN) * _ALIGN for n in sizes)
-        arena = self.map
-        if total > self.size or (count and arena is None):
-            raise ValueError("buffers past the arena's end")
-        if count and not as_bytes:  # one writable copy (numpy arrays made on it are writable)
-            block = np.frombuffer(arena, dtype=np.uint8, count=total).copy()  # type: ignore[arg-type]  # not None
-        start = 0
-        for n in sizes:
-            if as_bytes:
-                buffers.append(arena[start : start + n])  # type: ignore[index]  # not None when count > 0
-            else:
-                buffers.append(block[start : start + n])
-            start += -(-n // _ALIGN) * _ALIGN
+        buffers: list[bytes] | list[np.ndarray]
+        if as_bytes:
+            offsets = self._layout(sizes, 0)
+            buffers = [self.map[o : o + n] for o, n in zip(offsets, sizes)]  # type: ignore[index]  # not None
+        else:  # one writable copy (numpy arrays made on it are writable)
+            buffers = self._copies(sizes, 0)
         with memoryview(msg) as body:
             return pickle.loads(body[_COUNT.size + 8 * count :], buffers=buffers)
 
@@ -177,7 +169,7 @@ class _Arena:
             with whole[start : start + n_payload].toreadonly() as payload:
                 reply, buffers = fn(request, payload)
         sizes = [memoryview(b).nbytes for b in buffers]
-        base = -(-n_payload // _ALIGN) * _ALIGN if in_arena else 0
+        base = _aligned(n_payload) if in_arena else 0
         offsets = _aligned_offsets(sizes, base)
         in_arena = self.map is not None and offsets[-1] <= self.size
         if in_arena:
@@ -196,16 +188,30 @@ class _Arena:
         at += 8 * count
         reply = msg[at : at + n_reply]
         if in_arena:
-            offsets = _aligned_offsets(sizes, base)
-            if offsets[-1] > self.size or self.map is None:
+            if self.map is None:
                 raise ValueError("buffers past the arena's end")
-            block = np.frombuffer(self.map, dtype=np.uint8, count=offsets[-1] - base, offset=base).copy()
-            return reply, [block[o - base : o - base + n] for o, n in zip(offsets, sizes)]
+            return reply, self._copies(sizes, base)
         block = np.frombuffer(bytearray(msg[at + n_reply :]), dtype=np.uint8)
         if block.size != sum(sizes):
             raise ValueError("a raw reply of the wrong length")
         ends = np.cumsum((0, *sizes)).tolist()
         return reply, [block[a:b] for a, b in zip(ends, ends[1:])]
+
+    def _layout(self, sizes, base: int) -> list[int]:
+        """:func:`_aligned_offsets` of buffers in this arena (ValueError past its end, or without one)."""
+        offsets = _aligned_offsets(sizes, base)
+        if offsets[-1] > self.size or (sizes and self.map is None):
+            raise ValueError("buffers past the arena's end")
+        return offsets
+
+    def _copies(self, sizes, base: int) -> list[np.ndarray]:
+        """The buffers of ``sizes`` lying from ``base`` (:meth:`_layout`), as ``uint8`` slices of one
+        writable copy."""
+        offsets = self._layout(sizes, base)
+        if not sizes:
+            return []
+        block = np.frombuffer(self.map, dtype=np.uint8, count=offsets[-1] - base, offset=base).copy()  # type: ignore[arg-type]  # not None
+        return [block[o - base : o - base + n] for o, n in zip(offsets, sizes)]
 
     def close(self) -> None:
         if self.map is None:
@@ -255,11 +261,16 @@ _RAW_CALL = struct.Struct("<IHIQ?")  # _RAW, len(function reference), len(reques
 _RAW_REPLY = struct.Struct("<III?Q")  # _RAW, len(reply), buffer count, buffers in arena, where they start there
 
 
+def _aligned(n: int) -> int:
+    """``n`` bytes rounded up to a multiple of ``_ALIGN`` (the room a buffer takes in an arena)."""
+    return -(-n // _ALIGN) * _ALIGN
+
+
 def _aligned_offsets(sizes, base: int) -> list[int]:
     """Where buffers of ``sizes`` lie from ``base`` at ``_ALIGN``-rounded offsets, and (last) where they end."""
     offsets = [base]
     for n in sizes:
-        offsets.append(offsets[-1] + -(-n // _ALIGN) * _ALIGN)
+        offsets.append(offsets[-1] + _aligned(n))
     return offsets
 
 
