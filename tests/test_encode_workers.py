@@ -91,3 +91,36 @@ def test_the_pool_reads_the_next_shard_while_its_worker_encodes(tmp_path):
         assert min(5, done) <= pulled <= min(5, done + 1)
     assert seen[0][1] == 2  # the shard after the first was read before the first result
     assert [i for i, _ in seen] == [0, 1, 2, 3, 4]
+
+
+def _child_environment(names, queue) -> None:  # pragma: no cover - runs in a spawned child
+    import os
+
+    queue.put({k: os.environ.get(k) for k in names})
+
+
+def test_workers_start_with_the_worker_environment_unless_the_user_set_a_variable(monkeypatch):
+    """A spawned worker sees :data:`WORKER_ENV` (one BLAS thread, the malloc settings), a variable the
+    user set keeps the user's value, and the driver's own environment is left as it was."""
+    import multiprocessing as mp
+    import os
+
+    from structpos.pipeline.isolation import WORKER_ENV, _worker_environment
+
+    names = sorted(WORKER_ENV)
+    assert {"OPENBLAS_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"} <= set(names)
+    for k in names:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")  # the user's choice wins
+    before = dict(os.environ)
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    with _worker_environment():
+        proc = ctx.Process(target=_child_environment, args=(names, queue))
+        proc.start()
+    seen = queue.get(timeout=60)
+    proc.join(60)
+    assert dict(os.environ) == before
+    expected = dict(WORKER_ENV, MALLOC_TRIM_THRESHOLD_="12345")
+    assert seen == expected
+    assert int(seen["MALLOC_MMAP_THRESHOLD_"]) == 32 << 20
