@@ -18,6 +18,11 @@ is the speed-up two idle cores would give if the work split evenly (start-up and
 make the real one lower). On a loaded machine CPU seconds vary too (caches, the host's other
 threads): between runs at load 4-9 the same configuration measured 4.7-6.7 CPU s.
 
+Each round also times a bare tree-sitter parse of the same files in one process and split over two
+(:func:`parallel_parse_bound`): perfectly parallel work with no orchestration, so its speed-up is what two
+busy vCPUs of this host give at that moment (on the shared development VM, 1.64-1.89x); the encode
+speed-up is printed against it.
+
 With ``--trace DIR`` each run also writes its timeline (``STRUCTPOS_ENCODE_TRACE``,
 :mod:`structpos.pipeline.trace`) and prints its idle-core seconds (start-up, middle, tail), the
 driver's busy spans and each worker's shards: where a speed-up below the CPU bound loses its time.
