@@ -144,9 +144,9 @@ WORKER_ENV = {
 parallelism); few malloc arenas, so that the address-space limit measures memory, not the
 64 MiB reserved per thread arena; and blocks up to 32 MiB served from the heap and kept there
 (up to 64 MiB free at its top, grown 16 MiB at a time) instead of mapped and unmapped for each
-record. Measured on the stdlib encode (benchmarks/RESULTS.md): up to 2.5x fewer page faults,
-20-40 % less system time, 4-12 % less wall time; a worker's peak RSS ~60 MiB (~11 %) higher,
-still flat in the input size."""
+record. Measured on the stdlib encode (benchmarks/RESULTS.md): 2.5-3x fewer page faults,
+15-40 % less system time, 0-12 % less wall time over three A/B runs; a worker's peak RSS
+~60 MiB (~11 %) higher, still flat in the input size."""
 
 
 @contextlib.contextmanager
