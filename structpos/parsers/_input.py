@@ -7,8 +7,8 @@ three forms and fail the same way:
   hold and which nothing downstream can encode) raises :class:`~structpos.exceptions.ParseError`
   naming its character offset;
 * ``bytes`` — decoded: a byte-order mark picks UTF-8/16/32, else the ``encoding`` the caller
-  found (a PEP 263 line, an XML declaration: :func:`declared_encoding`), else UTF-8; bytes
-  that do not decode raise :class:`~structpos.exceptions.ParseError` naming the byte offset,
+  found (a PEP 263 line, an XML declaration, an HTML ``<meta charset>``: :func:`declared_encoding`),
+  else UTF-8; bytes that do not decode raise :class:`~structpos.exceptions.ParseError` naming the byte offset,
   and so do bytes whose NULs fall every other (or every fourth) byte, which is UTF-16 (or
   UTF-32) text without its byte-order mark; a declared codec that is not a text encoding
   (``rot13``, ``hex``, ``zlib_codec``) raises a ParseError naming the line that declares it;
@@ -66,6 +66,50 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _XML_DECL_ENCODING = re.compile(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z][A-Za-z0-9._-]*)[\"']")
 _PEP263 = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263's own pattern
 _NUL_SAMPLE = 64  # bytes looked at for the NUL pattern of BOM-less UTF-16/32
+_HTML_PRESCAN = 1024  # bytes an HTML parser looks at for a <meta> charset (WHATWG "prescan a byte stream")
+_HTML_COMMENT = re.compile(rb"<!--.*?(?:-->|\Z)", re.DOTALL)
+_HTML_META = re.compile(rb"<meta[\t\n\f\r /]([^>]*)", re.IGNORECASE)
+_HTML_ATTR = re.compile(
+    rb"""([^\t\n\f\r /=>][^\t\n\f\r /=>]*)(?:[\t\n\f\r ]*=[\t\n\f\r ]*("[^"]*"|'[^']*'|[^\t\n\f\r >]*))?"""
+)
+_CONTENT_CHARSET = re.compile(
+    rb"""charset[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r ;"']+))""", re.IGNORECASE
+)
+TABLE_SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".html": "html", ".htm": "html"}
+HTML_TABLE_HINT = r"<\s*table\b"  # text of no known suffix holding this (any case) is an HTML table
+_HTML_TABLE_HINT = re.compile(HTML_TABLE_HINT.encode(), re.IGNORECASE)
+
+
+def _labels(codec: str, *labels: str) -> dict[str, str]:
+    return dict.fromkeys(labels, codec)
+
+
+# Labels whose WHATWG Encoding Standard decoder (what browsers apply) is a superset of the Python codec of
+# the same name: pages declaring ``iso-8859-1`` hold windows-1252 quotes, ``gb2312`` pages GBK characters, ...
+# A <meta> declaring UTF-16 means UTF-8 (an ASCII-compatible prescan found it).
+_WEB_LABELS = {
+    **_labels("cp1252", "ascii", "us-ascii", "ansi_x3.4-1968", "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1",
+              "l1", "cp819", "ibm819", "iso-ir-100", "csisolatin1", "iso_8859-1:1987", "windows-1252", "x-cp1252"),
+    **_labels("cp1254", "iso-8859-9", "iso8859-9", "iso_8859-9", "latin5", "l5", "windows-1254", "x-cp1254"),
+    **_labels("cp874", "iso-8859-11", "iso8859-11", "tis-620", "dos-874", "windows-874"),
+    **_labels("gbk", "gb2312", "gb_2312", "gb_2312-80", "chinese", "csgb2312", "iso-ir-58", "x-gbk"),
+    **_labels("cp949", "euc-kr", "cseuckr", "korean", "ks_c_5601-1987", "ks_c_5601-1989", "ksc5601", "ksc_5601",
+              "iso-ir-149", "windows-949"),
+    **_labels("cp932", "shift_jis", "shift-jis", "sjis", "ms_kanji", "ms932", "windows-31j", "x-sjis", "csshiftjis"),
+    **_labels("big5hkscs", "big5", "big5-hkscs", "cn-big5", "csbig5", "x-x-big5"),
+    **_labels("utf-8", "utf-16", "utf-16le", "utf-16be", "unicode", "unicodefeff", "unicodefffe", "csunicode",
+              "ucs-2", "iso-10646-ucs-2", "unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"),
+    **_labels("iso8859-8", "iso-8859-8-i", "csiso88598i", "logical"),
+    **_labels("koi8-u", "koi8-ru"),
+    **_labels("mac-cyrillic", "x-mac-cyrillic", "x-mac-ukrainian"),
+}  # fmt: skip
+# The Python codecs of the other WHATWG encodings (a label Python resolves to one of them is taken as it resolves;
+# Python's other codecs, e.g. ``unicode_escape`` or EBCDIC ``cp037``, are no web encoding and are passed over)
+_WEB_CODECS = frozenset(
+    ["utf-8", "cp866", "koi8-r", "mac-roman", "gb18030", "euc_jp", "iso2022_jp"]
+    + [f"iso8859-{i}" for i in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)]
+    + [f"cp125{i}" for i in range(9)]
+)
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16 LE: it starts with the same two bytes
     (codecs.BOM_UTF32_BE, "utf-32"),
@@ -212,12 +256,82 @@ def xml_encoding(data: bytes) -> str | None:
     return None if m is None else m.group(1).decode("ascii")
 
 
+def html_encoding(data: bytes) -> tuple[str, str] | None:
+    """``(codec, "byte N")`` of the first ``<meta>`` charset in the first 1,024 bytes of HTML ``data``, else ``None``.
+
+    As HTML parsers prescan a page (the WHATWG "prescan a byte stream" step): ``<meta charset=X>``
+    or ``<meta http-equiv="Content-Type" content="...; charset=X">`` outside comments; a label
+    that names no web encoding is passed over, as browsers do. Labels map as the WHATWG Encoding Standard
+    maps them where its decoder is the wider one (``iso-8859-1`` and ``ascii`` → ``cp1252``,
+    ``gb2312`` → ``gbk``, ``euc-kr`` → ``cp949``, ``shift_jis`` → ``cp932``; a declared UTF-16 is
+    UTF-8). UTF-8 itself is ``None`` (the default). ``N`` is where the ``<meta`` tag starts.
+
+    Examples
+    --------
+    >>> html_encoding(b'<html><head><meta charset="ISO-8859-1"><table>')
+    ('cp1252', 'byte 12')
+    >>> html_encoding(b'<meta http-equiv="content-type" content="text/html; charset=shift_jis">')
+    ('cp932', 'byte 0')
+    >>> html_encoding(b'<!-- <meta charset="koi8-r"> --><meta charset=utf-8>') is None
+    True
+    """
+    head = data[:_HTML_PRESCAN]
+    comments = [m.span() for m in _HTML_COMMENT.finditer(head)]
+    for meta in _HTML_META.finditer(head):
+        if any(a <= meta.start() < b for a, b in comments):
+            continue
+        codec = _web_codec(_meta_charset(meta.group(1)))
+        if codec is not None:
+            return None if codec == "utf-8" else (codec, f"byte {meta.start()}")
+    return None
+
+
+def _meta_charset(attributes: bytes) -> bytes | None:
+    """The charset label a ``<meta>`` tag's attributes declare (WHATWG: ``charset``, else a
+    ``content`` charset when ``http-equiv`` is ``content-type``), else ``None``."""
+    attrs: dict[bytes, bytes] = {}
+    for m in _HTML_ATTR.finditer(attributes):
+        value = m.group(2) or b""
+        attrs.setdefault(m.group(1).lower(), value[1:-1] if value[:1] in (b'"', b"'") else value)
+    if b"charset" in attrs:
+        return attrs[b"charset"]
+    if attrs.get(b"http-equiv", b"").strip().lower() == b"content-type":
+        found = _CONTENT_CHARSET.search(attrs.get(b"content", b""))
+        if found is not None:
+            return next(g for g in found.groups() if g is not None)
+    return None
+
+
+def _web_codec(label: bytes | None) -> str | None:
+    """The Python codec for an HTML charset label (:data:`_WEB_LABELS`, else a Python name of a web
+    encoding, :data:`_WEB_CODECS`), else ``None``."""
+    if not label:
+        return None
+    name = label.strip(b"\t\n\f\r ").decode("ascii", "replace").lower()
+    if name in _WEB_LABELS:
+        return _WEB_LABELS[name]
+    try:
+        codec = codecs.lookup(name).name
+    except (LookupError, ValueError):  # ValueError: a NUL in the label
+        return None
+    return codec if codec in _WEB_CODECS else None
+
+
+def _table_kind(data: bytes, name: str) -> str:
+    """``"html"`` for a table input that :func:`~structpos.parsers.table.detect_format` reads as HTML (a
+    ``.html``/``.htm`` name, or no ``.csv``/``.tsv``/``.tab`` one and a ``<table`` tag), else ``"table"``."""
+    fmt = TABLE_SUFFIX_FORMATS.get(os.path.splitext(name)[1].lower())
+    is_html = fmt == "html" if fmt is not None else _HTML_TABLE_HINT.search(data) is not None
+    return "html" if is_html else "table"
+
+
 def declared_encoding(data: bytes, kind: str, language: Any = None) -> tuple[str | None, str | None]:
     """``(encoding, where declared)`` that the format of ``kind`` declares in ``data``; ``(None, None)``: none.
 
     Python code (``language`` ``"python"`` or an alias) declares it in a PEP 263 line
-    (:func:`pep263_encoding`), XML in its declaration (:func:`xml_encoding`); a byte-order
-    mark overrides both (:func:`decode_bytes`).
+    (:func:`pep263_encoding`), XML in its declaration (:func:`xml_encoding`), HTML (``kind``
+    ``"html"``) in a ``<meta>`` charset (:func:`html_encoding`); a byte-order mark overrides
+    them all (:func:`decode_bytes`).
 
     Examples
     --------
@@ -233,6 +347,8 @@ def declared_encoding(data: bytes, kind: str, language: Any = None) -> tuple[str
     if kind == "xml":
         enc = xml_encoding(data)
         return enc, (None if enc is None else "line 1")
+    if kind == "html":
+        return html_encoding(data) or (None, None)
     return None, None
 
 
@@ -258,7 +374,8 @@ def decode_input(data: bytes, name: str, kind: str, language: Any = None) -> str
     name : str
         The input's name in error messages.
     kind : str
-        The input kind (``"code"``, ``"xml"``, ``"json"``, ...).
+        The input kind (``"code"``, ``"xml"``, ``"json"``, ...; ``"html"`` for an HTML table, and
+        ``"table"`` for one whose format ``name``'s suffix or a ``<table`` tag tells).
     language : str, optional
         The code language (its PEP 263 line counts only for Python).
 
@@ -299,7 +416,10 @@ def decode_as_utf8(data: bytes, name: str, kind: str, language: Any = None) -> t
 
 
 def _decode(data: bytes, name: str, kind: str, language: Any) -> tuple[str, str | None]:
-    """The text of ``data``, and the encoding its format declared (``None``: none)."""
+    """The text of ``data``, and the encoding its format declared (``None``: none); a ``"table"``
+    is read as HTML where :func:`~structpos.parsers.table.detect_format` would call it HTML."""
+    if kind == "table":
+        kind = _table_kind(data, name)
     encoding, where = declared_encoding(data, kind, language)
     return decode_bytes(data, name, encoding, where), encoding
 

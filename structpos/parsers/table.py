@@ -18,23 +18,30 @@ from typing import Any
 from ..exceptions import SpecError
 from ..limits import Limits
 from ..structure import Structure
-from ._input import decode_bytes, read_bytes, wrong_type
+from ._input import HTML_TABLE_HINT, TABLE_SUFFIX_FORMATS, decode_input, read_bytes, wrong_type
 from .table_csv import parse_csv_table
 from .table_frame import parse_dataframe, parse_rows
 from .table_html import parse_html_table, parse_html_tables
 
 __all__ = ["parse_table", "parse_html_tables", "cell_text", "detect_format"]
 
-_EXT_FORMAT = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".html": "html", ".htm": "html"}
-_HTML_HINT = re.compile(r"<\s*table\b", re.IGNORECASE)
+_EXT_FORMAT = TABLE_SUFFIX_FORMATS
+_HTML_HINT = re.compile(HTML_TABLE_HINT, re.IGNORECASE)
 
 
-def _read(path: Path, name: str, limits: Limits | None) -> str:
+def _read(path: Path, name: str, fmt: str, limits: Limits | None) -> str:
     """The file's text, byte for byte (``\\r\\n`` kept: spans index the exact text).
 
-    UTF-8 unless a BOM says otherwise.
+    UTF-8 unless a BOM, or (HTML) a ``<meta>`` charset, says otherwise.
     """
-    return decode_bytes(read_bytes(path, name, limits), name)
+    return decode_input(read_bytes(path, name, limits), name, _decoding_kind(fmt))
+
+
+def _decoding_kind(fmt: str | None) -> str:
+    """The ``kind`` :func:`~._input.decode_input` reads a table of format ``fmt`` as (``None``: to be sniffed)."""
+    if fmt is None:
+        return "table"
+    return "html" if fmt.lower() == "html" else "csv"
 
 
 def _suffix_format(obj: Any) -> str | None:
@@ -187,13 +194,13 @@ def parse_table(
     structpos.exceptions.SpecError: unknown table format 'xlsx'; known: csv, tsv, html, dataframe, rows
     """
     if isinstance(obj, (bytes, bytearray, memoryview)):
-        obj = decode_bytes(bytes(obj), name or "<table>")
+        obj = decode_input(bytes(obj), name or "<table>", _decoding_kind(format))
     if format is None:
         format = detect_format(obj, name)
     format = format.lower()
     if format in ("csv", "tsv", "html") and _looks_like_path(obj):
         name = name or str(obj)
-        obj = _read(Path(obj), name, limits)
+        obj = _read(Path(obj), name, format, limits)
     if format == "dataframe":
         return parse_dataframe(
             obj, name=name or "<dataframe>", header=True if header is None else header, index=index, limits=limits
