@@ -89,12 +89,27 @@ def test_iso_8859_1_means_windows_1252_as_browsers_read_it():
         (b'<meta charset="x-mac-cyrillic">', ("mac-cyrillic", "byte 0")),
         (b'<meta charset="utf-16le">', None),  # a <meta> found by an ASCII prescan means UTF-8
         (b"<metadata charset=koi8-r>", None),  # not a <meta> tag
-        (b" " * 1024 + b'<meta charset="koi8-r">', None),  # past the prescan's 1,024 bytes
+        (b" " * 5000 + b'<meta charset="koi8-r">', ("koi8-r", "byte 5000")),  # past the prescan's 1,024 bytes
         (b"<!-- unterminated <meta charset=koi8-r>", None),
+        (b"<script>s = '<meta charset=koi8-r>'</script><meta charset=gbk>", ("gbk", "byte 44")),  # raw text
+        (b"<TITLE>a <meta charset=koi8-r> b</TITLE >", None),
+        (b"<style>p{}</style><p>x</p><meta charset=koi8-r>", ("koi8-r", "byte 26")),  # in the body
     ],
 )
 def test_the_prescan(head, expected):
     assert html_encoding(head + b"<table><tr><td>x</td></tr></table>") == expected
+
+
+@pytest.mark.parametrize("where", ["after a long head", "in the body"])
+def test_a_late_meta_counts_as_lxml_counts_it(where):
+    cells = "<table><tr><td>строка</td></tr></table>"
+    html = (
+        f"<html><head><script>{'x = 1;' * 500}</script><meta charset='koi8-r'></head><body>{cells}</body></html>"
+        if where == "after a long head"
+        else f"<html><head></head><body><p>x</p><meta charset='koi8-r'>{cells}</body></html>"
+    )
+    data = html.encode("koi8-r")
+    assert parse_table(data).table.grid == [lxml_cells(data)] == [["строка"]]
 
 
 def test_a_byte_order_mark_wins_over_the_meta():
@@ -115,3 +130,23 @@ def test_bytes_the_declared_codec_cannot_read_name_the_byte():
     at = data.index(b"\x81")  # a lead byte whose trail byte is not one
     with pytest.raises(ParseError, match=rf"t\.html at byte {at}: not valid cp932 text"):
         parse_table(data, name="t.html")
+
+
+# the Encoding Standard's names of its encodings (https://encoding.spec.whatwg.org/#names-and-labels)
+WHATWG_NAMES = (
+    "UTF-8 IBM866 ISO-8859-2 ISO-8859-3 ISO-8859-4 ISO-8859-5 ISO-8859-6 ISO-8859-7 ISO-8859-8 ISO-8859-8-I "
+    "ISO-8859-10 ISO-8859-13 ISO-8859-14 ISO-8859-15 ISO-8859-16 KOI8-R KOI8-U macintosh windows-874 "
+    "windows-1250 windows-1251 windows-1252 windows-1253 windows-1254 windows-1255 windows-1256 windows-1257 "
+    "windows-1258 x-mac-cyrillic GBK gb18030 Big5 EUC-JP ISO-2022-JP Shift_JIS EUC-KR UTF-16BE UTF-16LE"
+).split()
+
+
+@pytest.mark.parametrize("label", WHATWG_NAMES)
+def test_every_web_encoding_is_read_by_its_name(label):
+    found = html_encoding(f"<meta charset={label}>".encode())
+    if label.startswith(("UTF-8", "UTF-16")):
+        assert found is None  # UTF-8, the default
+    else:
+        codec = found[0]
+        sample = "<td>x</td>".encode(codec)
+        assert sample == b"<td>x</td>"  # ASCII-compatible, as every web encoding but UTF-16 is

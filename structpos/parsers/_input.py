@@ -66,9 +66,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _XML_DECL_ENCODING = re.compile(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z][A-Za-z0-9._-]*)[\"']")
 _PEP263 = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263's own pattern
 _NUL_SAMPLE = 64  # bytes looked at for the NUL pattern of BOM-less UTF-16/32
-_HTML_PRESCAN = 1024  # bytes an HTML parser looks at for a <meta> charset (WHATWG "prescan a byte stream")
-_HTML_COMMENT = re.compile(rb"<!--.*?(?:-->|\Z)", re.DOTALL)
-_HTML_META = re.compile(rb"<meta[\t\n\f\r /]([^>]*)", re.IGNORECASE)
+# in document order: a comment or a raw-text element (skipped whole: no tag inside is one), or a <meta> tag
+_HTML_META_SCAN = re.compile(
+    rb"<!--.*?(?:-->|\Z)|<(script|style|title|textarea|xmp)\b.*?(?:</\1[\t\n\f\r ]*>|\Z)|<meta[\t\n\f\r /]([^>]*)",
+    re.IGNORECASE | re.DOTALL,
+)
 _HTML_ATTR = re.compile(
     rb"""([^\t\n\f\r /=>][^\t\n\f\r /=>]*)(?:[\t\n\f\r ]*=[\t\n\f\r ]*("[^"]*"|'[^']*'|[^\t\n\f\r >]*))?"""
 )
@@ -92,7 +94,7 @@ _WEB_LABELS = {
               "l1", "cp819", "ibm819", "iso-ir-100", "csisolatin1", "iso_8859-1:1987", "windows-1252", "x-cp1252"),
     **_labels("cp1254", "iso-8859-9", "iso8859-9", "iso_8859-9", "latin5", "l5", "windows-1254", "x-cp1254"),
     **_labels("cp874", "iso-8859-11", "iso8859-11", "tis-620", "dos-874", "windows-874"),
-    **_labels("gbk", "gb2312", "gb_2312", "gb_2312-80", "chinese", "csgb2312", "iso-ir-58", "x-gbk"),
+    **_labels("gbk", "gbk", "gb2312", "gb_2312", "gb_2312-80", "chinese", "csgb2312", "iso-ir-58", "x-gbk"),
     **_labels("cp949", "euc-kr", "cseuckr", "korean", "ks_c_5601-1987", "ks_c_5601-1989", "ksc5601", "ksc_5601",
               "iso-ir-149", "windows-949"),
     **_labels("cp932", "shift_jis", "shift-jis", "sjis", "ms_kanji", "ms932", "windows-31j", "x-sjis", "csshiftjis"),
@@ -100,7 +102,7 @@ _WEB_LABELS = {
     **_labels("utf-8", "utf-16", "utf-16le", "utf-16be", "unicode", "unicodefeff", "unicodefffe", "csunicode",
               "ucs-2", "iso-10646-ucs-2", "unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"),
     **_labels("iso8859-8", "iso-8859-8-i", "csiso88598i", "logical"),
-    **_labels("koi8-u", "koi8-ru"),
+    **_labels("koi8-u", "koi8-u", "koi8-ru"),
     **_labels("mac-cyrillic", "x-mac-cyrillic", "x-mac-ukrainian"),
 }  # fmt: skip
 # The Python codecs of the other WHATWG encodings (a label Python resolves to one of them is taken as it resolves;
@@ -257,14 +259,17 @@ def xml_encoding(data: bytes) -> str | None:
 
 
 def html_encoding(data: bytes) -> tuple[str, str] | None:
-    """``(codec, "byte N")`` of the first ``<meta>`` charset in the first 1,024 bytes of HTML ``data``, else ``None``.
+    """``(codec, "byte N")`` of the first ``<meta>`` charset of HTML ``data``, else ``None``.
 
-    As HTML parsers prescan a page (the WHATWG "prescan a byte stream" step): ``<meta charset=X>``
-    or ``<meta http-equiv="Content-Type" content="...; charset=X">`` outside comments; a label
-    that names no web encoding is passed over, as browsers do. Labels map as the WHATWG Encoding Standard
-    maps them where its decoder is the wider one (``iso-8859-1`` and ``ascii`` → ``cp1252``,
-    ``gb2312`` → ``gbk``, ``euc-kr`` → ``cp949``, ``shift_jis`` → ``cp932``; a declared UTF-16 is
-    UTF-8). UTF-8 itself is ``None`` (the default). ``N`` is where the ``<meta`` tag starts.
+    ``<meta charset=X>`` or ``<meta http-equiv="Content-Type" content="...; charset=X">``, outside
+    comments and raw-text elements (``script``, ``style``, ``title``, ...), anywhere in the page:
+    browsers prescan the first 1,024 bytes (WHATWG "prescan a byte stream") and re-read the page
+    when the parser meets one later ("change the encoding"), and lxml's parser applies it where it
+    meets it. A label that names no web encoding is passed over, as browsers do. Labels map as
+    the WHATWG Encoding Standard maps them where its decoder is the wider one (``iso-8859-1`` and
+    ``ascii`` → ``cp1252``, ``gb2312`` → ``gbk``, ``euc-kr`` → ``cp949``, ``shift_jis`` →
+    ``cp932``; a declared UTF-16 is UTF-8). UTF-8 itself is ``None`` (the default). ``N`` is
+    where the ``<meta`` tag starts.
 
     Examples
     --------
@@ -275,14 +280,11 @@ def html_encoding(data: bytes) -> tuple[str, str] | None:
     >>> html_encoding(b'<!-- <meta charset="koi8-r"> --><meta charset=utf-8>') is None
     True
     """
-    head = data[:_HTML_PRESCAN]
-    comments = [m.span() for m in _HTML_COMMENT.finditer(head)]
-    for meta in _HTML_META.finditer(head):
-        if any(a <= meta.start() < b for a, b in comments):
-            continue
-        codec = _web_codec(_meta_charset(meta.group(1)))
+    for m in _HTML_META_SCAN.finditer(data):
+        attributes = m.group(2)
+        codec = None if attributes is None else _web_codec(_meta_charset(attributes))
         if codec is not None:
-            return None if codec == "utf-8" else (codec, f"byte {meta.start()}")
+            return None if codec == "utf-8" else (codec, f"byte {m.start()}")
     return None
 
 
