@@ -171,7 +171,8 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
             raise InputError("cannot guess the code language; pass --language", name=str(path))
         options = {"language": language, **options}
     data = read_bytes(path, str(path), options.get("limits"))
-    text = decode_input(data, str(path), kind, options.get("language"))  # as parse(path) and encode read it
+    # as parse(path) and encode read it
+    text = decode_input(data, str(path), kind, options.get("language"), options.get("default_encoding"))
     result = parse(text, kind, name=str(path), **options)
     if isinstance(result, list):
         if not result:

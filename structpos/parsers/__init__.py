@@ -9,7 +9,8 @@ The contract every parser keeps:
 
 * **Inputs**: every text kind takes ``str``, ``bytes`` or a path (``os.PathLike``; a path
   names the input). Bytes and files are decoded by their byte-order mark, else by what the
-  format declares (a PEP 263 line for Python code, an XML declaration), else as UTF-8, by
+  format declares (a PEP 263 line for Python code, an XML declaration, an HTML ``<meta>``
+  charset), else in ``default_encoding`` (every text parser's option; default UTF-8), by
   :func:`~structpos.parsers._input.decode_input`, which ``structpos encode`` reads files with
   too; UTF-16/32 without a byte-order mark and a declared codec that is not a text encoding
   are ParseErrors saying so.

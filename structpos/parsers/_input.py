@@ -46,7 +46,7 @@ import stat
 import tokenize
 from typing import Any
 
-from ..exceptions import InputError, ParseError
+from ..exceptions import InputError, ParseError, SpecError
 from ..limits import Limits, check_limit, resolve_limits
 from ..native import native_module
 
@@ -56,6 +56,8 @@ __all__ = [
     "decode_bytes",
     "decode_input",
     "declared_encoding",
+    "decoding_kind",
+    "check_encoding",
     "check_text",
     "clean_label",
     "is_pathlike",
@@ -363,11 +365,11 @@ def _is_python(language: Any) -> bool:
     return _canonical(language) == "python"
 
 
-def decode_input(data: bytes, name: str, kind: str, language: Any = None) -> str:
+def decode_input(data: bytes, name: str, kind: str, language: Any = None, default_encoding: str | None = None) -> str:
     """The text of a file's bytes read as ``kind``: the one decoding the parsers and the command line share.
 
     A byte-order mark, else the encoding the format declares (:func:`declared_encoding`), else
-    UTF-8 (see :func:`decode_bytes` for the errors).
+    ``default_encoding``, else UTF-8 (see :func:`decode_bytes` for the errors).
 
     Parameters
     ----------
@@ -380,6 +382,9 @@ def decode_input(data: bytes, name: str, kind: str, language: Any = None) -> str
         ``"table"`` for one whose format ``name``'s suffix or a ``<table`` tag tells).
     language : str, optional
         The code language (its PEP 263 line counts only for Python).
+    default_encoding : str, optional
+        The codec of bytes with neither a byte-order mark nor a declared encoding (default
+        UTF-8), checked by :func:`check_encoding`: for legacy files (``cp1252`` CSV, Latin-1 C).
 
     Returns
     -------
@@ -396,10 +401,12 @@ def decode_input(data: bytes, name: str, kind: str, language: Any = None) -> str
     >>> decode_input("# coding: latin-1\\ns = 'é'\\n".encode("latin-1"), "a.py", "code", "python")[-4:]
     "'é'\\n"
     """
-    return _decode(data, name, kind, language)[0]
+    return _decode(data, name, kind, language, default_encoding)[0]
 
 
-def decode_as_utf8(data: bytes, name: str, kind: str, language: Any = None) -> tuple[str, bytes]:
+def decode_as_utf8(
+    data: bytes, name: str, kind: str, language: Any = None, default_encoding: str | None = None
+) -> tuple[str, bytes]:
     """:func:`decode_input`'s text, and the same text as UTF-8 bytes (``data`` itself where it was
     UTF-8 already: no byte-order mark, no other declared encoding).
 
@@ -411,19 +418,57 @@ def decode_as_utf8(data: bytes, name: str, kind: str, language: Any = None) -> t
     >>> decode_as_utf8(data, "a.py", "code", "python")[1] is data
     True
     """
-    text, encoding = _decode(data, name, kind, language)
+    text, encoding = _decode(data, name, kind, language, default_encoding)
     if encoding is None and bom_encoding(data) is None:
         return text, data
     return text, text.encode("utf-8")
 
 
-def _decode(data: bytes, name: str, kind: str, language: Any) -> tuple[str, str | None]:
-    """The text of ``data``, and the encoding its format declared (``None``: none); a ``"table"``
-    is read as HTML where :func:`~structpos.parsers.table.detect_format` would call it HTML."""
+def _decode(data: bytes, name: str, kind: str, language: Any, default_encoding: str | None) -> tuple[str, str | None]:
+    """The text of ``data``, and the encoding it was read in other than by a BOM or as UTF-8 by default
+    (``None``: none); a ``"table"`` is read as HTML where :func:`~structpos.parsers.table.detect_format`
+    would call it HTML."""
     if kind == "table":
         kind = _table_kind(data, name)
     encoding, where = declared_encoding(data, kind, language)
+    if encoding is None and default_encoding is not None and bom_encoding(data) is None:
+        encoding = check_encoding(default_encoding)
     return decode_bytes(data, name, encoding, where), encoding
+
+
+def check_encoding(codec: str, where: str = "default_encoding") -> str:
+    """``codec``'s canonical name if it is a text encoding Python knows, else a SpecError naming ``where``.
+
+    Examples
+    --------
+    >>> check_encoding("Latin-1"), check_encoding("cp1252")
+    ('iso8859-1', 'cp1252')
+    >>> check_encoding("rot13")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: default_encoding: 'rot13' is not a text encoding
+    """
+    try:
+        info = codecs.lookup(codec)
+    except (LookupError, ValueError, TypeError):
+        raise SpecError(f"unknown text encoding {codec!r}", name=where) from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise SpecError(f"{codec!r} is not a text encoding", name=where)
+    return info.name
+
+
+def decoding_kind(kind: str, fmt: str | None = None) -> str:
+    """The ``kind`` :func:`decode_input` reads input of parser kind ``kind`` as, given its ``format``
+    option: a table of a given format is ``"html"`` or ``"csv"``, else sniffed (``"table"``).
+
+    Examples
+    --------
+    >>> decoding_kind("table", "HTML"), decoding_kind("table", "tsv"), decoding_kind("table"), decoding_kind("json")
+    ('html', 'csv', 'table', 'json')
+    """
+    if kind != "table" or fmt is None:
+        return kind
+    return "html" if str(fmt).lower() == "html" else "csv"
 
 
 def wrong_type(obj: Any, name: str, accepted: str = "str, bytes or a path (os.PathLike)") -> InputError:
@@ -504,14 +549,15 @@ def read_text(
     name: str | None,
     default: str,
     limits: Limits | None = None,
-    encoding: str | None = None,
     kind: str | None = None,
+    language: Any = None,
+    default_encoding: str | None = None,
 ) -> tuple[str, str]:
     """``(text, name)`` of a ``str``/``bytes``/path input (see the module docstring).
 
-    ``encoding`` applies to bytes and files without a byte-order mark; with ``kind`` instead,
-    they are decoded by :func:`decode_input` (the encoding the format declares). A path's name
-    is the path itself unless ``name`` is given; otherwise ``default`` names nameless input.
+    Bytes and files are decoded by :func:`decode_input` as ``kind`` (``None``: a kind that
+    declares no encoding), with ``language`` and ``default_encoding``. A path's name is the path
+    itself unless ``name`` is given; otherwise ``default`` names nameless input.
 
     Examples
     --------
@@ -530,9 +576,7 @@ def read_text(
         data = bytes(obj)
         maximum = resolve_limits(limits).max_input_bytes
         check_limit(len(data), maximum, "max_input_bytes", "bytes of input", name=name)
-        if kind is not None and encoding is None:
-            return decode_input(data, name, kind), name
-        return decode_bytes(data, name, encoding), name
+        return decode_input(data, name, kind or "text", language, default_encoding), name
     if isinstance(obj, str):
         return check_text(obj, name, limits), name
     raise wrong_type(obj, name)

@@ -314,7 +314,9 @@ def _language_of(language, source, name: str | None):
     )
 
 
-def _read_source(source, name: str | None, lang_name: str, limits: Limits | None) -> tuple[str, bytes, str]:
+def _read_source(
+    source, name: str | None, lang_name: str, limits: Limits | None, default_encoding: str | None = None
+) -> tuple[str, bytes, str]:
     """Normalise ``source`` to (text, UTF-8 bytes, name)."""
     if is_pathlike(source):
         name = name or str(source)
@@ -323,7 +325,7 @@ def _read_source(source, name: str | None, lang_name: str, limits: Limits | None
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         check_limit(len(data), resolve_limits(limits).max_input_bytes, "max_input_bytes", "bytes of input", name=name)
-        text, data = decode_as_utf8(data, name, "code", lang_name)  # tree-sitter reads UTF-8
+        text, data = decode_as_utf8(data, name, "code", lang_name, default_encoding)  # tree-sitter reads UTF-8
         return text, data, name
     if isinstance(source, str):
         text = check_text(source, name, limits)
@@ -604,6 +606,7 @@ def parse_code(
     fields: bool = False,
     *,
     limits: Limits | None = None,
+    default_encoding: str | None = None,
 ) -> Structure:
     """Parse source code with tree-sitter into a preorder tree Structure.
 
@@ -630,6 +633,9 @@ def parse_code(
         ``max_input_bytes`` and ``max_nodes`` apply; the parse stops at ``record_timeout``
         seconds (in a helper process killed at the deadline; see the module docstring).
 
+    default_encoding : str, optional
+        The codec of bytes and files with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
     Returns
     -------
     Structure
@@ -660,7 +666,7 @@ def parse_code(
     """
     language = _language_of(language, source, name)
     lang, lang_name = _resolve_language(language)
-    text, data, name = _read_source(source, name, lang_name, limits)
+    text, data, name = _read_source(source, name, lang_name, limits, default_encoding)
     cols = _parse_columns(lang, lang_name, data, resolve_limits(limits), name, named_only, fields)
     s = _build(cols, text, data, name, lang, lang_name, named_only, fields)
     check_limit(s.num_nodes, resolve_limits(limits).max_nodes, "max_nodes", "nodes", name=name)

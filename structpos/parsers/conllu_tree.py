@@ -42,10 +42,10 @@ def _looks_like_path(obj) -> bool:
     return isinstance(obj, str) and "\n" not in obj and len(obj) < 4096 and "\x00" not in obj and os.path.isfile(obj)
 
 
-def _read(text_or_path, name: str | None, limits: Limits | None) -> tuple[str, str]:
+def _read(text_or_path, name: str | None, limits: Limits | None, default_encoding: str | None) -> tuple[str, str]:
     if _looks_like_path(text_or_path):
         text_or_path = Path(text_or_path)
-    return read_text(text_or_path, name=name, default="<conllu>", limits=limits)
+    return read_text(text_or_path, name=name, default="<conllu>", limits=limits, default_encoding=default_encoding)
 
 
 def _space_after(tok) -> bool:
@@ -77,7 +77,9 @@ def _surface(tokens):
             yield tok["form"], [tid], tok
 
 
-def parse_conllu(text_or_path, name: str | None = None, *, limits: Limits | None = None) -> list[Structure]:
+def parse_conllu(
+    text_or_path, name: str | None = None, *, limits: Limits | None = None, default_encoding: str | None = None
+) -> list[Structure]:
     """Parse CoNLL-U text or a file into one ``kind="tree"`` Structure per sentence.
 
     Parameters
@@ -90,6 +92,9 @@ def parse_conllu(text_or_path, name: str | None = None, *, limits: Limits | None
     limits : Limits, optional
         ``max_input_bytes``, and ``max_nodes`` over all sentences together.
 
+    default_encoding : str, optional
+        The codec of bytes and files with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
     Returns
     -------
     list of Structure
@@ -126,7 +131,7 @@ def parse_conllu(text_or_path, name: str | None = None, *, limits: Limits | None
     structpos.exceptions.ParseError: <conllu>#1 at word 1 ('Hi'): the head of word 1 ('Hi'), word 3, is out of range (the sentence has 1 words)
     """
     conllu = require("conllu", "text", "parse_conllu")
-    text, name = _read(text_or_path, name, limits)
+    text, name = _read(text_or_path, name, limits, default_encoding)
     sentences = read_sentences(text)
     if sentences is None:  # not plain CoNLL-U: conllu's own reading (and its error)
         try:

@@ -195,7 +195,9 @@ def _finish(b: TreeBuilder, kind: StructureKind, text: str, name: str, format: s
     return s
 
 
-def parse_document(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
+def parse_document(
+    text: str, name: str | None = None, *, limits: Limits | None = None, default_encoding: str | None = None
+) -> Structure:
     """Parse plain text into a ``kind="document"`` tree: document → paragraph → sentence → token.
 
     Parameters
@@ -207,6 +209,9 @@ def parse_document(text: str, name: str | None = None, *, limits: Limits | None 
     limits : Limits, optional
         ``max_input_bytes`` and ``max_nodes`` apply.
 
+    default_encoding : str, optional
+        The codec of bytes and files with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
     Returns
     -------
     Structure
@@ -229,7 +234,7 @@ def parse_document(text: str, name: str | None = None, *, limits: Limits | None 
     >>> s.num_nodes, s.attrs["paragraph"].tolist()[-5:], s.attrs["token"].tolist()[-5:]
     (14, [1, 1, 1, 1, 1], [-1, -1, 0, 1, 2])
     """
-    text, name = read_text(text, name=name, default="<document>", limits=limits)
+    text, name = read_text(text, name=name, default="<document>", limits=limits, default_encoding=default_encoding)
     b = TreeBuilder(max_nodes=node_budget(limits), name=name)
     root = b.add("document", -1, 0, len(text))
     for ps, pe in split_paragraphs(text):

@@ -54,6 +54,7 @@ def parse_grammar(
     name: str | None = None,
     *,
     limits: Limits | None = None,
+    default_encoding: str | None = None,
 ) -> Structure:
     """Parse ``text`` with a lark ``grammar`` into a ``kind="tree"`` Structure (see module docstring).
 
@@ -73,6 +74,9 @@ def parse_grammar(
         ``max_input_bytes`` and ``max_nodes`` apply; a parse stops at ``record_timeout`` (Earley:
         its helper process is killed; LALR: checked every ``CHECK_EVERY`` tokens).
 
+    default_encoding : str, optional
+        The codec of bytes and files with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
     Returns
     -------
     Structure
@@ -106,7 +110,7 @@ def parse_grammar(
     lark = require("lark", "text", "parse_grammar")
     if parser not in ("lalr", "earley"):
         raise SpecError(f"parser must be 'lalr' or 'earley', not {parser!r}")
-    text, name = read_text(text, name=name, default="<grammar input>", limits=limits)
+    text, name = read_text(text, name=name, default="<grammar input>", limits=limits, default_encoding=default_encoding)
     compiled = grammar if isinstance(grammar, lark.Lark) else _compile_checked(grammar, start, parser, lark)
     timeout = resolve_limits(limits).record_timeout
     if timeout is not None and compiled.options.parser == "earley" and can_fork():

@@ -64,7 +64,12 @@ _LITERALS = (
 
 
 def parse_json(
-    text_or_obj: Any, name: str | None = None, *, limits: Limits | None = None, from_object: bool | None = None
+    text_or_obj: Any,
+    name: str | None = None,
+    *,
+    limits: Limits | None = None,
+    from_object: bool | None = None,
+    default_encoding: str | None = None,
 ) -> Structure:
     """Parse JSON into a ``kind="tree"`` Structure (node layout in the module docstring).
 
@@ -85,6 +90,9 @@ def parse_json(
         ``None``, which is refused (an InputError) unless ``from_object=True``: a missing input
         is a likelier cause than the JSON value ``null``.
 
+    default_encoding : str, optional
+        The codec of bytes and files with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
     Returns
     -------
     Structure
@@ -132,7 +140,9 @@ def parse_json(
         text = dumps_iterative(text_or_obj, name=name)
         fmt = "json-object"
     else:
-        text, name = read_text(text_or_obj, name=name, default="<json>", limits=limits)
+        text, name = read_text(
+            text_or_obj, name=name, default="<json>", limits=limits, default_encoding=default_encoding
+        )
         fmt = "json"
     budget = node_budget(limits)
     if native_module("json") is not None:  # the compiled scanner: every length; None on bad input

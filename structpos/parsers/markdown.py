@@ -175,7 +175,9 @@ class _MarkdownTree:
         self.flush()
 
 
-def parse_markdown(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
+def parse_markdown(
+    text: str, name: str | None = None, *, limits: Limits | None = None, default_encoding: str | None = None
+) -> Structure:
     """Parse Markdown into a ``kind="document"`` tree (see the module docstring).
 
     Parameters
@@ -187,6 +189,9 @@ def parse_markdown(text: str, name: str | None = None, *, limits: Limits | None 
     limits : Limits, optional
         ``max_input_bytes`` and ``max_nodes`` apply.
 
+    default_encoding : str, optional
+        The codec of bytes and files with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
     Returns
     -------
     Structure
@@ -215,7 +220,7 @@ def parse_markdown(text: str, name: str | None = None, *, limits: Limits | None 
     >>> [str(l) for l in parse_markdown("# A\\n```\\nx = 1\\n```\\n").labels]
     ['document', 'section', 'heading', 'sentence', 'word', 'code_block']
     """
-    text, name = read_text(text, name=name, default="<markdown>", limits=limits)
+    text, name = read_text(text, name=name, default="<markdown>", limits=limits, default_encoding=default_encoding)
     md = _MarkdownTree(text, name, node_budget(limits))
     md.scan()
     s = _finish(md.b, "document", text, name, "markdown")

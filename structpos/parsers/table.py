@@ -18,7 +18,7 @@ from typing import Any
 from ..exceptions import SpecError
 from ..limits import Limits
 from ..structure import Structure
-from ._input import HTML_TABLE_HINT, TABLE_SUFFIX_FORMATS, decode_input, read_bytes, wrong_type
+from ._input import HTML_TABLE_HINT, TABLE_SUFFIX_FORMATS, decode_input, decoding_kind, read_bytes, wrong_type
 from .table_csv import parse_csv_table
 from .table_frame import parse_dataframe, parse_rows
 from .table_html import parse_html_table, parse_html_tables
@@ -29,19 +29,12 @@ _EXT_FORMAT = TABLE_SUFFIX_FORMATS
 _HTML_HINT = re.compile(HTML_TABLE_HINT, re.IGNORECASE)
 
 
-def _read(path: Path, name: str, fmt: str, limits: Limits | None) -> str:
+def _read(path: Path, name: str, fmt: str, limits: Limits | None, default_encoding: str | None) -> str:
     """The file's text, byte for byte (``\\r\\n`` kept: spans index the exact text).
 
     UTF-8 unless a BOM, or (HTML) a ``<meta>`` charset, says otherwise.
     """
-    return decode_input(read_bytes(path, name, limits), name, _decoding_kind(fmt))
-
-
-def _decoding_kind(fmt: str | None) -> str:
-    """The ``kind`` :func:`~._input.decode_input` reads a table of format ``fmt`` as (``None``: to be sniffed)."""
-    if fmt is None:
-        return "table"
-    return "html" if fmt.lower() == "html" else "csv"
+    return decode_input(read_bytes(path, name, limits), name, decoding_kind("table", fmt), None, default_encoding)
 
 
 def _suffix_format(obj: Any) -> str | None:
@@ -124,6 +117,7 @@ def parse_table(
     displayed_only: bool = True,
     index: bool = False,
     limits: Limits | None = None,
+    default_encoding: str | None = None,
 ) -> Structure:
     """Parse a table (CSV/TSV, HTML, a DataFrame or rows) into a Structure of kind ``"table"``.
 
@@ -161,6 +155,9 @@ def parse_table(
         ``max_input_bytes``, ``max_nodes``, ``max_table_cells`` (grid slots after span
         expansion); default :data:`~structpos.limits.DEFAULT_LIMITS`.
 
+    default_encoding : str, optional
+        The codec of bytes and files with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
     Returns
     -------
     Structure
@@ -194,13 +191,13 @@ def parse_table(
     structpos.exceptions.SpecError: unknown table format 'xlsx'; known: csv, tsv, html, dataframe, rows
     """
     if isinstance(obj, (bytes, bytearray, memoryview)):
-        obj = decode_input(bytes(obj), name or "<table>", _decoding_kind(format))
+        obj = decode_input(bytes(obj), name or "<table>", decoding_kind("table", format), None, default_encoding)
     if format is None:
         format = detect_format(obj, name)
     format = format.lower()
     if format in ("csv", "tsv", "html") and _looks_like_path(obj):
         name = name or str(obj)
-        obj = _read(Path(obj), name, format, limits)
+        obj = _read(Path(obj), name, format, limits, default_encoding)
     if format == "dataframe":
         return parse_dataframe(
             obj, name=name or "<dataframe>", header=True if header is None else header, index=index, limits=limits

@@ -124,7 +124,9 @@ class _TreeWalk:
                     self.end(off)
 
 
-def parse_xml(text: str | bytes, name: str | None = None, *, limits: Limits | None = None) -> Structure:
+def parse_xml(
+    text: str | bytes, name: str | None = None, *, limits: Limits | None = None, default_encoding: str | None = None
+) -> Structure:
     """Parse an XML document into a ``kind="tree"`` Structure (see the module docstring).
 
     Parameters
@@ -137,6 +139,9 @@ def parse_xml(text: str | bytes, name: str | None = None, *, limits: Limits | No
     limits : Limits, optional
         ``max_input_bytes`` and ``max_nodes`` apply.
 
+    default_encoding : str, optional
+        The codec of bytes and files with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
     Returns
     -------
     Structure
@@ -155,7 +160,9 @@ def parse_xml(text: str | bytes, name: str | None = None, *, limits: Limits | No
     >>> [(str(l), s.node_text(i)) for i, l in enumerate(s.labels)]
     [('a', '<a><b/>hi &amp; bye<![CDATA[<x>]]></a>'), ('b', '<b/>'), ('#text', 'hi &amp; bye<![CDATA[<x>]]>')]
     """
-    text, name = read_text(text, name=name, default="<xml>", limits=limits, kind="xml")
+    text, name = read_text(
+        text, name=name, default="<xml>", limits=limits, kind="xml", default_encoding=default_encoding
+    )
     data = text.encode("utf-8")
     events = _events(data, name)
     offsets = ByteToChar(text, data)(np.array([ev[1] for ev in events], dtype=np.int64)).tolist() if events else []

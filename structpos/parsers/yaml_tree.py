@@ -74,7 +74,9 @@ def _compose_all(yaml, text: str, timeout: float | None, name: str) -> list:
         loader.dispose()
 
 
-def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = None) -> Structure:
+def parse_yaml(
+    text: str, name: str | None = None, *, limits: Limits | None = None, default_encoding: str | None = None
+) -> Structure:
     """Parse YAML text into a ``kind="tree"`` Structure (see the module docstring).
 
     Parameters
@@ -88,6 +90,9 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
         ``record_timeout`` seconds (its scanner is quadratic in the depth of nested flow
         collections).
 
+    default_encoding : str, optional
+        The codec of bytes and files with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
     Returns
     -------
     Structure
@@ -122,7 +127,7 @@ def parse_yaml(text: str, name: str | None = None, *, limits: Limits | None = No
     structpos.exceptions.ParseError: c.yaml at line:col 2:1: while parsing a flow sequence expected ',' or ']', but got '<stream end>'
     """
     yaml = require("yaml", "text", "parse_yaml")
-    text, name = read_text(text, name=name, default="<yaml>", limits=limits)
+    text, name = read_text(text, name=name, default="<yaml>", limits=limits, default_encoding=default_encoding)
     try:
         docs = _compose_all(yaml, text, resolve_limits(limits).record_timeout, name)
     except yaml.MarkedYAMLError as e:

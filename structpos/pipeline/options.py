@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from ..exceptions import SpecError
 from ..limits import DEFAULT_LIMITS, Limits
+from ..parsers._input import check_encoding
 from ..parsers.kinds import PARSERS
 from ..parsers.payloads import option_names
 from .dispatch import load_parser, parser_for
@@ -114,8 +115,11 @@ class EncodeOptions:
         return self
 
     def _validate_parser_options(self, extra: dict[str, str]) -> None:
-        """``--parser-opt`` keys the parser of ``kind`` takes, and a ``grammar`` that compiles."""
+        """``--parser-opt`` keys the parser of ``kind`` takes, a ``default_encoding`` Python knows, and a
+        ``grammar`` that compiles."""
         options = dict(self.parser_options)
+        if options.get("default_encoding") is not None:  # read before any parser runs: fail fast
+            check_encoding(options["default_encoding"], "--parser-opt default_encoding")
         if self.kind is None:
             return
         fn = parser_for(self.kind, extra)

@@ -176,6 +176,7 @@ def read_records(
     max_input_bytes: int | None = None,
     skipped: list | None = None,
     exclude: Sequence[str | Path] = (),
+    default_encoding: str | None = None,
 ) -> Iterator[Record]:
     """Yield the records of ``path`` (JSONL, Parquet, a directory or a file) in input order.
 
@@ -198,6 +199,9 @@ def read_records(
         Receives a :class:`~structpos.pipeline.walk.Skipped` per directory entry not read.
     exclude : sequence of paths
         Directories not to enter (an output directory inside the input directory).
+    default_encoding : str, optional
+        Files: the codec of those with neither a byte-order mark nor a declared encoding
+        (default UTF-8; :func:`~structpos.parsers._input.decode_input`).
 
     Yields
     ------
@@ -220,14 +224,16 @@ def read_records(
     """
     path = check_input(path)
     if path.is_dir():
-        yield from _directory_records(path, kind, language, glob, follow_symlinks, max_input_bytes, skipped, exclude)
+        yield from _directory_records(
+            path, kind, language, glob, follow_symlinks, max_input_bytes, skipped, exclude, default_encoding
+        )
         return
     if path.name.lower().endswith(JSONL_SUFFIXES):
         yield from _jsonl_records(path, kind, language, field, id_field, max_input_bytes)
     elif path.name.lower().endswith(PARQUET_SUFFIXES):
         yield from _parquet_records(path, kind, language, field, id_field)
     else:
-        yield from _file_records(path, path.name, kind, language, True, max_input_bytes)
+        yield from _file_records(path, path.name, kind, language, True, max_input_bytes, default_encoding)
 
 
 def check_input(path: str | Path) -> Path:
@@ -484,6 +490,7 @@ def _directory_records(
     max_input_bytes=None,
     skipped: list | None = None,
     exclude: Sequence[str | Path] = (),
+    default_encoding: str | None = None,
 ) -> Iterator[Record]:
     for rel, f in _directory_files(root, kind, language, glob, follow_symlinks, skipped, exclude):
         try:
@@ -493,7 +500,7 @@ def _directory_records(
             err = ("InputError", f"{shown}: the file name is not valid UTF-8; rename it")
             yield Record(rel, None, shown, kind, language, err, input=shown)
             continue
-        yield from _file_records(f, rel, kind, language, follow_symlinks, max_input_bytes)
+        yield from _file_records(f, rel, kind, language, follow_symlinks, max_input_bytes, default_encoding)
 
 
 def _file_error(rel: str, kind, language, exc: BaseException, position: str | None = None) -> Record:
@@ -507,7 +514,13 @@ def _file_error(rel: str, kind, language, exc: BaseException, position: str | No
 
 
 def _file_records(
-    path: Path, rel: str, kind, language, follow_symlinks: bool = False, max_input_bytes: int | None = None
+    path: Path,
+    rel: str,
+    kind,
+    language,
+    follow_symlinks: bool = False,
+    max_input_bytes: int | None = None,
+    default_encoding: str | None = None,
 ) -> Iterator[Record]:
     guess = kind_for_path(path)
     if kind is None:
@@ -527,7 +540,7 @@ def _file_records(
         language = guess[1]
     try:
         data = read_bounded(open_regular(path, follow_symlinks=follow_symlinks), max_input_bytes, name=rel)
-        text = decode_input(data, rel, kind, language)
+        text = decode_input(data, rel, kind, language, default_encoding)
     except ParseError as e:  # the parsers' own decoding and message: the API reads these bytes the same way
         where = rel if e.position is None else f"{rel} {e.position}"
         yield Record(

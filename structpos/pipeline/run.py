@@ -334,6 +334,7 @@ class _Encoding:
             id_field=c.id_field,
             max_input_bytes=c.limits.max_input_bytes,
             skipped=self.skipped,
+            default_encoding=(c.parser_options or {}).get("default_encoding"),
             **self._selection(),
         )
         return records if c.max_records is None else itertools.islice(records, c.max_records)
