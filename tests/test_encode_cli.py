@@ -236,7 +236,11 @@ def test_errors_invariant_with_broken_records(tmp_path):
     _check_invariant(out, record_ids)
     errors = {e["id"]: e for e in read_errors(out)}
     assert {"2", "3", "4", "6", "8", "10"} == set(errors)  # an empty or null payload is an error too
-    assert errors["2"]["error_type"] == "JSONDecodeError"
+    assert errors["2"]["error_type"] == "ParseError"
+    import structpos.exceptions as ex
+
+    own = {n for n, c in vars(ex).items() if isinstance(c, type) and issubclass(c, ex.StructposError)}
+    assert {e["error_type"] for e in errors.values()} <= own  # the project's own error types, never KeyError & co.
     for e in errors.values():
         assert f"in.jsonl line {e['id']}" in e["message"], e  # names input and position
         assert e["shard"] == (int(e["id"]) - 1) // 2

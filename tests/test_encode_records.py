@@ -74,7 +74,8 @@ def test_jsonl_records_ids_positions_and_read_errors(tmp_path):
     assert [r.id for r in recs] == ["1", "3", "4", "5", "6"]  # line numbers; the blank line is no record
     assert count_records(p) == len(recs)
     assert [r.read_error is None for r in recs] == [True, False, False, False, True]
-    assert recs[1].read_error[0] == "JSONDecodeError" and "in.jsonl line 3" in recs[1].read_error[1]
+    assert recs[1].read_error[0] == "ParseError" and "in.jsonl line 3" in recs[1].read_error[1]
+    assert [r.read_error[0] for r in recs[2:4]] == ["InputError", "InputError"]
     assert "in.jsonl line 5" in recs[3].read_error[1] and "'text'" in recs[3].read_error[1]
     keyed = list(read_records(p, kind="json", id_field="key"))
     assert [r.id for r in keyed if r.read_error is None] == ["a", "e"]

@@ -145,7 +145,7 @@ class EncodeBatch:
             if payload is None:
                 out.append(
                     Record(
-                        rid, None, where, kind, None, ("ValueError", f"{where}: payload {self.text_column!r} is null")
+                        rid, None, where, kind, None, ("InputError", f"{where}: payload {self.text_column!r} is null")
                     )
                 )
             else:

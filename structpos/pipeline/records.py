@@ -350,25 +350,25 @@ def _jsonl_line(
     try:
         obj = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        return rid, None, (type(e).__name__, f"{where}: bad JSON: {e}")
+        return rid, None, ("ParseError", f"{where}: bad JSON: {e}")
     except RecursionError:
         return rid, None, ("LimitError", f"{where}: JSON nested too deeply for the line reader")
     if not isinstance(obj, dict):
-        return rid, None, ("TypeError", f"{where}: expected a JSON object, got {type(obj).__name__}")
+        return rid, None, ("InputError", f"{where}: expected a JSON object, got {type(obj).__name__}")
     if _SURROGATE_ESCAPE.search(raw):
         bad = _lone_surrogate(obj)
         if bad is not None:
             return rid, None, ("InputError", f"{where}: not valid Unicode text: {bad}")
     if id_field is not None:
         if id_field not in obj:
-            return rid, None, ("KeyError", f"{where}: no id field {id_field!r}")
+            return rid, None, ("InputError", f"{where}: no id field {id_field!r}")
         if obj[id_field] is None:  # str(None) would be the id "None", shared by every null and by a real "None"
             return rid, None, ("ParseError", f"{where}: id {id_field!r} is null")
         rid = str(obj[id_field])
     if field not in obj:
-        return rid, None, ("KeyError", f"{where}: no payload field {field!r}")
+        return rid, None, ("InputError", f"{where}: no payload field {field!r}")
     if obj[field] is None:
-        return rid, None, ("ValueError", f"{where}: payload {field!r} is null")
+        return rid, None, ("InputError", f"{where}: payload {field!r} is null")
     return rid, obj[field], None
 
 
@@ -435,7 +435,7 @@ def _parquet_records(path: Path, kind, language, field, id_field) -> Iterator[Re
                 err: tuple[str, str] | None = ("ParseError", f"{where}: id {id_field!r} is null")
                 rid = row
             else:
-                err = None if payload is not None else ("ValueError", f"{where}: payload {field!r} is null")
+                err = None if payload is not None else ("InputError", f"{where}: payload {field!r} is null")
             yield Record(str(rid), payload, where, kind, language, err, input=path.name, position=f"row {row}")
             row += 1
 
@@ -504,13 +504,14 @@ def _directory_records(
 
 
 def _file_error(rel: str, kind, language, exc: BaseException, position: str | None = None) -> Record:
+    """The error record of a file that cannot be read: an ``InputError`` for the system's refusal
+    (``OSError``), else the structpos error raised."""
     where = rel if position is None else f"{rel} {position}"
     message = getattr(exc, "message", None) or str(exc)
-    if isinstance(exc, OSError) and exc.strerror:
-        message = f"cannot read: {exc.strerror}"
-    return Record(
-        rel, None, where, kind, language, (type(exc).__name__, f"{where}: {message}"), input=rel, position=position
-    )
+    if isinstance(exc, OSError):
+        message = f"cannot read: {exc.strerror or exc}"
+    error_type = "InputError" if isinstance(exc, OSError) else type(exc).__name__
+    return Record(rel, None, where, kind, language, (error_type, f"{where}: {message}"), input=rel, position=position)
 
 
 def _file_records(
