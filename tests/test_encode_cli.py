@@ -407,3 +407,23 @@ def test_parquet_input_gives_the_same_rows_as_jsonl(tmp_path):
         )
     a, b = read_output(tmp_path / "in_jsonl"), read_output(tmp_path / "in_parquet")
     assert a.equals(b) and a.column("id").to_pylist() == names
+
+
+def test_a_record_without_a_structure_is_an_error_not_nothing(tmp_path):
+    """A CoNLL-U text with no sentence parses to no structure: its record is an error, never absent."""
+    sentence = "1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n"
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in (sentence, "", "\n\n", sentence)))
+    out = tmp_path / "enc"
+    main(["encode", str(src), "--kind", "conllu", "--out", str(out), "--workers", "0", "--no-progress"])
+    _check_invariant(out, ["1", "2", "3", "4"])
+    assert {e["id"]: e["error_type"] for e in read_errors(out)} == {"2": "InputError", "3": "InputError"}
+
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "empty.conllu").write_text("")
+    (files / "one.conllu").write_text(sentence)
+    out = tmp_path / "enc2"
+    main(["encode", str(files), "--out", str(out), "--workers", "0", "--no-progress"])
+    _check_invariant(out, ["empty.conllu", "one.conllu#s1"])
+    assert [e["message"] for e in read_errors(out)] == ["empty.conllu: no sentence in the file"]

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..exceptions import LimitError
+from ..exceptions import InputError, LimitError
 from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from .arrow import BASE_COLUMNS
 from .dispatch import load_parser, parse_payload, parser_for
@@ -175,6 +175,8 @@ def _rows(
     parser_limits = limits if parser_limits is None else parser_limits
     out = parse_payload(payload, kind, record_id, language, fmt, parser_options, parser_limits, extra_parsers)
     structures = out if isinstance(out, (list, tuple)) else [out]
+    if not structures:  # a record leaves rows or an error, never nothing (a CoNLL-U text without a sentence)
+        raise InputError(f"the {kind} input holds no structure", name=record_id)
     rows = []
     for k, s in enumerate(structures):
         rid = record_id

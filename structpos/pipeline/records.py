@@ -559,10 +559,14 @@ def _file_records(
         yield _file_error(rel, kind, language, e)
         return
     if kind == "conllu":
+        sentences = 0
         for sent_id, lineno, block in conllu_sentences(text):
+            sentences += 1
             yield Record(
                 f"{rel}#{sent_id}", block, f"{rel} line {lineno}", kind, language, input=rel, position=f"line {lineno}"
             )
+        if not sentences:  # the file leaves an error, not nothing
+            yield Record(rel, None, rel, kind, language, ("InputError", f"{rel}: no sentence in the file"), input=rel)
     else:
         fmt = format_for_suffix(path.suffix) if (guess or ("",))[0] == kind else None
         yield Record(rel, text, rel, kind, language, format=fmt, input=rel)
