@@ -6,9 +6,10 @@ three forms and fail the same way:
 * ``str`` — used as is; a lone surrogate character (``"\\ud800"``, which no UTF-8 file can
   hold and which nothing downstream can encode) raises :class:`~structpos.exceptions.ParseError`
   naming its character offset;
-* ``bytes`` — decoded: a byte-order mark picks UTF-8/16/32, else the ``encoding`` the caller
-  found (a PEP 263 line, an XML declaration, an HTML ``<meta charset>``: :func:`declared_encoding`),
-  else UTF-8; bytes that do not decode raise :class:`~structpos.exceptions.ParseError` naming the byte offset,
+* ``bytes`` — decoded: a byte-order mark picks UTF-8/16/32, else the encoding the format
+  declares (a PEP 263 line, an XML declaration, an HTML ``<meta charset>``:
+  :func:`declared_encoding`), else the caller's ``default_encoding``, else UTF-8; bytes that
+  do not decode raise :class:`~structpos.exceptions.ParseError` naming the byte offset,
   and so do bytes whose NULs fall every other (or every fourth) byte, which is UTF-16 (or
   UTF-32) text without its byte-order mark; a declared codec that is not a text encoding
   (``rot13``, ``hex``, ``zlib_codec``) raises a ParseError naming the line that declares it;

@@ -632,10 +632,10 @@ def parse_code(
     limits : Limits, optional
         ``max_input_bytes`` and ``max_nodes`` apply; the parse stops at ``record_timeout``
         seconds (in a helper process killed at the deadline; see the module docstring).
-
     default_encoding : str, optional
         The codec of bytes and files with neither a byte-order mark nor a declared encoding
         (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
+
     Returns
     -------
     Structure

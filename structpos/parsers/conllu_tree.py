@@ -91,10 +91,10 @@ def parse_conllu(
         default: the path, else ``"<conllu>"``).
     limits : Limits, optional
         ``max_input_bytes``, and ``max_nodes`` over all sentences together.
-
     default_encoding : str, optional
         The codec of bytes and files with neither a byte-order mark nor a declared encoding
         (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
+
     Returns
     -------
     list of Structure

@@ -208,10 +208,10 @@ def parse_document(
         The input's name in error messages (default: the path, else ``"<document>"``).
     limits : Limits, optional
         ``max_input_bytes`` and ``max_nodes`` apply.
-
     default_encoding : str, optional
         The codec of bytes and files with neither a byte-order mark nor a declared encoding
         (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
+
     Returns
     -------
     Structure

@@ -73,10 +73,10 @@ def parse_grammar(
     limits : Limits, optional
         ``max_input_bytes`` and ``max_nodes`` apply; a parse stops at ``record_timeout`` (Earley:
         its helper process is killed; LALR: checked every ``CHECK_EVERY`` tokens).
-
     default_encoding : str, optional
         The codec of bytes and files with neither a byte-order mark nor a declared encoding
         (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
+
     Returns
     -------
     Structure

@@ -89,10 +89,10 @@ def parse_json(
         by default ``str``/``bytes``/paths are text and everything else is a value, except
         ``None``, which is refused (an InputError) unless ``from_object=True``: a missing input
         is a likelier cause than the JSON value ``null``.
-
     default_encoding : str, optional
         The codec of bytes and files with neither a byte-order mark nor a declared encoding
         (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
+
     Returns
     -------
     Structure

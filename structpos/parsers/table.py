@@ -32,7 +32,7 @@ _HTML_HINT = re.compile(HTML_TABLE_HINT, re.IGNORECASE)
 def _read(path: Path, name: str, fmt: str, limits: Limits | None, default_encoding: str | None) -> str:
     """The file's text, byte for byte (``\\r\\n`` kept: spans index the exact text).
 
-    UTF-8 unless a BOM, or (HTML) a ``<meta>`` charset, says otherwise.
+    UTF-8 unless a BOM, (HTML) a ``<meta>`` charset or ``default_encoding`` says otherwise.
     """
     return decode_input(read_bytes(path, name, limits), name, decoding_kind("table", fmt), None, default_encoding)
 
@@ -154,10 +154,10 @@ def parse_table(
     limits : Limits, optional
         ``max_input_bytes``, ``max_nodes``, ``max_table_cells`` (grid slots after span
         expansion); default :data:`~structpos.limits.DEFAULT_LIMITS`.
-
     default_encoding : str, optional
         The codec of bytes and files with neither a byte-order mark nor a declared encoding
         (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
+
     Returns
     -------
     Structure

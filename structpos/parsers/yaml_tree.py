@@ -89,10 +89,10 @@ def parse_yaml(
         ``max_input_bytes`` and ``max_nodes`` apply, and PyYAML's scan stops at
         ``record_timeout`` seconds (its scanner is quadratic in the depth of nested flow
         collections).
-
     default_encoding : str, optional
         The codec of bytes and files with neither a byte-order mark nor a declared encoding
         (default UTF-8; :func:`~structpos.parsers._input.decode_input`), e.g. ``"cp1252"``.
+
     Returns
     -------
     Structure
