@@ -185,3 +185,53 @@ def test_hier_needs_a_tree():
 
     with pytest.raises(StructureError):
         compute(Structure(kind="graph", labels=["a"]), "hier")
+
+
+CASES = [
+    "a\n- b\n-\n",  # a lone "-" after a list item is an empty item, not a setext underline
+    "Foo\n-\n",
+    "Foo\n===  \n",
+    "- b\n---\n",  # a list item, then a thematic break
+    "> q\n---\n",
+    "para\n2020. year\n---\n",  # "2020." cannot interrupt a paragraph: a setext heading
+    "para\n1. one\n---\n",  # "1." can
+    "para\n- \n---\n",
+    "a\nb\n---\nc\n",
+    "# #\n",
+    "#\n\nx\n",
+    "## a ##   \ntext\n",
+    "x\n\n---\n\ny\n",
+]
+
+
+def _headings(text: str) -> list[tuple[int, int]]:
+    s = parse_markdown(text)
+    return sorted(
+        (text.count("\n", 0, int(st)), int(lv))
+        for st, lv, lab in zip(s.start, s.attrs["level"], s.labels)
+        if lab == "section"
+    )
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_markdown_headings_match_commonmark(text):
+    markdown_it = pytest.importorskip("markdown_it")
+    ref = [
+        (t.map[0], int(t.tag[1])) for t in markdown_it.MarkdownIt("commonmark").parse(text) if t.type == "heading_open"
+    ]
+    assert _headings(text) == sorted(ref)
+
+
+def test_an_empty_atx_heading_has_an_empty_span_and_no_tokens():
+    for text in ("# #\n", "#\n", "###   ###\n"):
+        s = parse_markdown(text)
+        h = int(np.flatnonzero(s.labels == "heading")[0])
+        assert s.start[h] == s.end[h] and not (s.parent == h).any(), text
+        assert s.source[s.start[1] : s.end[1]] == text.rstrip()  # the section: its line, trimmed
+
+
+def test_a_leading_byte_order_mark_in_text_is_no_content():
+    for parser, text in ((parse_markdown, "# Bom\n\nSome text. More.\n"), (parse_document, "Hello. World.\n")):
+        plain, with_bom = parser(text), parser("\ufeff" + text)
+        assert with_bom.labels.tolist() == plain.labels.tolist()
+        assert (with_bom.start[1:] - 1).tolist() == plain.start[1:].tolist()  # the same nodes, one character on

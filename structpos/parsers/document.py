@@ -237,6 +237,17 @@ def parse_document(
     text, name = read_text(text, name=name, default="<document>", limits=limits, default_encoding=default_encoding)
     b = TreeBuilder(max_nodes=node_budget(limits), name=name)
     root = b.add("document", -1, 0, len(text))
-    for ps, pe in split_paragraphs(text):
+    for ps, pe in split_paragraphs(text, content_start(text)):
         _add_blocks(b, text, root, ps, pe)
     return _finish(b, "document", text, name, "text")
+
+
+def content_start(text: str) -> int:
+    """Where the content of ``text`` starts: after a leading byte-order mark (U+FEFF), which is no token.
+
+    Examples
+    --------
+    >>> content_start("\ufeffHi."), content_start("Hi.")
+    (1, 0)
+    """
+    return 1 if text.startswith("\ufeff") else 0

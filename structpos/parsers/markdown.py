@@ -32,7 +32,7 @@ from ..node_attrs import LEVEL
 from ..structure import Structure
 from ._input import read_text
 from ._tree_builder import TreeBuilder
-from .document import _add_blocks, _finish
+from .document import _add_blocks, _finish, content_start
 
 __all__ = ["parse_markdown"]
 
@@ -40,6 +40,7 @@ _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _BREAK = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_CONTAINER = re.compile(r" {0,3}(?:>|([-+*]|\d{1,9}[.)])([ \t]+\S|[ \t]*$))")  # a block quote or list item line
 
 
 def _lines(text: str):
@@ -63,11 +64,14 @@ class _MarkdownTree:
     def __init__(self, text: str, name: str, max_nodes: int):
         self.text = text
         self.lines = list(_lines(text))
+        if self.lines and content_start(text):  # a leading byte-order mark is not part of the first line
+            self.lines[0] = (content_start(text), *self.lines[0][1:])
         self.b = TreeBuilder(max_nodes=max_nodes, name=name)
         self.root = self.b.add("document", -1, 0, len(text))
         self.level: dict[int, int] = {}  # heading level of section and heading nodes
         self.sections: list[int] = []  # open section nodes, outermost first
         self.para: list[int] = []  # [start, end] of the paragraph being collected
+        self.para_has_container = False  # a line of it starts a list item or block quote
 
     def line(self, k: int) -> str:
         return self.text[self.lines[k][0] : self.lines[k][1]]
@@ -86,6 +90,7 @@ class _MarkdownTree:
             _add_blocks(self.b, self.text, self.container(), s, e)
             self.extend_sections(e)
             self.para.clear()
+            self.para_has_container = False
 
     def heading(self, lvl: int, line_start: int, content: tuple[int, int], end: int) -> None:
         """Open a section at ``lvl`` (closing deeper or equal ones) holding its heading block."""
@@ -97,8 +102,8 @@ class _MarkdownTree:
         cs, ce = content
         if ce > cs:
             _add_blocks(self.b, self.text, sec, cs, ce, label="heading", split=False)
-        else:  # an empty heading ("#"): a block without sentences
-            self.b.add("heading", sec, line_start, end)
+        else:  # an empty heading ("#", "# #"): an empty block where its text would start
+            self.b.add("heading", sec, cs, cs)
         self.level[sec + 1] = lvl
         self.extend_sections(end)
 
@@ -136,25 +141,32 @@ class _MarkdownTree:
         self.flush()
         cs = ls + m.end()
         ce = max(ls + _atx_content_end(line, m.end()), cs)
-        self.heading(len(m.group(1)), ls + line.index("#"), (cs, ce), le)
+        self.heading(len(m.group(1)), ls + line.index("#"), (cs, ce), _trim_end(self.text, ls, le))
         return k + 1
 
     def handle_setext(self, k: int) -> int | None:
-        """An underline (``===``/``---``) turns the paragraph above into a heading."""
+        """An underline (``===``/``---``) turns the paragraph above into a heading, unless the paragraph
+        holds a list item or block quote line: then, as in CommonMark, the underline is not one (a lone
+        ``-`` is an empty list item)."""
         m = _SETEXT.match(self.line(k))
-        if not (m and self.para):
+        if not (m and self.para) or self.para_has_container:
             return None
         s = self.para[0]
         self.para.clear()
         content = (s, _trim_end(self.text, s, self.lines[k - 1][1]))
-        self.heading(1 if m.group(1)[0] == "=" else 2, s, content, self.lines[k][1])
+        self.heading(1 if m.group(1)[0] == "=" else 2, s, content, _trim_end(self.text, s, self.lines[k][1]))
         return k + 1
 
     def handle_break(self, k: int) -> int | None:
-        return k + 1 if not self.para and _BREAK.match(self.line(k)) else None
+        """A thematic break, dropped: after a blank line, or after a list item or block quote line (CommonMark)."""
+        if (self.para and not self.para_has_container) or not _BREAK.match(self.line(k)):
+            return None
+        self.flush()
+        return k + 1
 
     def handle_text(self, k: int) -> int:
         line, (ls, le, _) = self.line(k), self.lines[k]
+        self.para_has_container = self.para_has_container or _starts_container(line, first=not self.para)
         if self.para:
             self.para[1] = le
         else:
@@ -231,12 +243,25 @@ def parse_markdown(
     return s
 
 
+def _starts_container(line: str, first: bool) -> bool:
+    """Whether ``line`` starts a block quote or a list item in CommonMark's terms: as a paragraph's
+    ``first`` line any marker does; inside one, a list item interrupts it only when not empty, and
+    an ordered one only when it starts at 1."""
+    m = _CONTAINER.match(line)
+    if m is None:
+        return False
+    marker, rest = m.group(1), m.group(2)
+    if first or marker is None:
+        return True
+    return bool(rest.strip()) and (marker in "-+*" or marker[:-1] == "1")
+
+
 def _atx_content_end(line: str, start: int) -> int:
     """End of an ATX heading's text: before trailing blanks and an optional closing ``#`` run
     preceded by a blank (string operations: a regex search here is quadratic on long blank runs)."""
     end = len(line.rstrip(" \t"))
     body = line[:end].rstrip("#")
-    if len(body) < end and len(body) > start and body[-1] in " \t":  # " ###" closes the heading
+    if len(body) < end and len(body) >= start and body[-1] in " \t":  # " ###" closes the heading ("# #": empty)
         end = len(body.rstrip(" \t"))
     return max(end, start)
 
