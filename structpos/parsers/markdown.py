@@ -3,11 +3,14 @@
 A small line scanner (no dependency) recognizes the block structure that matters for
 positions:
 
-* ATX headings (``#`` … ``######``, up to 3 spaces of indent, optional closing ``#``s) and
-  setext headings (a paragraph underlined with ``===`` → level 1 or ``---`` → level 2);
+* ATX headings (``#`` … ``######``, up to 3 spaces of indent, optional closing ``#``s; an
+  empty one has an empty span) and setext headings (a paragraph underlined with ``===`` →
+  level 1 or ``---`` → level 2; not a paragraph holding a list item or block quote line, as
+  in CommonMark: a lone ``-`` after a list item is an empty item);
 * fenced code blocks (```` ``` ```` / ``~~~``, closed by a fence of the same character at
   least as long, or the end of the text) → one ``code_block`` leaf;
-* thematic breaks (``***``, ``---``, ``___`` after a blank line) are dropped;
+* thematic breaks (``***``, ``---``, ``___`` after a blank line, a list item or a block quote
+  line) are dropped;
 * everything else is paragraph text, paragraphs separated by blank lines (list items, block
   quotes, tables and indented code stay inside paragraph text).
 
