@@ -17,7 +17,9 @@ newline, nested tables' text included) with whitespace normalised as :func:`pand
 does: strip, then every newline run or run of ≥2 whitespace characters becomes one space.
 With ``displayed_only=True`` (the default, as in pandas) the content of elements styled
 ``display:none`` (e.g. Wikipedia's hidden sort keys) and of ``<style>``/``<script>`` is left out
-of the text (the span still covers it).
+of the text (the span still covers it). A cell that is itself ``display:none`` stays in the grid
+as an empty cell, where pandas drops it and shifts the cells after it left: grid positions are
+the page's own.
 
 Grid positions come from :func:`~structpos.parsers._table_build.place_cells` (the HTML
 grid-filling algorithm; row groups ``<thead>``/``<tbody>``/``<tfoot>`` bound rowspans).
