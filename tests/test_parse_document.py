@@ -223,10 +223,11 @@ def test_markdown_headings_match_commonmark(text):
 
 
 def test_an_empty_atx_heading_has_an_empty_span_and_no_tokens():
-    for text in ("# #\n", "#\n", "###   ###\n"):
+    for text in ("# #\n", "#\n", "###   ###\n", "#   \n", "# #  "):
         s = parse_markdown(text)
         h = int(np.flatnonzero(s.labels == "heading")[0])
         assert s.start[h] == s.end[h] and not (s.parent == h).any(), text
+        assert s.start[1] <= s.start[h] <= s.end[1], text  # inside its section
         assert s.source[s.start[1] : s.end[1]] == text.rstrip()  # the section: its line, trimmed
 
 

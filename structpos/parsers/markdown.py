@@ -105,8 +105,8 @@ class _MarkdownTree:
         cs, ce = content
         if ce > cs:
             _add_blocks(self.b, self.text, sec, cs, ce, label="heading", split=False)
-        else:  # an empty heading ("#", "# #"): an empty block where its text would start
-            self.b.add("heading", sec, cs, cs)
+        else:  # an empty heading ("#", "# #"): an empty block where its text would start, inside its section
+            self.b.add("heading", sec, min(cs, end), min(cs, end))
         self.level[sec + 1] = lvl
         self.extend_sections(end)
 
