@@ -25,6 +25,13 @@ O(L) (or a small per-graph table) and never materialise an L×L tensor:
 Tokens with no node (special tokens: node ``-1`` / depth ``-1``) are *unreachable* in the
 distance biases and *global* (attend and are attended) in the masks.
 
+Bad inputs are refused when a mod is built (:class:`~structpos.exceptions.ShapeError`,
+:class:`~structpos.exceptions.SpecError`, never a silent coercion). A mod cannot check its indices
+inside FlexAttention (it runs under ``vmap`` or compiled), so each records the sizes it was built
+for (batch rows, heads, query and key positions) and :func:`flex`, :func:`block_mask` and
+:func:`dense_mask` refuse larger inputs with a ``ShapeError`` naming both; mods combined with
+``torch``'s ``and_masks`` / ``or_masks`` keep the sizes of their parts.
+
 One module a concept, every name importable from here: :mod:`.tree` (Euler-tour tree distance),
 :mod:`.graph` (SPD tables), :mod:`.bias` (distance → bias, token distance, FIRE), :mod:`.masks`
 (mask_mods), :mod:`.blocks` (``BlockMask`` construction without an L×L tensor), :mod:`.attention`

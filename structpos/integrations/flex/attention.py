@@ -15,7 +15,8 @@ import warnings
 
 import torch
 
-from ._common import ScoreMod, _flex_attention
+from ...exceptions import InputError, ShapeError
+from ._common import ScoreMod, _check_sizes, _flex_attention
 from .blocks import block_mask, full_block_mask
 from .masks import causal_mask_mod, document_mask_mod
 
@@ -54,6 +55,19 @@ def flex(
     torch.Tensor
         ``(B, H, L, D)`` attention output.
 
+    Raises
+    ------
+    ShapeError
+        ``q``/``k``/``v`` not floating 4-D tensors of matching batch, heads (``H`` a multiple of
+        ``H_kv`` with ``enable_gqa``, else equal), key length and ``D``; a ``block_mask`` built
+        for other lengths, batch or heads; or a ``score_mod`` / the ``block_mask``'s
+        ``mask_mod`` built for fewer batch rows, heads or positions than the inputs have (a
+        structpos mod records them, e.g. :func:`tree_distance_score_mod` the ``(B, L)`` of
+        ``node`` and the ``H`` of ``slopes``).
+    InputError
+        Inputs that are not tensors or on different devices, a ``score_mod`` that is not
+        callable, a ``block_mask`` that is not a ``BlockMask``.
+
     Examples
     --------
     Without a score_mod or mask it is plain softmax attention (the first call in a process
@@ -65,6 +79,7 @@ def flex(
     (torch.Size([1, 2, 5, 8]), True)
     """
     fn = _flex_attention()
+    _check_flex_inputs(q, k, v, score_mod, block_mask, enable_gqa)
     if block_mask is None:
         block_mask = full_block_mask(q.shape[-2], k.shape[-2], device=q.device)
     if compile:
@@ -72,6 +87,47 @@ def flex(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*flex_attention.*")
         return fn(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=enable_gqa)
+
+
+def _check_flex_inputs(q, k, v, score_mod, block_mask, enable_gqa: bool) -> None:
+    """Everything :func:`flex` can check before FlexAttention runs (see its Raises)."""
+    from torch.nn.attention.flex_attention import BlockMask
+
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not torch.is_tensor(t):
+            raise InputError(f"flex: {name} must be a torch.Tensor; given {type(t).__name__}")
+        if t.dim() != 4 or not t.is_floating_point():
+            raise ShapeError(f"flex: {name} must be a floating (B, H, L, D) tensor; given {t.dtype} {tuple(t.shape)}")
+    if not (q.device == k.device == v.device):
+        raise InputError(f"flex: q, k and v must be on one device; given {q.device}, {k.device}, {v.device}")
+    shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+    (B, H, L, D), (Bk, Hk, S, Dk) = q.shape, k.shape
+    if v.shape[:3] != k.shape[:3] or Bk != B or Dk != D:
+        raise ShapeError(f"flex: q (B, H, L, D), k (B, H_kv, S, D) and v (B, H_kv, S, D_v) do not fit: {shapes}")
+    if enable_gqa and H % Hk:
+        raise ShapeError(f"flex: with enable_gqa the query heads must be a multiple of the key/value heads: {shapes}")
+    if not enable_gqa and Hk != H:
+        raise ShapeError(
+            f"flex: q and k/v must have the same heads (enable_gqa=True for fewer key/value heads): {shapes}"
+        )
+    if L < 1 or S < 1:
+        raise ShapeError(f"flex: q and k need at least one position each: {shapes}")
+    _check_sizes(score_mod, "score_mod", "flex", shapes, batch=B, heads=H, q=L, kv=S)
+    if block_mask is None:
+        return
+    if not isinstance(block_mask, BlockMask):
+        raise InputError(f"flex: block_mask must be a BlockMask (see block_mask()); given {type(block_mask).__name__}")
+    bm_b, bm_h = block_mask.kv_num_blocks.shape[:2]
+    lengths = tuple(block_mask.seq_lengths)
+    no_op = min(block_mask.BLOCK_SIZE) >= 2**30  # torch's "no mask" sentinel fits every length
+    if (lengths != (L, S) and not no_op) or bm_b not in (1, B) or bm_h not in (1, H):
+        raise ShapeError(
+            f"flex: block_mask was built for (B, H, Q, KV) = {(bm_b, bm_h, *lengths)}, "
+            f"which does not fit {shapes} (B and H may be 1 to broadcast)"
+        )
+    if block_mask.kv_num_blocks.device != q.device:
+        raise InputError(f"flex: block_mask is on {block_mask.kv_num_blocks.device}, q/k/v on {q.device}")
+    _check_sizes(block_mask.mask_mod, "block_mask's mask_mod", "flex", shapes, batch=B, heads=H, q=L, kv=S)
 
 
 # ----------------------------------------------------------------------------- HF attention
@@ -106,6 +162,13 @@ def hf_flex_attention(module, query, key, value, attention_mask=None, scaling=No
     tuple
         ``(output (B, L, H, D), None)``: no attention weights.
 
+    Raises
+    ------
+    ShapeError
+        The patch's ``score_mod`` / ``mask_mod`` was built for fewer batch rows, heads or
+        positions than this call reads (they are called with absolute positions ``0..S-1``), or
+        the inputs do not fit (see :func:`flex`).
+
     Examples
     --------
     On a layer without structural state it is causal attention:
@@ -123,6 +186,11 @@ def hf_flex_attention(module, query, key, value, attention_mask=None, scaling=No
     L, S = query.shape[-2], key.shape[-2]
     off = S - L
     user_score, user_mask = extras.get("score_mod"), extras.get("mask_mod")
+    # both are called with absolute indices up to S over the whole batch and all query heads
+    shapes = f"query {tuple(query.shape)}, key {tuple(key.shape)}: absolute positions up to {S}"
+    for role, mod in (("score_mod", user_score), ("mask_mod", user_mask)):
+        given = {"batch": query.shape[0], "heads": query.shape[1], "q": S, "kv": S}
+        _check_sizes(mod, f"set_bias({role}=...)", "the structpos_flex attention", shapes, **given)
     score_mod = None
     if user_score is not None:
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import torch
 
-from ...exceptions import ShapeError, SpecError
-from ._common import DistanceFn, ScoreMod
+from ...exceptions import InputError, ShapeError, SpecError
+from ._common import DistanceFn, ScoreMod, _built_for, _int_arg, _token_sizes
 
 
 def distance_to_bias(
@@ -81,14 +81,25 @@ def distance_to_bias(
     return table[bucket, h]
 
 
-def _check_bias_params(slopes, table, num_heads: int | None = None):
+def _check_bias_params(slopes, table) -> tuple[torch.Tensor | None, torch.Tensor | None, dict]:
+    """``(slopes, table, sizes)`` after checking that exactly one is given, ``slopes`` ``(H,)`` or
+    ``table`` ``(M + 2, H)`` with ``H ≥ 1``; ``sizes`` records ``H`` (see :func:`._common._built_for`)."""
+    if (slopes is None) == (table is None):
+        raise SpecError("give exactly one of slopes (ALiBi-style) or table (learned, SPDBias-style)")
     if slopes is not None:
-        slopes = torch.as_tensor(slopes, dtype=torch.float32)
-        if slopes.dim() != 1:
-            raise ShapeError(f"slopes must have shape (H,); given {tuple(slopes.shape)}")
-    if table is not None and (table.dim() != 2 or table.shape[0] < 2):
-        raise ShapeError(f"table must have shape (max_distance + 2, H); given {tuple(table.shape)}")
-    return slopes, table
+        slopes = torch.as_tensor(slopes)
+        if slopes.dim() != 1 or not slopes.numel() or slopes.is_complex() or slopes.dtype == torch.bool:
+            raise ShapeError(
+                f"slopes must be a real tensor of shape (H,), H ≥ 1; given {slopes.dtype} {tuple(slopes.shape)}"
+            )
+        slopes = slopes.to(torch.float32)
+        return slopes, None, {"heads": (slopes.shape[0], f"slopes has H = {slopes.shape[0]}")}
+    table = torch.as_tensor(table)
+    if table.dim() != 2 or table.shape[0] < 2 or table.shape[1] < 1 or table.is_complex() or table.dtype == torch.bool:
+        raise ShapeError(
+            f"table must be a real tensor of shape (max_distance + 2, H); given {table.dtype} {tuple(table.shape)}"
+        )
+    return None, table, {"heads": (table.shape[1], f"table is (max_distance + 2, H) = {tuple(table.shape)}")}
 
 
 def distance_score_mod(
@@ -118,8 +129,17 @@ def distance_score_mod(
 
     Raises
     ------
+    SpecError
+        Neither or both of ``slopes`` and ``table`` given.
     ShapeError
-        ``slopes`` not ``(H,)`` or ``table`` not ``(M + 2, H)``.
+        ``slopes`` not ``(H,)`` or ``table`` not ``(M + 2, H)`` (real, ``H ≥ 1``).
+
+    Notes
+    -----
+    The score_mod reads ``slopes[h]`` / ``table[:, h]`` and whatever ``distance`` reads: it
+    records ``H`` and the sizes ``distance`` was built for, and
+    :func:`~structpos.integrations.flex.flex` refuses more heads, batch rows or positions with a
+    :class:`~structpos.exceptions.ShapeError`.
 
     Examples
     --------
@@ -132,13 +152,15 @@ def distance_score_mod(
             [-0.5000,  0.0000,    -inf],
             [-1.0000, -0.5000,  0.0000]])
     """
-    slopes, table = _check_bias_params(slopes, table)
+    if not callable(distance):
+        raise InputError(f"distance must be a callable dist(b, q_idx, kv_idx); given {type(distance).__name__}")
+    slopes, table, heads = _check_bias_params(slopes, table)
 
     def score_mod(score, b, h, q_idx, kv_idx):
         d = distance(b, q_idx, kv_idx)
         return score + distance_to_bias(d, h, slopes, table, unreachable).to(score.dtype)
 
-    return score_mod
+    return _built_for(score_mod, distance, **heads)
 
 
 def token_distance_fn(causal: bool = True, offset: int = 0) -> DistanceFn:
@@ -149,11 +171,16 @@ def token_distance_fn(causal: bool = True, offset: int = 0) -> DistanceFn:
     causal : bool
         ``q + offset − kv`` with keys after the query unreachable (``-1``); else ``|q + offset − kv|``.
     offset : int
-        Cached tokens before the first query.
+        Cached tokens before the first query (``≥ 0``).
 
     Returns
     -------
     callable
+
+    Raises
+    ------
+    SpecError
+        ``offset`` not an integer ``≥ 0``.
 
     Examples
     --------
@@ -161,6 +188,7 @@ def token_distance_fn(causal: bool = True, offset: int = 0) -> DistanceFn:
     >>> token_distance_fn()(0, i[:, None], i[None, :]).tolist()
     [[0, -1, -1], [1, 0, -1], [2, 1, 0]]
     """
+    offset = _int_arg(offset, "offset", 0)
 
     def dist(b, q_idx, kv_idx):
         d = q_idx + offset - kv_idx
@@ -198,6 +226,14 @@ def fire_score_mod(fire, distance: DistanceFn, query_scale: torch.Tensor) -> Sco
     ------
     ShapeError
         ``query_scale`` not 2-D.
+    InputError
+        ``distance`` not callable.
+
+    Notes
+    -----
+    The score_mod records the sizes it reads (``B, L`` of ``query_scale``, the FIRE module's
+    ``num_heads``, and those ``distance`` was built for); :func:`~structpos.integrations.flex.flex`
+    refuses larger inputs with a :class:`~structpos.exceptions.ShapeError`.
 
     Examples
     --------
@@ -211,9 +247,13 @@ def fire_score_mod(fire, distance: DistanceFn, query_scale: torch.Tensor) -> Sco
     >>> torch.allclose(mod(torch.zeros(4, 4), 0, torch.tensor(1), i[:, None], i[None, :]), dense[1], atol=1e-6)
     True
     """
+    if not callable(distance):
+        raise InputError(f"distance must be a callable dist(b, q_idx, kv_idx); given {type(distance).__name__}")
     scale = torch.as_tensor(query_scale)
     if scale.dim() != 2:
         raise ShapeError(f"query_scale must be (B, L); given {tuple(scale.shape)}")
+    sizes = _token_sizes(scale, "query_scale", "fire_score_mod")
+    del sizes["kv"]  # query_scale is read at the query only
     scale = scale.to(fire.c.dtype).to(fire.c.device)
     # a 1-element tensor, not a Python float (dynamo would make it an unbacked symbol under dynamic shapes)
     unreachable = torch.tensor([fire.unreachable], dtype=fire.c.dtype, device=fire.c.device)
@@ -225,4 +265,5 @@ def fire_score_mod(fire, distance: DistanceFn, query_scale: torch.Tensor) -> Sco
         bias = torch.where(d < 0, unreachable[0], bias)
         return score + bias.to(score.dtype)
 
-    return score_mod
+    heads = int(fire.num_heads)
+    return _built_for(score_mod, distance, heads=(heads, f"FIRE(num_heads={heads})"), **sizes)

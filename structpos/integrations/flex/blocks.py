@@ -9,10 +9,10 @@ Examples
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
-from ._common import MaskMod, _tokens
+from ...exceptions import ShapeError
+from ._common import MaskMod, _check_sizes, _id_bound, _int_arg, _tokens
 from .masks import causal_mask_mod, graph_kv_mask_mod
 
 
@@ -33,6 +33,11 @@ def dense_mask(mask_mod: MaskMod, B: int, H: int, Q: int, KV: int, device=None) 
     torch.Tensor
         ``(B, H, Q, KV)`` bool.
 
+    Raises
+    ------
+    ShapeError
+        A size that is not a positive integer, or larger than ``mask_mod`` was built for.
+
     Examples
     --------
     >>> dense_mask(causal_mask_mod(), 1, 1, 2, 2)[0, 0].tolist()
@@ -40,7 +45,18 @@ def dense_mask(mask_mod: MaskMod, B: int, H: int, Q: int, KV: int, device=None) 
     """
     from torch.nn.attention.flex_attention import create_mask
 
+    B, H, Q, KV = _grid(mask_mod, "dense_mask", B, H, Q, KV)
     return create_mask(mask_mod, B, H, Q, KV, device=device or "cpu")
+
+
+def _grid(mask_mod, caller: str, B, H, Q, KV) -> tuple:
+    """``(B, H, Q, KV)`` after checking each is a positive integer (``B``/``H`` may be ``None``) and
+    that ``mask_mod`` was built for them."""
+    B = None if B is None else _int_arg(B, "B", error=ShapeError)
+    H = None if H is None else _int_arg(H, "H", error=ShapeError)
+    Q, KV = _int_arg(Q, "Q", error=ShapeError), _int_arg(KV, "KV", error=ShapeError)
+    _check_sizes(mask_mod, "mask_mod", caller, f"B={B}, H={H}, Q={Q}, KV={KV}", batch=B, heads=H, q=Q, kv=KV)
+    return B, H, Q, KV
 
 
 def block_mask(mask_mod: MaskMod, B: int | None, H: int | None, Q: int, KV: int, device=None, *, block: int = 128):
@@ -69,6 +85,15 @@ def block_mask(mask_mod: MaskMod, B: int | None, H: int | None, Q: int, KV: int,
     torch.nn.attention.flex_attention.BlockMask
         The block mask, carrying ``mask_mod`` for the partial tiles.
 
+    Raises
+    ------
+    ShapeError
+        ``B``, ``H`` (when given), ``Q`` or ``KV`` not a positive integer, or larger than
+        ``mask_mod`` was built for (the per-token inputs of a structpos mask_mod, also inside
+        ``and_masks`` / ``or_masks``).
+    SpecError
+        ``block`` not a positive integer.
+
     Examples
     --------
     Causal over two 128-token tiles: the diagonal tiles are partial, the one below full, the
@@ -80,6 +105,8 @@ def block_mask(mask_mod: MaskMod, B: int | None, H: int | None, Q: int, KV: int,
     """
     from torch.nn.attention.flex_attention import BlockMask, create_mask
 
+    B, H, Q, KV = _grid(mask_mod, "block_mask", B, H, Q, KV)
+    block = _int_arg(block, "block")
     Bm, Hm = B or 1, H or 1
     nq, nk = -(-Q // block), -(-KV // block)
     partial = torch.zeros(Bm, Hm, nq, nk, dtype=torch.bool, device=device)
@@ -133,6 +160,13 @@ def full_block_mask(q_len: int, kv_len: int, block: int = 128, device=None):
     torch.nn.attention.flex_attention.BlockMask
         Shape ``(1, 1, q_len, kv_len)``: every tile full, none partial.
 
+    Raises
+    ------
+    ShapeError
+        ``q_len`` or ``kv_len`` not a positive integer.
+    SpecError
+        ``block`` not a positive integer.
+
     Examples
     --------
     >>> bm = full_block_mask(300, 300)
@@ -141,6 +175,8 @@ def full_block_mask(q_len: int, kv_len: int, block: int = 128, device=None):
     """
     from torch.nn.attention.flex_attention import BlockMask, noop_mask
 
+    q_len, kv_len = _int_arg(q_len, "q_len", error=ShapeError), _int_arg(kv_len, "kv_len", error=ShapeError)
+    block = _int_arg(block, "block")
     nq, nk = -(-q_len // block), -(-kv_len // block)
     zeros_num = torch.zeros(1, 1, nq, dtype=torch.int32, device=device)
     zeros_idx = torch.zeros(1, 1, nq, nk, dtype=torch.int32, device=device)
@@ -165,9 +201,11 @@ def graph_kv_block_mask(segment, edge_index, num_segments: int | None = None, *,
     segment : array_like of int
         ``(L,)`` or ``(B, L)`` segment of each token (``-1``: shared).
     edge_index : array_like
-        ``(2, E)`` ``source → target`` edges between segments (the same for every row of a batch).
+        ``(2, E)`` integer ``source → target`` edges between segments ``0..C-1`` (the same for
+        every row of a batch).
     num_segments : int, optional
-        ``C`` (default: one more than the largest id).
+        ``C`` (default: one more than the largest segment id of ``segment``, so that an edge to a
+        segment no token belongs to is an error; give ``C`` to allow one).
     causal : bool
         Also mask future tokens (by sequence index).
     block : int
@@ -177,6 +215,15 @@ def graph_kv_block_mask(segment, edge_index, num_segments: int | None = None, *,
     -------
     torch.nn.attention.flex_attention.BlockMask
         Shape ``(B, 1, L, L)``.
+
+    Raises
+    ------
+    ShapeError
+        ``segment`` not an integer ``(L,)`` / ``(B, L)`` tensor, or a segment id ``>= num_segments``.
+    ParseError
+        ``edge_index`` not an integer ``(2, E)`` array, or an edge to a segment outside ``0..C-1``.
+    SpecError
+        ``num_segments`` or ``block`` not a positive integer.
 
     Examples
     --------
@@ -197,10 +244,11 @@ def graph_kv_block_mask(segment, edge_index, num_segments: int | None = None, *,
     if seg.dim() == 1:
         seg = seg[None]
     seg = _tokens(seg, "segment", 2)
-    ei = np.asarray(edge_index, dtype=np.int64).reshape(2, -1)
     if num_segments is None:
-        num_segments = int(max(int(seg.max()) if seg.numel() else -1, ei.max(initial=-1))) + 1
-    reads = torch.from_numpy(graph_kv_reads(ei, num_segments))
+        num_segments = max(int(seg.max()) if seg.numel() else -1, 0) + 1
+    num_segments = _int_arg(num_segments, "num_segments")
+    _id_bound(seg, num_segments, "segment", f"num_segments = {num_segments}")
+    reads = torch.from_numpy(graph_kv_reads(edge_index, num_segments))
     mm = graph_kv_mask_mod(seg, reads)
     if causal:
         mm = and_masks(mm, causal_mask_mod())

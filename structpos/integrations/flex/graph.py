@@ -14,9 +14,35 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...exceptions import ShapeError
-from ._common import DistanceFn, ScoreMod, _tokens
+from ...exceptions import InputError, ShapeError
+from ._common import DistanceFn, ScoreMod, _built_for, _id_bound, _token_sizes, _tokens
 from .bias import distance_score_mod
+
+
+def _spd_values(t: torch.Tensor, where: str) -> torch.Tensor:
+    """Distances ``t`` as int64 after checking them: hop counts ``≥ 0``, ``-1`` unreachable; in a
+    floating table ``+inf`` (SciPy's and NetworkX-to-NumPy's "no path") becomes ``-1``, and NaN,
+    fractions, other negatives and ``-inf`` are refused (never truncated or wrapped)."""
+
+    def at(mask: torch.Tensor) -> str:
+        pos = tuple(int(i) for i in torch.nonzero(mask)[0])
+        return f"{where}: distance at {pos} is {t[pos].item()}"
+
+    if t.dtype == torch.bool or t.is_complex():
+        raise ShapeError(f"{where}: distances must be integer hop counts; given {t.dtype}")
+    if t.is_floating_point():
+        t = t.to(torch.float64)
+        if torch.isnan(t).any():
+            raise ShapeError(f"{at(torch.isnan(t))}; mark unreachable pairs with -1 or inf")
+        t = torch.where(t == float("inf"), -1.0, t)
+    if (t < -1).any():
+        raise ShapeError(f"{at(t < -1)}; distances are ≥ 0, and -1 (or inf) marks an unreachable pair")
+    if t.is_floating_point():
+        if (t != t.round()).any():
+            raise ShapeError(f"{at(t != t.round())}, not a whole number of hops")
+        if (t > 2**53).any():
+            raise ShapeError(f"{at(t > 2**53)}: too large for an exact integer distance")
+    return t.to(torch.int64)
 
 
 def spd_tables(distances: list) -> torch.Tensor:
@@ -25,33 +51,53 @@ def spd_tables(distances: list) -> torch.Tensor:
     Parameters
     ----------
     distances : list of array-like
-        One square integer distance matrix per graph (``-1``: unreachable).
+        One square distance matrix per graph: whole hop counts ``≥ 0``, ``-1`` for an unreachable
+        pair. A floating matrix may mark unreachable pairs with ``inf`` instead (as
+        ``scipy.sparse.csgraph.shortest_path`` does); it becomes ``-1``.
 
     Returns
     -------
     torch.Tensor
-        ``(G, N, N)`` int64, ``N`` the largest graph; padding is ``-1`` (unreachable).
+        ``(G, N, N)`` int64, ``N`` the largest graph; unreachable pairs and padding are ``-1``.
 
     Raises
     ------
     ShapeError
-        No graphs, or a matrix that is not square (naming the graph).
+        No graphs, a matrix that is not square or not numeric, or a distance that is NaN,
+        fractional, ``-inf`` or negative other than ``-1`` (naming the graph and the entry).
 
     Examples
     --------
     >>> spd_tables([np.array([[0, 1], [1, 0]]), np.zeros((1, 1), dtype=int)]).tolist()
     [[[0, 1], [1, 0]], [[0, -1], [-1, -1]]]
+    >>> spd_tables([np.array([[0.0, np.inf], [np.inf, 0.0]])]).tolist()   # inf: no path
+    [[[0, -1], [-1, 0]]]
+    >>> spd_tables([np.array([[0, 1.5], [1.5, 0]])])
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: graph 0: distance at (0, 1) is 1.5, not a whole number of hops
     >>> spd_tables([np.zeros((2, 3))])
     Traceback (most recent call last):
     ...
     structpos.exceptions.ShapeError: graph 0: distance matrix must be square (N, N); given (2, 3)
     """
+    try:
+        distances = list(distances)
+    except TypeError:
+        raise InputError(
+            f"spd_tables: distances must be a list of (N, N) matrices; given {type(distances).__name__}"
+        ) from None
     if not distances:
         raise ShapeError("spd_tables: no graphs given")
-    mats = [torch.as_tensor(np.asarray(d), dtype=torch.int64) for d in distances]
-    for g, m in enumerate(mats):
+    mats = []
+    for g, d in enumerate(distances):
+        try:
+            m = d.detach().cpu() if torch.is_tensor(d) else torch.as_tensor(np.asarray(d))
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise ShapeError(f"graph {g}: distance matrix must be a numeric (N, N) array ({e})") from None
         if m.dim() != 2 or m.shape[0] != m.shape[1]:
             raise ShapeError(f"graph {g}: distance matrix must be square (N, N); given {tuple(m.shape)}")
+        mats.append(_spd_values(m, f"graph {g}"))
     n = max(m.shape[0] for m in mats)
     out = torch.full((len(mats), n, n), -1, dtype=torch.int64)
     for g, m in enumerate(mats):
@@ -88,8 +134,18 @@ def spd_score_mod(
     Raises
     ------
     ShapeError
-        ``graph_id``/``node`` not integer ``(B, L)`` of one shape, ``spd`` not an integer
-        ``(G, N, N)`` table, bad ``slopes``/``table``.
+        ``graph_id``/``node`` not integer ``(B, L)`` of one shape (a floating ``graph_id`` must
+        hold whole numbers), ``spd`` not an integer ``(G, N, N)`` table of distances ``≥ -1``, a
+        graph id ``>= G``, a node id ``>= N`` or a node that is padding in its graph's table
+        (diagonal ``-1``), bad ``slopes``/``table``.
+    SpecError
+        Neither or both of ``slopes`` and ``table`` given.
+
+    Notes
+    -----
+    The score_mod is built for the ``(B, L)`` of ``graph_id`` and the ``H`` of ``slopes``/``table``:
+    :func:`~structpos.integrations.flex.flex` refuses larger inputs with a
+    :class:`~structpos.exceptions.ShapeError`.
 
     Examples
     --------
@@ -129,18 +185,34 @@ def spd_distance_fn(graph_id, node, spd) -> DistanceFn:
     >>> dist(0, i[:, None], i[None, :]).tolist()
     [[0, 1, -1], [1, 0, -1], [-1, -1, -1]]
     """
-    gid = _tokens(
-        graph_id if not torch.is_tensor(graph_id) or not graph_id.is_floating_point() else graph_id.to(torch.int64),
-        "graph_id",
-        2,
-    )
+    gid = torch.as_tensor(graph_id)
+    if gid.is_floating_point():  # whole-number graph ids in a float tensor are accepted, never truncated
+        if not bool((gid == gid.round()).all()):
+            raise ShapeError(
+                f"graph_id must hold whole numbers; given {gid.dtype} values such as {gid[gid != gid.round()][0].item()}"
+            )
+        gid = gid.to(torch.int64)
+    gid = _tokens(gid, "graph_id", 2)
     nid = _tokens(node, "node", 2)
     if gid.shape != nid.shape:
         raise ShapeError(f"graph_id and node must both be (B, L); given {tuple(gid.shape)} and {tuple(nid.shape)}")
     spd = torch.as_tensor(spd)
     if spd.dim() != 3 or spd.shape[1] != spd.shape[2] or spd.is_floating_point():
         raise ShapeError(f"spd must be an integer (G, N, N) table; given {spd.dtype} {tuple(spd.shape)}")
-    spd = spd.to(torch.int64).contiguous()
+    spd = _spd_values(spd, "spd").contiguous()
+    G, N = spd.shape[0], spd.shape[1]
+    _id_bound(gid, G, "graph_id", f"G = {G} (spd is {tuple(spd.shape)})")
+    _id_bound(nid, N, "node", f"N = {N} (spd is {tuple(spd.shape)})")
+    real = (gid >= 0) & (nid >= 0)
+    padding = real.clone()
+    padding[real] = spd[gid[real], nid[real], nid[real]] < 0
+    if padding.any():
+        b, i = (int(x) for x in torch.nonzero(padding)[0])
+        g, n = int(gid[b, i]), int(nid[b, i])
+        raise ShapeError(
+            f"token ({b}, {i}): node {n} is not a node of graph {g} (spd[{g}, {n}, {n}] is -1, padding); "
+            "graph ids or node ids do not match the table"
+        )
 
     def dist(b, q_idx, kv_idx):
         gq, gk, nq, nk = gid[b, q_idx], gid[b, kv_idx], nid[b, q_idx], nid[b, kv_idx]
@@ -148,4 +220,4 @@ def spd_distance_fn(graph_id, node, spd) -> DistanceFn:
         d = spd[gq.clamp(min=0), nq.clamp(min=0), nk.clamp(min=0)]
         return torch.where(ok, d, torch.full_like(d, -1))
 
-    return dist
+    return _built_for(dist, **_token_sizes(gid, "graph_id", "spd_distance_fn"))

@@ -19,7 +19,7 @@ from typing import Literal
 import torch
 
 from ...exceptions import ShapeError, SpecError
-from ._common import MaskMod, _tokens
+from ._common import MaskMod, _built_for, _flags, _id_bound, _int_arg, _token_sizes, _tokens
 
 TableMode = Literal["row", "column", "row_or_column", "row_column_header"]
 
@@ -30,12 +30,17 @@ def causal_mask_mod(offset: int = 0) -> MaskMod:
     Parameters
     ----------
     offset : int
-        How many keys (a KV cache) precede the first query.
+        How many keys (a KV cache) precede the first query (``≥ 0``).
 
     Returns
     -------
     callable
         ``mask_mod(b, h, q_idx, kv_idx)``.
+
+    Raises
+    ------
+    SpecError
+        ``offset`` not an integer ``≥ 0``.
 
     Examples
     --------
@@ -46,6 +51,7 @@ def causal_mask_mod(offset: int = 0) -> MaskMod:
     >>> causal_mask_mod(offset=1)(0, 0, q_idx, kv_idx).int().tolist()  # one cached key
     [[1, 1, 0], [1, 1, 1]]
     """
+    offset = _int_arg(offset, "offset", 0)
 
     def mask_mod(b, h, q_idx, kv_idx):
         return kv_idx <= q_idx + offset
@@ -106,7 +112,7 @@ def table_mask_mod(row, col, header=None, mode: TableMode = "row_or_column") -> 
     if mode == "row_column_header":
         if header is None:
             raise SpecError("mode='row_column_header' needs header flags (B, L)")
-        hd = torch.as_tensor(header).to(torch.bool)
+        hd = _flags(header, "header", "(B, L)")
         if hd.shape != r.shape:
             raise ShapeError(f"header must be (B, L) = {tuple(r.shape)}; given {tuple(hd.shape)}")
 
@@ -123,7 +129,7 @@ def table_mask_mod(row, col, header=None, mode: TableMode = "row_or_column") -> 
             ok = ok | hd[b, kv_idx]
         return ok | glob
 
-    return mask_mod
+    return _built_for(mask_mod, **_token_sizes(r, "row", "table_mask_mod"))
 
 
 def hierarchy_mask_mod(unit_ids, level: int) -> MaskMod:
@@ -145,7 +151,7 @@ def hierarchy_mask_mod(unit_ids, level: int) -> MaskMod:
     Raises
     ------
     SpecError
-        ``level`` outside ``0..A-1``.
+        ``level`` not an integer in ``0..A-1``.
     ShapeError
         ``unit_ids`` not an integer ``(B, L, A)`` tensor.
 
@@ -157,15 +163,16 @@ def hierarchy_mask_mod(unit_ids, level: int) -> MaskMod:
     [True, True, False]
     """
     ids = _tokens(unit_ids, "unit_ids", 3)
-    if not 0 <= level < ids.shape[-1]:
-        raise SpecError(f"level must be in 0..{ids.shape[-1] - 1}, got {level}")
+    if not ids.shape[-1]:
+        raise ShapeError(f"unit_ids must have at least one level (B, L, A ≥ 1); given {tuple(ids.shape)}")
+    level = _int_arg(level, "level", 0, ids.shape[-1] - 1)
     lv = ids[..., level].contiguous()
 
     def mask_mod(b, h, q_idx, kv_idx):
         uq, uk = lv[b, q_idx], lv[b, kv_idx]
         return (uq == uk) | (uq < 0) | (uk < 0)
 
-    return mask_mod
+    return _built_for(mask_mod, **_token_sizes(ids, "unit_ids", "hierarchy_mask_mod"))
 
 
 def document_mask_mod(cu_seqlens, total: int | None = None) -> MaskMod:
@@ -187,7 +194,16 @@ def document_mask_mod(cu_seqlens, total: int | None = None) -> MaskMod:
     Raises
     ------
     ShapeError
-        Boundaries that do not start at 0, decrease or end past ``total``.
+        ``cu_seqlens`` not a 1-D integer tensor of at least 2 entries (floats are refused, not
+        truncated), boundaries that do not start at 0, decrease or do not end at ``total``;
+        ``total`` not an integer.
+
+    Notes
+    -----
+    The mask reads positions ``0..total-1``: :func:`~structpos.integrations.flex.block_mask` and
+    :func:`~structpos.integrations.flex.flex` refuse longer queries or keys with a
+    :class:`~structpos.exceptions.ShapeError` (calling the mask by hand past ``total`` is an
+    ``IndexError`` from the lookup).
 
     Examples
     --------
@@ -200,15 +216,19 @@ def document_mask_mod(cu_seqlens, total: int | None = None) -> MaskMod:
     """
     from ...encoders.rope import check_cu_seqlens
 
-    cu = torch.as_tensor(cu_seqlens).to(torch.int64)
-    total = int(cu[-1]) if total is None else total
+    cu = torch.as_tensor(cu_seqlens)
+    if total is None:  # the last boundary; an ill-formed cu_seqlens is named by check_cu_seqlens below
+        well_formed = cu.dim() == 1 and cu.numel() >= 2 and not (cu.is_floating_point() or cu.is_complex())
+        total = int(cu[-1]) if well_formed else 0
+    total = _int_arg(total, "total", 0, error=ShapeError)
     cu = check_cu_seqlens(cu, total)
     doc = torch.searchsorted(cu[1:], torch.arange(total, device=cu.device), right=True)
 
     def mask_mod(b, h, q_idx, kv_idx):
         return doc[q_idx] == doc[kv_idx]
 
-    return mask_mod
+    why = f"cu_seqlens given to document_mask_mod ends at total = {total}"
+    return _built_for(mask_mod, q=(total, why), kv=(total, why))
 
 
 def graph_kv_mask_mod(chunk, adjacency) -> MaskMod:
@@ -233,7 +253,8 @@ def graph_kv_mask_mod(chunk, adjacency) -> MaskMod:
     Raises
     ------
     ShapeError
-        ``chunk`` not integer ``(B, L)``, ``adjacency`` not ``(C, C)`` or ``(B, C, C)``.
+        ``chunk`` not integer ``(B, L)``, ``adjacency`` not a bool (or 0/1) ``(C, C)`` or
+        ``(B, C, C)`` tensor, or a chunk id ``>= C``.
 
     Examples
     --------
@@ -245,11 +266,12 @@ def graph_kv_mask_mod(chunk, adjacency) -> MaskMod:
     [True, True, False, False]
     """
     ch = _tokens(chunk, "chunk", 2)
-    adj = torch.as_tensor(adjacency).to(torch.bool)
+    adj = _flags(adjacency, "adjacency", "(C, C) or (B, C, C)")
     if adj.dim() == 2:
         adj = adj[None].expand(ch.shape[0], *adj.shape)
     if adj.dim() != 3 or adj.shape[1] != adj.shape[2] or adj.shape[0] != ch.shape[0]:
         raise ShapeError(f"adjacency must be (C, C) or (B, C, C) with B = {ch.shape[0]}; given {tuple(adj.shape)}")
+    _id_bound(ch, adj.shape[1], "chunk", f"C = {adj.shape[1]} (adjacency is {tuple(adj.shape)})")
     adj = adj.contiguous()
 
     def mask_mod(b, h, q_idx, kv_idx):
@@ -257,4 +279,4 @@ def graph_kv_mask_mod(chunk, adjacency) -> MaskMod:
         glob = (cq < 0) | (ck < 0)
         return glob | (cq == ck) | adj[b, cq.clamp(min=0), ck.clamp(min=0)]
 
-    return mask_mod
+    return _built_for(mask_mod, **_token_sizes(ch, "chunk", "graph_kv_mask_mod"))

@@ -23,8 +23,8 @@ import torch
 
 from ...coords.tree import check_parent
 from ...coords.tree import depth as tree_depth
-from ...exceptions import ParseError, ShapeError
-from ._common import DistanceFn, ScoreMod, _tokens
+from ...exceptions import ParseError
+from ._common import DistanceFn, ScoreMod, _built_for, _id_bound, _token_sizes, _tokens
 from .bias import distance_score_mod
 
 
@@ -171,8 +171,7 @@ def tree_distance_fn(parent, node) -> DistanceFn:
     nid = _tokens(node, "node", 2)
     first, dep, root, level = _euler_tour(parent)
     n = first.size
-    if nid.numel() and int(nid.max()) >= n:
-        raise ShapeError(f"node ids must be < N = {n} (the parent array's length); given max {int(nid.max())}")
+    _id_bound(nid, n, "node", f"N = {n} (the parent array's length)")
     # a separator of depth -1 before every tree: a range that crosses trees (or starts at position 0,
     # where tokens without a node point) has minimum -1, so "unreachable" needs no root or depth lookup
     roots = np.flatnonzero(root == np.arange(n))
@@ -195,7 +194,7 @@ def tree_distance_fn(parent, node) -> DistanceFn:
         d = dep_t[b, q_idx] + dep_t[b, kv_idx] - 2 * lca
         return torch.where(lca < 0, -1, d).to(torch.int64)
 
-    return dist
+    return _built_for(dist, **_token_sizes(nid, "node", "tree_distance_fn"))
 
 
 def tree_distance_score_mod(
@@ -228,8 +227,16 @@ def tree_distance_score_mod(
     ------
     ParseError
         ``parent`` is not a preorder forest.
+    SpecError
+        Neither or both of ``slopes`` and ``table`` given.
     ShapeError
         ``node`` not an integer ``(B, L)`` tensor, a node id ``>= N``, bad ``slopes``/``table``.
+
+    Notes
+    -----
+    The score_mod is built for ``node``'s ``(B, L)`` and the ``H`` of ``slopes``/``table``:
+    :func:`~structpos.integrations.flex.flex` refuses more batch rows, tokens or heads with a
+    :class:`~structpos.exceptions.ShapeError` naming them.
 
     Examples
     --------
