@@ -55,6 +55,25 @@ token-index coordinates still give the stock model.
 ``mode="pack"`` writes it) is honoured by ``attn_implementation="structpos_flex"``, which adds a
 document mask (no token attends across a document boundary). Any other attention would ignore it
 and attend across documents, so the call raises :class:`~structpos.exceptions.SpecError` instead.
+The patch remembers the documents of a packed KV cache: a decode step without ``cu_seqlens``
+continues the last document (its tokens see that document only); a step may instead give
+``cu_seqlens`` over the cached and the new tokens (``[0, 4, 6, 7]`` after ``[0, 4, 6]``: the new
+token starts a document). Offsets that do not end at the cache length plus the new tokens, or that
+move the cached documents' starts, raise SpecError, as does a cache that hands the attention
+other keys than the tokens seen (a static cache).
+
+**Checked inputs.** Coordinates (3-D ``position_ids``, :meth:`StructuralPatch.set_coordinates`)
+may be tensors or array-likes (NumPy, nested lists) and are checked by one function
+(:meth:`CoordinateState.coordinates`): integer or fp32/fp64, ``(B, L, A)`` (``(L, A)`` for
+``set_coordinates``); 2-D ``position_ids`` must be HF's ``(B, L)`` positions. Coordinates pending
+from ``set_coordinates`` are consumed by the next prefill; giving 3-D ``position_ids`` as well
+raises (and drops them). A continuation rule's output is checked the same way (ShapeError naming
+the rule). ``set_bias`` takes ``score_mod`` / ``mask_mod`` functions only, and a forward pass with
+a bias set under an attention other than ``structpos_flex`` raises. A removed patch refuses every
+call; installing on a patched model, unknown options, a ready ``rope`` of another rotary dimension
+or head count, a per-head allocation that splits a grouped-query (GQA) group across axes, and
+multimodal-RoPE models (Qwen2/2.5/3-VL, which take structure through
+:func:`qwen_vl_position_ids` without patching) are refused at install.
 
 **Tokens without a node.** :func:`structpos.align.token_coords` gives ``-1`` on the structural
 axes of tokens that cover no node (BOS/EOS, special and padding tokens); the collator passes

@@ -43,6 +43,17 @@ def _rotate_per_head(module, query, key):
     return q_rot, k_rot
 
 
+def _check_documents(state, key: torch.Tensor) -> None:
+    """Refuse a packed row whose document offsets do not cover the keys (the document mask would be dropped)."""
+    seen = state.keys.shape[1] if state.keys is not None else None
+    if state.cu_seqlens is not None and key.shape[-2] != seen:
+        raise SpecError(
+            f"the packed batch's documents cover the {seen} tokens seen, but the attention gets {key.shape[-2]} "
+            "keys (a static or sliding-window cache?): structpos_flex keeps documents apart only with a cache "
+            "that returns every cached key (DynamicCache)"
+        )
+
+
 def register_structural_attention(base: BaseAttention = "sdpa") -> str:
     """Register ``"structpos_<base>"`` with HF ``AttentionInterface`` (and its mask function); return the name.
 
@@ -103,6 +114,8 @@ def register_structural_attention(base: BaseAttention = "sdpa") -> str:
 
     def attention(module, query, key, value, attention_mask, **kwargs):
         if getattr(module, "_structpos", None) is not None:
+            if base == "flex":
+                _check_documents(module._structpos[1], key)
             query, key = _rotate_per_head(module, query, key)
         fn = inner
         if base == "eager":  # the model's own eager attention (Gemma's softcapping, ...) when it has one

@@ -180,13 +180,20 @@ def _rope_from_table(
     return rope.to(inv_freq.device)
 
 
+def _check_pairs(rope: StructuralRoPE, table: _RotaryTable) -> None:
+    """Refuse a ready ``rope`` whose rotary pairs are not those of the model's ``table`` (``head_dim`` mismatch)."""
+    if rope.num_pairs != table.inv_freq.numel():
+        raise SpecError(
+            f"rope has {rope.num_pairs} rotary pairs (head_dim {rope.head_dim}); the model's "
+            f"{table.layer_type or 'rotary'} table has {table.inv_freq.numel()} (rotary dimension "
+            f"{2 * table.inv_freq.numel()}): build the encoder with that head_dim"
+        )
+
+
 def _rope_on_table(rope: StructuralRoPE, table: _RotaryTable) -> StructuralRoPE:
     """``rope`` itself when it already has the table's frequencies, else a copy on them."""
+    _check_pairs(rope, table)
     inv = table.inv_freq.detach().float().to(rope.inv_freq.device)
-    if rope.inv_freq.shape != inv.shape:
-        raise SpecError(
-            f"rope has {rope.num_pairs} rotary pairs; the model's {table.layer_type or 'rotary'} table has {inv.numel()}"
-        )
     if torch.equal(rope.inv_freq.detach(), inv):
         return rope
     other = copy.deepcopy(rope)
@@ -196,6 +203,12 @@ def _rope_on_table(rope: StructuralRoPE, table: _RotaryTable) -> StructuralRoPE:
     return other
 
 
+def _rope_params(config) -> dict:
+    """The config's rope settings: 5.x ``rope_parameters``, 4.5x ``rope_scaling`` (``{}`` when none)."""
+    params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None)
+    return params if isinstance(params, dict) else {}
+
+
 def _token_axis_scaling(config, inv_freq: torch.Tensor, num_axes: int, scale_axes: ScaleAxes) -> torch.Tensor | None:
     """``(A, P)`` frequencies: the model's (scaled) ``inv_freq`` on axis 0, unscaled on the others.
 
@@ -203,8 +216,8 @@ def _token_axis_scaling(config, inv_freq: torch.Tensor, num_axes: int, scale_axe
     shares the model's table). Raises SpecError for rope types whose table is not static."""
     if scale_axes not in ("token", "all"):
         raise SpecError(f"scale_axes must be 'token' or 'all', got {scale_axes!r}")
-    params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
-    kind = params.get("rope_type", params.get("type", "default")) if isinstance(params, dict) else "default"
+    params = _rope_params(config)
+    kind = params.get("rope_type", params.get("type", "default"))
     if scale_axes == "all" or num_axes == 1 or kind == "default" or not isinstance(kind, str):
         return None
     if kind not in TOKEN_AXIS_SCALING:
