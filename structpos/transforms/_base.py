@@ -1,23 +1,89 @@
-"""Shared pieces of the PyG transforms: the optional import, attribute writing and the spectral base."""
+"""Shared pieces of the PyG transforms: the optional import, option and input checks, attribute
+writing and the spectral base.
+
+Every transform derives from :class:`GraphTransform`, so each checks its options the same way
+when it is built (:func:`check_attr`, :func:`check_dtype`, :func:`check_solver_kwargs`, and
+:func:`~structpos.encoders._checks.check_count` for counts) and refuses anything but a
+homogeneous PyG ``Data`` when it is called.
+"""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
 
 from .._optional import require
+from ..coords.solver import solver_options
+from ..exceptions import InputError, ShapeError, SpecError
 
 pyg_transforms = require("torch_geometric.transforms", "graph", "structpos.transforms")
 BaseTransform = pyg_transforms.BaseTransform
 
+#: The solver settings a spectral transform passes on (the keywords of :func:`~structpos.coords.solver.solver_options`).
+SOLVER_KWARGS = tuple(inspect.signature(solver_options).parameters)
+
+
+def check_attr(value: Any, name: str, *, optional: bool = True) -> str | None:
+    """An attribute name option: a non-empty string (or ``None`` where ``optional``), else :class:`SpecError`."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise SpecError(f"{name} must be a non-empty string{' or None' if optional else ''}, got {value!r}")
+    return value
+
+
+def check_dtype(value: Any, name: str = "dtype") -> torch.dtype:
+    """A floating ``torch.dtype`` (``torch.float32``), else :class:`SpecError`."""
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise SpecError(f"{name} must be a floating torch.dtype such as torch.float32, got {value!r}")
+    return value
+
+
+def check_solver_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The eigensolver keywords of a spectral transform, checked by :func:`solver_options` when it is built."""
+    unknown = [k for k in kwargs if k not in SOLVER_KWARGS]
+    if unknown:
+        raise SpecError(f"unknown option {unknown[0]!r}; the solver options are {', '.join(SOLVER_KWARGS)}")
+    solver_options(**kwargs)  # the values: SpecError now rather than on the first graph
+    return kwargs
+
+
+class GraphTransform(BaseTransform):  # type: ignore[valid-type,misc]  # BaseTransform is imported at run time
+    """Base of the structpos transforms: a call takes one homogeneous PyG ``Data`` (or a ``Batch`` of them).
+
+    A ``HeteroData`` has no single ``edge_index`` to read; it is refused with
+    :class:`~structpos.exceptions.InputError` rather than failing on a missing attribute.
+    """
+
+    def __call__(self, data: Any) -> Any:
+        from torch_geometric.data import Data
+
+        if not isinstance(data, Data):
+            hint = " (convert it with data.to_homogeneous(), or apply the transform per edge type)"
+            raise InputError(
+                f"{type(self).__name__} needs a homogeneous torch_geometric.data.Data, got {type(data).__name__}"
+                + (hint if type(data).__name__ == "HeteroData" else "")
+            )
+        return super().__call__(data)
+
 
 def add_node_attr(data: Any, value: torch.Tensor, attr_name: str | None) -> Any:
-    """``data[attr_name] = value``, or append to ``data.x`` when ``attr_name`` is None (as PyG)."""
+    """``data[attr_name] = value``, or append to ``data.x`` when ``attr_name`` is None (as PyG).
+
+    Raises :class:`~structpos.exceptions.ShapeError` when ``data.x`` has another number of rows
+    than ``value`` (one per node).
+    """
     if attr_name is None:
         x = getattr(data, "x", None)
         if x is not None:
             x = x.view(-1, 1) if x.dim() == 1 else x
+            if x.dim() != 2 or x.shape[0] != value.shape[0]:
+                raise ShapeError(
+                    f"data.x must have one row per node, ({value.shape[0]}, F), to append the features to "
+                    f"(attr_name=None); given {tuple(x.shape)}"
+                )
             data.x = torch.cat([x, value.to(x.device, x.dtype)], dim=-1)
         else:
             data.x = value
@@ -36,7 +102,7 @@ def all_pairs(n: int, device=None) -> torch.Tensor:
     return torch.stack([r.repeat_interleave(n), r.repeat(n)])
 
 
-class SpectralTransform(BaseTransform):  # type: ignore[valid-type,misc]  # BaseTransform is imported at run time
+class SpectralTransform(GraphTransform):
     """Base of the eigenvector transforms: stores one graph's :class:`~structpos.coords._spectrum.SpectralPE`.
 
     Subclasses set ``attr_name``, ``eigvals_attr``, ``mask_attr``, ``ambiguous_attr`` (each may be

@@ -13,10 +13,11 @@ from typing import Any
 import torch
 
 from ..coords.distance import hop_distances, resistance_distance
-from ._base import BaseTransform, all_pairs, edge_weight_of
+from ..encoders._checks import check_count, check_flag
+from ._base import GraphTransform, all_pairs, check_attr, check_dtype, edge_weight_of
 
 
-class AddShortestPathDistance(BaseTransform):
+class AddShortestPathDistance(GraphTransform):
     """Hop distances capped at ``max_dist`` (``-1`` beyond it or unreachable), int64.
 
     Parameters
@@ -27,6 +28,14 @@ class AddShortestPathDistance(BaseTransform):
         ``data[attr_name]`` gets the ``N²`` distances, ``data[attr_name + "_index"]`` the pairs.
     directed : bool
         Follow edges only in their stored direction.
+
+    Raises
+    ------
+    SpecError
+        (at construction) ``max_dist`` not ``None`` or an integer ≥ 0, an ``attr_name`` that is
+        not a string.
+    InputError
+        (when called) Anything but a homogeneous PyG ``Data`` (a ``HeteroData``).
 
     Examples
     --------
@@ -43,7 +52,9 @@ class AddShortestPathDistance(BaseTransform):
     """
 
     def __init__(self, max_dist: int | None = None, attr_name: str = "spd", *, directed: bool = False) -> None:
-        self.max_dist, self.attr_name, self.directed = max_dist, attr_name, directed
+        self.max_dist = None if max_dist is None else check_count(max_dist, "max_dist", minimum=0, maximum=None)
+        self.attr_name = check_attr(attr_name, "attr_name", optional=False)
+        self.directed = check_flag(directed, "directed")
 
     def forward(self, data: Any) -> Any:
         D = hop_distances(data.edge_index, data.num_nodes, self.max_dist, directed=self.directed)
@@ -56,7 +67,7 @@ class AddShortestPathDistance(BaseTransform):
         return f"{self.__class__.__name__}(max_dist={self.max_dist})"
 
 
-class AddResistanceDistance(BaseTransform):
+class AddResistanceDistance(GraphTransform):
     """Effective resistances (``inf`` across components), float32 by default.
 
     Parameters
@@ -65,6 +76,13 @@ class AddResistanceDistance(BaseTransform):
         ``data[attr_name]`` gets the ``N²`` resistances, ``data[attr_name + "_index"]`` the pairs.
     dtype : torch.dtype
         The stored precision.
+
+    Raises
+    ------
+    SpecError
+        (at construction) An ``attr_name`` that is not a string, a ``dtype`` that is not floating.
+    InputError
+        (when called) Anything but a homogeneous PyG ``Data`` (a ``HeteroData``).
 
     Examples
     --------
@@ -79,7 +97,8 @@ class AddResistanceDistance(BaseTransform):
     """
 
     def __init__(self, attr_name: str = "resistance", *, dtype: torch.dtype = torch.float32) -> None:
-        self.attr_name, self.dtype = attr_name, dtype
+        self.attr_name = check_attr(attr_name, "attr_name", optional=False)
+        self.dtype = check_dtype(dtype)
 
     def forward(self, data: Any) -> Any:
         R = resistance_distance(data.edge_index, data.num_nodes, edge_weight_of(data))

@@ -8,7 +8,8 @@ from typing import Any
 import torch
 
 from ..coords.laplacian import laplacian_pe
-from ._base import SpectralTransform, edge_weight_of
+from ..encoders._checks import check_count
+from ._base import SpectralTransform, check_attr, check_dtype, check_solver_kwargs, edge_weight_of
 
 
 class AddLaplacianPE(SpectralTransform):
@@ -21,6 +22,16 @@ class AddLaplacianPE(SpectralTransform):
     ``data[eigvals_attr]``, ``data[mask_attr]`` and ``data[ambiguous_attr]`` (modes whose
     eigenspace the cut at ``k`` splits; skipped when those are None), which PyG batches to
     ``(B, k)``. ``solver_kwargs`` go to :func:`laplacian_pe` (``method``, ``tol``, ``progress`` ...).
+
+    Raises
+    ------
+    SpecError
+        (at construction) ``k`` not an integer ≥ 1, an attribute name that is not a string, a
+        ``dtype`` that is not floating, an unknown or out-of-range solver option.
+    InputError
+        (when called) Anything but a homogeneous PyG ``Data`` (a ``HeteroData``).
+    ShapeError
+        (when called) ``attr_name=None`` and a ``data.x`` without one row per node.
 
     Examples
     --------
@@ -43,13 +54,13 @@ class AddLaplacianPE(SpectralTransform):
         ambiguous_attr: str | None = "laplacian_ambiguous",
         **solver_kwargs: Any,
     ) -> None:
-        self.k = k
-        self.attr_name = attr_name
-        self.eigvals_attr = eigvals_attr
-        self.mask_attr = mask_attr
-        self.ambiguous_attr = ambiguous_attr
-        self.dtype = dtype
-        self.solver_kwargs = solver_kwargs
+        self.k = check_count(k, "k")
+        self.attr_name = check_attr(attr_name, "attr_name")
+        self.eigvals_attr = check_attr(eigvals_attr, "eigvals_attr")
+        self.mask_attr = check_attr(mask_attr, "mask_attr")
+        self.ambiguous_attr = check_attr(ambiguous_attr, "ambiguous_attr")
+        self.dtype = check_dtype(dtype)
+        self.solver_kwargs = check_solver_kwargs(solver_kwargs)
 
     def forward(self, data: Any) -> Any:
         r = laplacian_pe(data.edge_index, data.num_nodes, self.k, edge_weight_of(data), **self.solver_kwargs)

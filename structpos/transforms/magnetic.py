@@ -8,7 +8,8 @@ from typing import Any
 import torch
 
 from ..coords.magnetic import magnetic_laplacian_pe
-from ._base import SpectralTransform, edge_weight_of
+from ..encoders._checks import check_count, check_flag, check_real
+from ._base import SpectralTransform, check_attr, check_dtype, check_solver_kwargs, edge_weight_of
 
 
 class AddMagneticLaplacianPE(SpectralTransform):
@@ -18,6 +19,16 @@ class AddMagneticLaplacianPE(SpectralTransform):
     eigenvectors (canonical phase); graph-level ``(1, k)`` eigenvalues and mask as for
     :class:`~structpos.transforms.AddLaplacianPE` (with ``ambiguous_attr``). Edge directions are
     taken as given.
+
+    Raises
+    ------
+    SpecError
+        (at construction) ``k`` not an integer ≥ 1, ``q`` not a finite number ≥ 0, an attribute
+        name that is not a string, a ``dtype`` that is not floating, a bad solver option.
+    InputError
+        (when called) Anything but a homogeneous PyG ``Data`` (a ``HeteroData``).
+    ShapeError
+        (when called) ``attr_name=None`` and a ``data.x`` without one row per node.
 
     Examples
     --------
@@ -41,11 +52,14 @@ class AddMagneticLaplacianPE(SpectralTransform):
         ambiguous_attr: str | None = "magnetic_ambiguous",
         **solver_kwargs: Any,
     ) -> None:
-        self.k, self.q, self.q_relative = k, q, q_relative
-        self.attr_name, self.eigvals_attr, self.mask_attr = attr_name, eigvals_attr, mask_attr
-        self.ambiguous_attr = ambiguous_attr
-        self.dtype = dtype
-        self.solver_kwargs = solver_kwargs
+        self.k, self.q = check_count(k, "k"), check_real(q, "q", low=0.0)
+        self.q_relative = check_flag(q_relative, "q_relative")
+        self.attr_name = check_attr(attr_name, "attr_name")
+        self.eigvals_attr = check_attr(eigvals_attr, "eigvals_attr")
+        self.mask_attr = check_attr(mask_attr, "mask_attr")
+        self.ambiguous_attr = check_attr(ambiguous_attr, "ambiguous_attr")
+        self.dtype = check_dtype(dtype)
+        self.solver_kwargs = check_solver_kwargs(solver_kwargs)
 
     def forward(self, data: Any) -> Any:
         r = magnetic_laplacian_pe(

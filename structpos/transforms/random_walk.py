@@ -8,10 +8,11 @@ from typing import Any
 import torch
 
 from ..coords.random_walk import random_walk_pe
-from ._base import BaseTransform, add_node_attr, edge_weight_of
+from ..encoders._checks import check_count, check_flag
+from ._base import GraphTransform, add_node_attr, check_attr, check_dtype, edge_weight_of
 
 
-class AddRandomWalkPE(BaseTransform):
+class AddRandomWalkPE(GraphTransform):
     """Add ``[P^k]_ii`` for ``k = 1..walk_length`` as ``data[attr_name]`` ``(N, walk_length)``.
 
     Same values as PyG's ``AddRandomWalkPE`` on simple graphs (stored with both directions);
@@ -27,6 +28,16 @@ class AddRandomWalkPE(BaseTransform):
         See :func:`~structpos.coords.random_walk.random_walk_pe`.
     dtype : torch.dtype
         The stored precision.
+
+    Raises
+    ------
+    SpecError
+        (at construction) ``walk_length`` not an integer ≥ 1, an ``attr_name`` that is not a
+        string, a ``dtype`` that is not floating.
+    InputError
+        (when called) Anything but a homogeneous PyG ``Data`` (a ``HeteroData``).
+    ShapeError
+        (when called) ``attr_name=None`` and a ``data.x`` without one row per node.
 
     Examples
     --------
@@ -48,10 +59,10 @@ class AddRandomWalkPE(BaseTransform):
         symmetrize: bool = True,
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        self.walk_length = walk_length
-        self.attr_name = attr_name
-        self.symmetrize = symmetrize
-        self.dtype = dtype
+        self.walk_length = check_count(walk_length, "walk_length")
+        self.attr_name = check_attr(attr_name, "attr_name")
+        self.symmetrize = check_flag(symmetrize, "symmetrize")
+        self.dtype = check_dtype(dtype)
 
     def forward(self, data: Any) -> Any:
         pe = random_walk_pe(

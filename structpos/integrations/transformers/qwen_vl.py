@@ -9,9 +9,13 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
-from ...exceptions import ShapeError, SpecError
+from ...encoders._checks import check_count
+from ...exceptions import InputError, ShapeError, SpecError
+from ..collate import as_numbers
 
 QWEN_VL_AXES: dict[str, tuple[str, str, str]] = {
     "tree": ("index", "depth", "sibling"),
@@ -40,12 +44,23 @@ def qwen_vl_position_ids(token_coords: dict, family: str, offset: int = 0) -> to
     family : {"tree", "table", "hier"}
         Which coordinates to use.
     offset : int
-        Added to the token index.
+        Added to the token index (an integer ≥ 0).
 
     Returns
     -------
     torch.Tensor
         int64 ``(3, 1, L)``; stack several along dim 1 for a batch.
+
+    Raises
+    ------
+    SpecError
+        An unknown ``family``, ``token_coords`` without the family's columns, ``offset`` not an
+        integer ≥ 0.
+    InputError
+        ``token_coords`` not a mapping; a column holding non-numbers (``None``, strings).
+    ShapeError
+        A column that is not 1-D, the two columns of different lengths, a value that is not a
+        whole number (``1.7``, ``nan``) or is below ``-1`` (the fill of tokens without a node).
 
     Examples
     --------
@@ -53,16 +68,25 @@ def qwen_vl_position_ids(token_coords: dict, family: str, offset: int = 0) -> to
     >>> tc = {"row": np.array([0, 0, 1]), "col": np.array([0, 1, -1])}
     >>> qwen_vl_position_ids(tc, "table")[:, 0].tolist()
     [[0, 1, 2], [0, 0, 1], [0, 1, 0]]
+    >>> qwen_vl_position_ids({"row": [0, 1.7], "col": [0, 0]}, "table")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: token_coords['row'] must hold whole numbers; given 1.7 at flat index 1
     """
     if family not in QWEN_VL_AXES:
         raise SpecError(f"family must be one of {sorted(QWEN_VL_AXES)}, got {family!r}")
+    if not isinstance(token_coords, Mapping):
+        raise InputError(f"token_coords must be a mapping of coordinate columns, got {type(token_coords).__name__}")
+    offset = check_count(offset, "offset", minimum=0, maximum=None)
     _, a1, a2 = QWEN_VL_AXES[family]
     missing = [a for a in (a1, a2) if a not in token_coords]
     if missing:
         raise SpecError(f"token_coords lacks {missing} (computed with the {family!r} coordinate family?)")
-    h = torch.as_tensor(token_coords[a1]).to(torch.int64).clamp_min(0)
-    w = torch.as_tensor(token_coords[a2]).to(torch.int64).clamp_min(0)
+    h, w = (as_numbers(token_coords[a], f"token_coords[{a!r}]", integers=True) for a in (a1, a2))
     if h.shape != w.shape or h.dim() != 1:
         raise ShapeError(f"{a1} and {a2} must be (L,) arrays of one length; given {tuple(h.shape)}, {tuple(w.shape)}")
-    t = torch.arange(h.numel(), dtype=torch.int64) + offset
-    return torch.stack([t, h, w])[:, None, :]
+    for a, v in ((a1, h), (a2, w)):
+        if v.numel() and int(v.min()) < -1:
+            raise ShapeError(f"token_coords[{a!r}] holds {int(v.min())}; coordinates are >= 0, or -1 for no node")
+    t = torch.arange(h.numel(), dtype=torch.int64, device=h.device) + offset
+    return torch.stack([t, h.clamp_min(0), w.clamp_min(0).to(h.device)])[:, None, :]
