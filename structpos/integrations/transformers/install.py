@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ...encoders._learned import LearnedRotary
 from ...encoders.rope import Allocation, StructuralRoPE, check_cu_seqlens
 from ...exceptions import SpecError
 from .attention import _select_attention, register_structural_attention
@@ -349,15 +350,19 @@ def _encoders(
     if rope is None:
         _check_options(options)
         return {t.layer_type: _rope_from_table(body, t, num_axes, allocation, scale_axes, **options) for t in tables}
-    if not isinstance(rope, StructuralRoPE):
-        raise SpecError(f"rope must be a StructuralRoPE (or a subclass); given {type(rope).__name__}")
+    if not isinstance(rope, (StructuralRoPE, LearnedRotary)):
+        raise SpecError(
+            f"rope must be a StructuralRoPE or a learned rotary encoder (STRING, LieRE, ComRoPE, GRAPE); "
+            f"given {type(rope).__name__}"
+        )
     if options:
         raise SpecError(f"options {sorted(options)} build the encoder, but a ready rope was given: set them on it")
     if rope.num_axes != num_axes:
         raise SpecError(f"rope has {rope.num_axes} axes, num_axes = {num_axes}")
-    if len(tables) == 1:
-        _check_pairs(rope, tables[0])
-        return {tables[0].layer_type: rope}  # used as given (its own frequencies)
+    if len(tables) == 1 or isinstance(rope, LearnedRotary):  # used as given (its own frequencies / generators)
+        for t in tables:
+            _check_pairs(rope, t)
+        return {t.layer_type: rope for t in tables}
     return {t.layer_type: _rope_on_table(rope, t) for t in tables}
 
 
@@ -384,7 +389,7 @@ def _check_head_groups(body: nn.Module, ropes: dict) -> None:
         return
     kv = getattr(config, "num_key_value_heads", None) or heads
     for rope in ropes.values():
-        if not rope._per_head():
+        if not isinstance(rope, StructuralRoPE) or not rope._per_head():  # a learned rotary: one for every head
             continue
         angles = rope._angle_matrix(torch.float32).detach()  # (H', A, P)
         if angles.shape[0] != heads:

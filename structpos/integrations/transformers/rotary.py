@@ -180,11 +180,12 @@ def _rope_from_table(
     return rope.to(inv_freq.device)
 
 
-def _check_pairs(rope: StructuralRoPE, table: _RotaryTable) -> None:
-    """Refuse a ready ``rope`` whose rotary pairs are not those of the model's ``table`` (``head_dim`` mismatch)."""
-    if rope.num_pairs != table.inv_freq.numel():
+def _check_pairs(rope, table: _RotaryTable) -> None:
+    """Refuse a ready ``rope`` (a StructuralRoPE or a learned rotary) whose rotary pairs are not those of
+    the model's ``table`` (``head_dim`` mismatch)."""
+    if rope.head_dim // 2 != table.inv_freq.numel():
         raise SpecError(
-            f"rope has {rope.num_pairs} rotary pairs (head_dim {rope.head_dim}); the model's "
+            f"rope has {rope.head_dim // 2} rotary pairs (head_dim {rope.head_dim}); the model's "
             f"{table.layer_type or 'rotary'} table has {table.inv_freq.numel()} (rotary dimension "
             f"{2 * table.inv_freq.numel()}): build the encoder with that head_dim"
         )
