@@ -52,6 +52,7 @@ __all__ = [
     "TableInfo",
     "CodeInfo",
     "SentenceInfo",
+    "as_int_array",
     "raise_at_first",
 ]
 
@@ -200,10 +201,68 @@ ArrayLike = Any
 """Anything :func:`numpy.asarray` takes; every array field is a numpy array after ``__post_init__``."""
 
 
-def _as_int_array(x, n: int, fill: int) -> np.ndarray:
+_INT64_MAX = float(np.iinfo(np.int64).max)
+
+
+def as_int_array(x: Any, what: str, *, name: str | None = None, error: type[Exception] = StructureError) -> np.ndarray:
+    """``x`` as a contiguous int64 array, refusing anything that is not integer-valued.
+
+    The one conversion of index arrays (``parent``, spans, node ids): integer arrays and lists
+    pass; floats pass only when every value is integral and finite (``[-1.0, 0.0]``, as before
+    this check; ``0.5`` or NaN would otherwise be truncated silently); booleans, strings,
+    complex numbers, ragged lists and unsigned values beyond int64 raise ``error``.
+
+    Parameters
+    ----------
+    x : array_like
+        The values.
+    what : str
+        Their name, for the message.
+    name : str, optional
+        The input's name.
+    error : exception class
+        Raised on a bad value (default :class:`~structpos.exceptions.StructureError`).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, same shape.
+
+    Examples
+    --------
+    >>> as_int_array([-1, 0.0, 1], "parent").tolist()
+    [-1, 0, 1]
+    >>> as_int_array([-1, 0, 0.5], "parent")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ParseError: parent[2] = 0.5 is not an integer
+    """
+    if isinstance(x, np.ndarray) and x.dtype == np.int64:
+        return np.ascontiguousarray(x)
+    kw: dict[str, Any] = {} if name is None else {"name": name}
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError) as e:
+        raise error(f"{what} must be an array of integers ({e})", **kw) from None
+    kind = a.dtype.kind
+    if a.size == 0 and kind in "biufcOUS":
+        return np.zeros(a.shape, dtype=np.int64)
+    if kind == "u" and int(a.max()) > np.iinfo(np.int64).max:
+        raise error(f"{what} holds {a.max()}, beyond the int64 range", **kw)
+    if kind == "f":
+        bad = ~np.isfinite(a) | (np.floor(a) != a) | (np.abs(a) >= _INT64_MAX)
+        if bad.any():
+            j = int(np.flatnonzero(bad.ravel())[0])
+            raise error(f"{what}[{j}] = {a.ravel()[j].item()!r} is not an integer", **kw)
+    elif kind not in "iu":
+        raise error(f"{what} must hold integers, got dtype {a.dtype}", **kw)
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _as_int_array(x, n: int, fill: int, what: str, name: str) -> np.ndarray:
     if x is None:
         return np.full(n, fill, dtype=np.int64)
-    return np.ascontiguousarray(x, dtype=np.int64)
+    return as_int_array(x, what, name=name)
 
 
 @dataclass(eq=False)
@@ -293,15 +352,22 @@ class Structure:
             labels = arr
         self.labels = labels
         n = len(labels)
-        self.start = _as_int_array(self.start, n, -1)
-        self.end = _as_int_array(self.end, n, -1)
+        self.start = _as_int_array(self.start, n, -1, "start", self.name)
+        self.end = _as_int_array(self.end, n, -1, "end", self.name)
         if self.parent is not None:
-            self.parent = _as_int_array(self.parent, n, -1)
+            self.parent = _as_int_array(self.parent, n, -1, "parent", self.name)
         if self.edge_index is not None:
-            ei = np.asarray(self.edge_index, dtype=np.int64).reshape(2, -1)
-            self.edge_index = np.ascontiguousarray(ei)
+            ei = as_int_array(self.edge_index, "edge_index", name=self.name)
+            if ei.size == 0:
+                ei = ei.reshape(2, 0)
+            elif ei.ndim != 2 or ei.shape[0] != 2:
+                raise ShapeError(f"edge_index must have shape (2, E), got {ei.shape}", name=self.name)
+            self.edge_index = ei
         if self.edge_weight is not None:
-            self.edge_weight = np.ascontiguousarray(np.asarray(self.edge_weight, dtype=np.float64))
+            ew = np.asarray(self.edge_weight)
+            if ew.dtype.kind not in "biuf":
+                raise ShapeError(f"edge_weight must hold real numbers, got dtype {ew.dtype}", name=self.name)
+            self.edge_weight = np.ascontiguousarray(ew, dtype=np.float64)
         for k in self.attrs:  # values replaced in place: the keys do not change
             v = np.asarray(self.attrs[k])
             if v.shape[:1] != (n,):

@@ -67,22 +67,26 @@ def perturbed(enc, std=0.3, seed=1):
 
 def commuting_encoders(num_axes):
     torch.manual_seed(0)
-    return {
+    encs = {
         "string": perturbed(STRING(D, num_axes)),
         "string_interleaved": perturbed(STRING(D, num_axes, "interleaved", layout="interleaved")),
         # random blocks turn at most ~1 rad per unit coordinate, RoPE's highest frequency
         "comrope_ap_b2": ComRoPE(D, num_axes, "ap", block_size=2, init="random", init_std=0.3),
-        "comrope_ap_b4": ComRoPE(D, num_axes, "ap", block_size=4, init="random", init_std=0.2),
-        "comrope_ld_b4": perturbed(ComRoPE(D, num_axes, "ld", block_size=4, init="random", init_std=0.2), std=0.1),
-        "grape_commuting": perturbed(GRAPE(D, num_axes, "commuting"), std=0.1),
     }
+    if D // 4 >= num_axes:  # "ap" needs a 4x4 block per axis (fewer would leave an axis ignored: refused)
+        encs["comrope_ap_b4"] = ComRoPE(D, num_axes, "ap", block_size=4, init="random", init_std=0.2)
+    encs["comrope_ld_b4"] = perturbed(ComRoPE(D, num_axes, "ld", block_size=4, init="random", init_std=0.2), std=0.1)
+    encs["grape_commuting"] = perturbed(GRAPE(D, num_axes, "commuting"), std=0.1)
+    return encs
 
 
 # ----------------------------------------------------------------------------- relativity
 @pytest.mark.parametrize("num_axes", [2, 3])
 @pytest.mark.parametrize("name", list(commuting_encoders(2)))
 def test_commuting_encoders_depend_only_on_coordinate_differences(name, num_axes):
-    enc = commuting_encoders(num_axes)[name]
+    enc = commuting_encoders(num_axes).get(name)
+    if enc is None:
+        pytest.skip(f"{name} with {num_axes} axes at head_dim={D} is refused (an axis without a block)")
     q, k = qk()
     g = torch.Generator().manual_seed(3)
     c = torch.rand(2, L, num_axes, generator=g) * 6
@@ -154,10 +158,11 @@ def test_identity_settings_are_exactly_rope(layout, dtype, extent, tol):
         "grape_commuting": (GRAPE(D, 3, layout=layout), ref),
         "grape_mixture": (GRAPE(D, 3, "mixture", layout=layout), ref),
         "comrope_ap_b2": (ComRoPE(D, 3, "ap", block_size=2, layout=layout), plain_rope(q, c, interleaved, layout)),
-        # b = 4: pairs 2k, 2k+1 form block k, on axis k mod 3
+        # b = 4: pairs 2k, 2k+1 form block k, on axis k mod A; head_dim 8 has 2 blocks, so A = 2
+        # (with 3 axes, axis 2 would get no block: refused, see test_encoders_misuse)
         "comrope_ap_b4": (
-            ComRoPE(D, 3, "ap", block_size=4, layout=layout),
-            plain_rope(q, c, onehot_rates([0, 0, 1, 1], 3), layout),
+            ComRoPE(D, 2, "ap", block_size=4, layout=layout),
+            plain_rope(q, c[..., :2], onehot_rates([0, 0, 1, 1], 2), layout),
         ),
         "comrope_ld_b4": (
             ComRoPE(D, 3, "ld", block_size=4, layout=layout),
@@ -166,7 +171,7 @@ def test_identity_settings_are_exactly_rope(layout, dtype, extent, tol):
     }
     with torch.no_grad():
         for name, (enc, expect) in cases.items():
-            got = enc.to(dtype)(q, k, c)[0]
+            got = enc.to(dtype)(q, k, c[..., : enc.num_axes])[0]
             torch.testing.assert_close(got, expect, rtol=tol, atol=tol, msg=lambda m, name=name: f"{name}: {m}")
         # and the library's own RoPE agrees with the test's
         torch.testing.assert_close(StructuralRoPE(D, 3, layout=layout)(q, k, c)[0], ref, rtol=tol, atol=tol)
@@ -296,8 +301,11 @@ def gradcheck_cases():
     torch.manual_seed(0)
     return {
         "string": perturbed(STRING(4, 2, learnable_freqs=True)),
-        "comrope_ap": perturbed(ComRoPE(4, 2, "ap", block_size=4, init="random")),
+        # head_dim=4 has one 4x4 block: too few for two "ap" axes (axis 1 would be ignored), so
+        # "ap" takes 2x2 blocks here and "ld" covers the 4x4 matrix exponential
+        "comrope_ap": perturbed(ComRoPE(4, 2, "ap", block_size=2, init="random")),
         "comrope_ld_b2": perturbed(ComRoPE(4, 2, "ld", block_size=2, init="random")),
+        "comrope_ld_b4": perturbed(ComRoPE(4, 2, "ld", block_size=4, init="random")),
         "liere": LieRE(4, 2, init="random", init_std=0.3),
         "grape_commuting": perturbed(GRAPE(4, 2), std=0.1),
         "grape_mixture": GRAPE(4, 2, "mixture", rank=2, init="random"),

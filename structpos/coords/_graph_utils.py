@@ -16,6 +16,13 @@ Conventions (documented once, used by every family):
   undirected edges of the same weight. For unweighted graphs this is ``A ∨ Aᵀ``.
 * A node is **isolated** when it has no edge of positive weight to another node (self-loops
   do not count).
+* A graph given as a bare ``edge_index`` needs ``num_nodes`` (nothing is inferred from the
+  largest index: trailing isolated nodes would be lost); without it
+  :class:`~structpos.StructureError` is raised.
+* Families invariant to a global scaling of the weights (RWSE, the normalised and magnetic
+  Laplacian PEs) compute on rescaled weights when the largest one is outside
+  ``[2**-SCALE_EXPONENT, 2**SCALE_EXPONENT]`` (:func:`scale_free_weights`), so ``1e300`` or
+  ``1e-320`` weights give the same answer as weights near 1 instead of overflowing.
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import EigenConvergenceError
+from ..exceptions import EigenConvergenceError, SpecError
 from ..structure import Structure, StructureError, raise_at_first
+from ._args import check_int, check_pairwise_size
 
 __all__ = [
     "Graph",
@@ -42,6 +50,9 @@ __all__ = [
     "bucket_edges",
     "group_by_size",
     "auto_workers",
+    "check_float_dtype",
+    "check_pairwise_size",
+    "scale_free_weights",
     "canonical_phase",
     "canonical_sign_rows",
     "scatter_rows",
@@ -133,9 +144,10 @@ def as_graph(
     return g
 
 
-def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None) -> list[Graph]:
+def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None, scale_free: bool = False) -> list[Graph]:
     """:func:`as_graph` over a sequence, validated in one vectorised pass; graph ``i`` is named
-    ``graph[i]`` unless it has a name."""
+    ``graph[i]`` unless it has a name. ``scale_free``: weighted graphs whose largest weight is out
+    of range come back rescaled (:func:`scale_free_weights`; found in the same pass)."""
     out = []
     flag = bool(directed)
     plain = _plain_data
@@ -145,7 +157,7 @@ def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None) -> list[Gr
             nm = g.name if isinstance(g, (Structure, Graph)) else f"graph[{i}]"
             fast = _unchecked(g, None, None, directed, nm)
         out.append(fast)
-    _check_values(out)
+    _check_values(out, scale_free=scale_free)
     return out
 
 
@@ -209,17 +221,27 @@ def _unchecked(obj, num_nodes, edge_weight, directed, name) -> Graph:
         ew = obj[2] if len(obj) == 3 else edge_weight
         return _shaped(obj[0], obj[1], ew, bool(directed), name or "<graph>")
     if num_nodes is None:
-        raise TypeError("num_nodes is required when the graph is given as a bare edge_index")
+        raise StructureError(
+            "num_nodes is required when the graph is given as a bare edge_index "
+            "(pass num_nodes, or a (edge_index, num_nodes) tuple)",
+            name=name or "<graph>",
+        )
     return _shaped(obj, num_nodes, edge_weight, bool(directed), name or "<graph>")
+
+
+def _array(x: Any, what: str, name: str) -> np.ndarray:
+    """``x`` as a numpy array, or :class:`StructureError` (ragged nested lists, odd objects)."""
+    try:
+        return _to_numpy(x)
+    except (TypeError, ValueError) as e:
+        raise StructureError(f"{what} is not a rectangular numeric array ({e})", name=name) from None
 
 
 def _shaped(edge_index, num_nodes, edge_weight, directed: bool, name: str) -> Graph:
     if num_nodes is None:
         raise StructureError("num_nodes is missing", name=name)
-    n = int(num_nodes)
-    if n < 0 or n != num_nodes:
-        raise StructureError(f"num_nodes must be a non-negative integer, got {num_nodes!r}", name=name)
-    ei = _to_numpy(edge_index)
+    n = check_int(num_nodes, "num_nodes", 0, error=StructureError, input_name=name)
+    ei = _array(edge_index, "edge_index", name)
     if ei.size == 0:
         ei = np.zeros((2, 0), dtype=np.int64)
     elif ei.ndim != 2 or ei.shape[0] != 2:
@@ -230,14 +252,19 @@ def _shaped(edge_index, num_nodes, edge_weight, directed: bool, name: str) -> Gr
         ei = ei.astype(np.int64)
     ew = None
     if edge_weight is not None:
-        ew = np.asarray(_to_numpy(edge_weight), dtype=np.float64).reshape(-1)
+        ew = _array(edge_weight, "edge_weight", name)
+        if ew.dtype.kind not in "biuf":  # complex, strings, objects: no silent cast to float
+            raise StructureError(f"edge_weight must hold real numbers, got dtype {ew.dtype}", name=name)
+        ew = np.asarray(ew, dtype=np.float64).reshape(-1)
         if ew.shape[0] != ei.shape[1]:
             raise StructureError(f"edge_weight has {ew.shape[0]} entries for {ei.shape[1]} edges", name=name)
     return Graph(ei, n, ew, directed, name)
 
 
-def _check_values(gs: Sequence[Graph]) -> None:
-    """Every edge endpoint in ``0..N-1`` and every weight finite and ``>= 0`` (all graphs at once)."""
+def _check_values(gs: list[Graph], scale_free: bool = False) -> None:
+    """Every edge endpoint in ``0..N-1`` and every weight finite and ``>= 0`` (all graphs at once);
+    with ``scale_free``, graphs of ``gs`` whose largest weight is out of range are replaced by
+    their :func:`scale_free_weights`."""
     counts = np.fromiter((g.edge_index.shape[1] for g in gs), dtype=np.int64, count=len(gs))
     if counts.sum():
         ei = np.concatenate([g.edge_index for g in gs], axis=1) if len(gs) > 1 else gs[0].edge_index
@@ -256,19 +283,93 @@ def _check_values(gs: Sequence[Graph]) -> None:
                 name=g.name,
                 position=f"edge {e}",
             )
-    for gi, g in enumerate(gs):
-        if g.edge_weight is None:
-            continue
-        raise_at_first(
-            ~np.isfinite(g.edge_weight) | (g.edge_weight < 0),
-            partial(_bad_weight_message, g.edge_weight),
-            name=g.name,
-            where="edge",
-        )
+    weighted = [i for i, g in enumerate(gs) if g.edge_weight is not None and g.edge_weight.size]
+    if not weighted:
+        return
+    ws = [edge_weights(gs[i]) for i in weighted]
+    w = np.concatenate(ws) if len(ws) > 1 else ws[0]
+    if not (np.isfinite(w).all() and w.min() >= 0):  # then name the first bad edge of the first bad graph
+        for i, wi in zip(weighted, ws):
+            raise_at_first(
+                ~np.isfinite(wi) | (wi < 0),
+                partial(_bad_weight_message, wi),
+                name=gs[i].name,
+                where="edge",
+            )
+    if scale_free:
+        sizes = np.fromiter((x.size for x in ws), dtype=np.int64, count=len(ws))
+        tops = np.maximum.reduceat(w, np.cumsum(sizes) - sizes)
+        lo, hi = 2.0**-SCALE_EXPONENT, 2.0**SCALE_EXPONENT
+        for j in np.flatnonzero((tops > hi) | ((tops < lo) & (tops > 0))):
+            gs[weighted[j]] = scale_free_weights(gs[weighted[j]])
 
 
 def _bad_weight_message(weights: np.ndarray, e: int) -> str:
     return f"edge weight {weights[e]} is not a finite non-negative number"
+
+
+SCALE_EXPONENT = 60
+"""Weights are rescaled (:func:`scale_free_weights`) when the largest is above ``2**60`` (~1.2e18)
+or below ``2**-60``: far inside float32's range, so that degree sums of float32 RWSE neither
+overflow nor lose tiny weights, and no ordinary input is affected."""
+
+
+def scale_free_weights(g: Graph) -> Graph:
+    """``g`` with its weights divided by a power of 4 close to the largest weight, when that one
+    is outside ``[2**-SCALE_EXPONENT, 2**SCALE_EXPONENT]``; else ``g`` itself.
+
+    For the families whose output does not change when every weight is multiplied by one
+    constant (RWSE, the normalised and magnetic Laplacian PEs): extreme weights (``1e300``,
+    ``1e-320``, ``1e39`` in float32) would otherwise overflow or underflow in the degree sums.
+    The divisor is an even power of two, so the rescaled computation rounds exactly as the
+    unscaled one wherever that one stays in range (scaling by ``4**e`` is exact, and so is
+    ``sqrt`` of it); a positive weight never becomes 0 (at worst the smallest normal float64).
+
+    Examples
+    --------
+    >>> g = Graph(np.array([[0, 1], [1, 0]]), 2, np.array([2.0**1000, 3 * 2.0**1000]))
+    >>> scale_free_weights(g).edge_weight.tolist()  # divided by 4**501, exactly
+    [0.25, 0.75]
+    >>> g2 = Graph(np.array([[0], [1]]), 2, np.array([2.5]))
+    >>> scale_free_weights(g2) is g2
+    True
+    """
+    w = g.edge_weight
+    if w is None or w.size == 0:
+        return g
+    top = float(w.max())
+    if top <= 0 or 2.0**-SCALE_EXPONENT <= top <= 2.0**SCALE_EXPONENT:
+        return g
+    e = int(np.frexp(top)[1]) // 2  # top = m * 2**(2e + r), r in {0, 1}, 0.5 <= m < 1
+    scaled = np.ldexp(w, -2 * e)  # exact: a power-of-two scale (up to underflow of tiny weights)
+    lost = (scaled == 0) & (w > 0)
+    if lost.any():
+        scaled[lost] = np.finfo(np.float64).tiny
+    return Graph(g.edge_index, g.num_nodes, scaled, g.directed, g.name)
+
+
+def check_float_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
+    """``dtype`` as a numpy dtype after checking it is float32 or float64, else :class:`SpecError`.
+
+    The graph PEs compute in that precision (LAPACK, BLAS): an integer dtype would truncate every
+    probability and eigenvector entry to 0, float16 has no LAPACK.
+
+    Examples
+    --------
+    >>> check_float_dtype(np.float32)
+    dtype('float32')
+    >>> check_float_dtype(np.int64)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: dtype must be numpy float32 or float64, got <class 'numpy.int64'>
+    """
+    try:
+        dt = None if dtype is None else np.dtype(dtype)  # (np.dtype(None) would be float64)
+    except TypeError:
+        dt = None
+    if dt is None or dt.type not in (np.float32, np.float64):
+        raise SpecError(f"{name} must be numpy float32 or float64, got {dtype!r}")
+    return dt
 
 
 def _locate(counts: np.ndarray, flat: int) -> tuple[int, int]:
@@ -367,9 +468,7 @@ def auto_workers(workers: int | None, num_graphs: int, num_groups: int) -> int:
     """``workers`` if given, else one per available core (at most 4) for batches big enough to
     gain from it (>= 256 graphs in >= 2 size groups), else 1."""
     if workers is not None:
-        if int(workers) != workers or workers < 1:
-            raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
-        return int(workers)
+        return check_int(workers, "workers", 1)
     if num_graphs < 256 or num_groups < 2:
         return 1
     try:

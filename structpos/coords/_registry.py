@@ -28,15 +28,12 @@ import numpy as np
 from ..exceptions import SpecError
 from ..registry import Column, Entry, Registry, no_argument
 from ..structure import Structure
-from ._args import int_arg, one_int_arg
+from ._args import MAX_K, int_arg, one_int_arg
 from .bilevel import bipe_arg
 from .tree import MAX_TREE_DEPTH, MAX_TREE_WIDTH, path_dtype, tree_arg
 
 __all__ = ["COORDS", "CoordFamily", "CoordFn", "MAX_K", "MAX_MAGLAP_Q"]
 
-MAX_K = 4096
-"""Largest ``k`` of ``lap:k`` and ``maglap:k`` (eigenpairs, an ``(N, k)`` array each) and ``K`` of
-``rw:K`` (walk steps, an ``(N, K)`` array)."""
 MAX_MAGLAP_Q = 1.0
 """Largest potential ``q`` of ``maglap:k:q``. ``L^(q)`` is periodic in ``q`` with period 1 and ``q``,
 ``1 - q`` give complex-conjugate eigenvectors, so ``[0, 0.5]`` holds every distinct operator and

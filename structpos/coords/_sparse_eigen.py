@@ -256,7 +256,16 @@ def smallest_eigenpairs(
             say(f"{meth}: {m} eigenpairs, memory estimate {_fmt_bytes(est)}")
         try:
             w, U, extra_notes, res, ortho = _solve_checked(L, Z, m, meth, tol, maxiter, say)
-        except (_Failed, MemoryError, ArpackError, ArpackNoConvergence, np.linalg.LinAlgError, RuntimeError) as e:
+        except (
+            _Failed,
+            MemoryError,
+            ArpackError,
+            ArpackNoConvergence,
+            np.linalg.LinAlgError,
+            RuntimeError,
+            ValueError,  # ARPACK refuses k close to n ("ncv must be k+1<ncv<=n", "k >= N - 1")
+            TypeError,
+        ) as e:
             last = e
             notes.append(f"{meth} failed ({_short(e)})")
             say(notes[-1] + (f"; falling back to {chain[i + 1]}" if i + 1 < len(chain) else ""))

@@ -29,7 +29,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..exceptions import EigenConvergenceError, SpecError
+from ..exceptions import EigenConvergenceError
+from ._args import MAX_K, check_int
 from ._graph_utils import Graph, batch_output, output_like, scatter_rows, to_output
 from ._sparse_eigen import RESIDUAL_MAX, EigenResult
 from .solver import SolverOptions
@@ -150,10 +151,19 @@ class LapBatch(NamedTuple):
 
 
 def check_k(k) -> int:
-    """``k`` as an int, or :class:`~structpos.exceptions.SpecError` unless it is a positive integer."""
-    if int(k) != k or k < 1:
-        raise SpecError(f"k must be a positive integer, got {k!r}")
-    return int(k)
+    """``k`` as an int, or :class:`~structpos.exceptions.SpecError` unless it is an integer in
+    ``[1, MAX_K]`` (the cap of ``lap:k``; ``k`` sizes the ``(N, k)`` output).
+
+    Examples
+    --------
+    >>> check_k(3)
+    3
+    >>> check_k(10**9)
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.SpecError: k must be an integer in [1, 4096], got 1000000000
+    """
+    return check_int(k, "k", 1, MAX_K)
 
 
 def components(A) -> list[np.ndarray]:

@@ -32,8 +32,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..exceptions import SpecError
 from ..structure import Structure
+from ._args import MAX_K, check_int
 from ._graph_utils import as_graph, edge_weights, output_like, to_output
 from .distance import hop_distances
 
@@ -55,9 +55,7 @@ class AnchorPE(NamedTuple):
 
 
 def _check_k(k: Any) -> int:
-    if isinstance(k, bool) or int(k) != k or k < 1:
-        raise SpecError(f"k (number of anchors) must be an integer >= 1, got {k!r}")
-    return int(k)
+    return check_int(k, "k (number of anchors)", 1, MAX_K)
 
 
 def kcenter_anchors(edge_index: Any, num_nodes: int | None = None, k: int = 8) -> AnchorPE:

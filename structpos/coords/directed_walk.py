@@ -38,7 +38,17 @@ import numpy as np
 
 from ..exceptions import LimitError, SpecError
 from ..structure import Structure
-from ._graph_utils import Graph, adjacency, as_graph, edge_weights, output_like, to_output
+from ._args import MAX_K, check_int
+from ._graph_utils import (
+    Graph,
+    adjacency,
+    as_graph,
+    check_float_dtype,
+    edge_weights,
+    output_like,
+    scale_free_weights,
+    to_output,
+)
 from .random_walk import DENSE_MAX, random_walk_pe
 
 __all__ = [
@@ -75,8 +85,7 @@ class DirectedWalkPE(NamedTuple):
 
 
 def _check_options(walk_length: Any, dangling: str) -> int:
-    if isinstance(walk_length, bool) or int(walk_length) != walk_length or walk_length < 1:
-        raise SpecError(f"walk_length must be an integer >= 1, got {walk_length!r}")
+    walk_length = check_int(walk_length, "walk_length", 1, MAX_K)
     if dangling not in DANGLING:
         raise SpecError(f"dangling must be {' or '.join(map(repr, DANGLING))}, got {dangling!r}")
     return int(walk_length)
@@ -132,7 +141,7 @@ def transition_matrix(
     if direction not in DIRECTIONS:
         raise SpecError(f"direction must be {' or '.join(map(repr, DIRECTIONS))}, got {direction!r}")
     _check_options(1, dangling)
-    g = _oriented(as_graph(edge_index, num_nodes, edge_weight, directed=True), direction, dangling)
+    g = _oriented(scale_free_weights(as_graph(edge_index, num_nodes, edge_weight, directed=True)), direction, dangling)
     A = adjacency(g, symmetrize=False, self_loops=True).toarray()
     deg = A.sum(axis=1, keepdims=True)
     return A / np.where(deg > 0, deg, 1.0)
@@ -190,7 +199,8 @@ def directed_walk_pe(
     ([0.0, 1.0], [0.0, 0.5])
     """
     K = _check_options(walk_length, dangling)
-    g = as_graph(edge_index, num_nodes, edge_weight, directed=True)
+    dtype = check_float_dtype(dtype)
+    g = scale_free_weights(as_graph(edge_index, num_nodes, edge_weight, directed=True))
     like = output_like(edge_index)
     out = []
     for direction in ("forward", "backward"):
@@ -249,7 +259,8 @@ def directed_walk_matrices(
     True
     """
     K = _check_options(walk_length, dangling)
-    g = as_graph(edge_index, num_nodes, edge_weight, directed=True)
+    dtype = check_float_dtype(dtype)
+    g = scale_free_weights(as_graph(edge_index, num_nodes, edge_weight, directed=True))
     n = g.num_nodes
     if max_entries is not None and n * n * K > max_entries:
         raise LimitError(

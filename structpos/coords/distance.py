@@ -34,8 +34,9 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.sparse.linalg import splu
 
-from ..exceptions import EigenConvergenceError, SpecError
-from ..structure import Structure, StructureError, raise_at_first
+from ..exceptions import EigenConvergenceError, ShapeError, SolverError, SpecError
+from ..structure import Structure, StructureError, as_int_array, raise_at_first
+from ._args import PAIRWISE_MAX_BYTES, check_int, check_pairwise_size
 from ._graph_utils import edge_weights, adjacency, as_graph, output_like, to_output
 
 __all__ = [
@@ -64,6 +65,7 @@ def hop_distances(
     directed: bool = False,
     unreachable: int = -1,
     sources: Any = None,
+    max_bytes: int | None = PAIRWISE_MAX_BYTES,
 ):
     """All-pairs hop distances ``(N, N)`` int64, capped at ``max_dist``.
 
@@ -80,6 +82,9 @@ def hop_distances(
     sources : array_like of int, optional
         Search only from these nodes: the result is then ``(len(sources), N)``, row ``r`` the
         distances from ``sources[r]``.
+    max_bytes : int or None
+        Cap on the memory of the dense result (float64 distances, then int64: 16 bytes a
+        pair); default 4 GiB, ``None``: no cap.
 
     Returns
     -------
@@ -91,7 +96,9 @@ def hop_distances(
     SpecError
         ``max_dist`` is negative or not an integer.
     StructureError
-        An edge names a node outside ``0..N-1``.
+        An edge names a node outside ``0..N-1``, or a source is not an integer node.
+    LimitError
+        The ``(len(sources), N)`` result would exceed ``max_bytes`` (``max_memory_bytes``).
 
     Examples
     --------
@@ -105,15 +112,16 @@ def hop_distances(
     ([0, 1, 2, -1], [-1, -1, -1, 0])
     """
     g = as_graph(edge_index, num_nodes)
-    if max_dist is not None and (int(max_dist) != max_dist or max_dist < 0):
-        raise SpecError(f"max_dist must be a non-negative integer or None, got {max_dist!r}")
+    if max_dist is not None:
+        max_dist = check_int(max_dist, "max_dist", 0)
     n = g.num_nodes
+    idx = None if sources is None else as_int_array(sources, "sources", name=g.name).reshape(-1)
+    if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise StructureError(f"sources must be nodes in 0..{n - 1}, got {idx.tolist()}", name=g.name)
+    check_pairwise_size(n if idx is None else idx.size, n, 16, "hop distances", g.name, max_bytes)
     present = edge_weights(g) > 0
     row, col = g.edge_index[:, present]
     A = sp.csr_matrix((np.ones(row.shape[0]), (row, col)), shape=(n, n))
-    idx = None if sources is None else np.asarray(sources, dtype=np.int64).reshape(-1)
-    if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise StructureError(f"sources must be nodes in 0..{n - 1}, got {idx.tolist()}", name=g.name)
     if n == 0 or (idx is not None and idx.size == 0):
         return to_output(np.zeros((0 if idx is None else idx.size, n), dtype=np.int64), output_like(edge_index))
     limit = np.inf if max_dist is None else float(max_dist)
@@ -183,13 +191,60 @@ def resistance_distance(
         if s < 2:
             continue
         Ac = A[nodes][:, nodes].toarray()
+        shift = _conductance_exponent(Ac.max())
+        if shift:  # R(w · 2**-shift) = 2**shift · R(w): solve where J is well scaled (see _conductance_exponent)
+            Ac = np.ldexp(Ac, -shift)
         Lc = np.diag(Ac.sum(1)) - Ac
         J = np.full((s, s), 1.0 / s)
-        Lp = np.linalg.inv(Lc + J) - J
+        try:
+            Lp = np.linalg.inv(Lc + J) - J
+        except np.linalg.LinAlgError as e:
+            raise SolverError(
+                f"the Laplacian of a {s}-node component is numerically singular ({e}); "
+                "its conductances span too many orders of magnitude",
+                name=g.name,
+            ) from None
         d = np.diag(Lp)
-        R[np.ix_(nodes, nodes)] = np.maximum(d[:, None] + d[None, :] - 2 * Lp, 0.0)
+        Rc = np.maximum(d[:, None] + d[None, :] - 2 * Lp, 0.0)
+        if shift:
+            with np.errstate(over="ignore"):  # checked just below
+                Rc = np.ldexp(Rc, -shift)
+        if not np.isfinite(Rc).all():
+            raise StructureError(
+                "effective resistances exceed the float64 range (conductances too small, or "
+                "spanning too many orders of magnitude)",
+                name=g.name,
+            )
+        R[np.ix_(nodes, nodes)] = Rc
         R[nodes, nodes] = 0.0
     return to_output(R, output_like(edge_index))
+
+
+CONDUCTANCE_SCALE_EXPONENT = 10
+"""Components whose largest conductance is outside ``[2**-10, 2**10]`` are solved rescaled
+(:func:`_conductance_exponent`); inside it (unweighted graphs, multigraphs, ordinary weights) the
+solve is unchanged, at most ~3 digits from the best conditioning."""
+
+
+def _conductance_exponent(top: float) -> int:
+    """``0`` when ``top`` (the largest conductance of a component) is within
+    ``2**±CONDUCTANCE_SCALE_EXPONENT``, else ``e`` with ``2**e`` the power of two nearest to it.
+
+    Resistance scales as ``1 / w``: the solve runs on ``w · 2**-e`` (exact) and the result is
+    multiplied by ``2**-e``. The all-ones projector ``J`` added to make ``L + J``
+    invertible has eigenvalue 1, so ``L`` must be of order 1 too, else ``L + J`` is as
+    ill-conditioned as the scale is far from 1 (``1e-10`` conductances lost 7 digits,
+    ``1e-300`` made it singular, ``1e308`` overflowed the degrees).
+
+    Examples
+    --------
+    >>> _conductance_exponent(1.0), _conductance_exponent(3.0), _conductance_exponent(1e-10)
+    (0, 0, -33)
+    """
+    top = float(top)
+    if not top > 0 or 2.0**-CONDUCTANCE_SCALE_EXPONENT <= top <= 2.0**CONDUCTANCE_SCALE_EXPONENT:
+        return 0
+    return int(round(np.log2(top)))
 
 
 def hop_distances_batch(
@@ -269,7 +324,10 @@ def resistance_distance_pairs(
     [0.75, 1.0, 0.0, inf]
     """
     g = as_graph(edge_index, num_nodes, edge_weight)
-    P = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    P = as_int_array(pairs, "pairs", name=g.name)
+    if P.size % 2:
+        raise ShapeError(f"pairs must be (P, 2) node indices, got shape {P.shape}", name=g.name)
+    P = P.reshape(-1, 2)
     n = g.num_nodes
     raise_at_first(
         (P < 0).any(1) | (P >= n).any(1),
@@ -295,8 +353,21 @@ def resistance_distance_pairs(
         pos[nodes] = np.arange(len(nodes))
         sel = todo[labels[P[todo, 0]] == c]
         Ac = A[nodes][:, nodes]
+        shift = _conductance_exponent(Ac.max())
+        if shift:  # as resistance_distance: solve on w · 2**-shift, scale the result back
+            Ac = Ac.tocsr(copy=True)
+            Ac.data = np.ldexp(Ac.data, -shift)
         Lc = (sp.diags(np.asarray(Ac.sum(axis=1)).ravel()) - Ac).tocsr()
         x = _grounded_solve(Lc, pos[P[sel, 0]], pos[P[sel, 1]], method, tol, g.name)
+        if shift:
+            with np.errstate(over="ignore"):  # checked just below
+                x = np.ldexp(x, -shift)
+        if not np.isfinite(x).all():
+            raise StructureError(
+                "effective resistances exceed the float64 range (conductances too small, or "
+                "spanning too many orders of magnitude)",
+                name=g.name,
+            )
         out[sel] = x
     return out
 

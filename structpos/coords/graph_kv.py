@@ -34,7 +34,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..exceptions import ShapeError
-from ..structure import Structure
+from ..structure import Structure, as_int_array
+from ._args import PAIRWISE_MAX_BYTES, check_pairwise_size
 from ._graph_utils import as_graph
 
 __all__ = ["GraphKVLayout", "graph_kv_reads", "graph_kv_layout", "graph_kv_coords"]
@@ -54,7 +55,7 @@ class GraphKVLayout(NamedTuple):
     reads: np.ndarray
 
 
-def graph_kv_reads(edge_index: Any, num_segments: int) -> np.ndarray:
+def graph_kv_reads(edge_index: Any, num_segments: int, *, max_bytes: int | None = PAIRWISE_MAX_BYTES) -> np.ndarray:
     """``reads (C, C)`` bool: ``reads[a, b]`` when segment ``a`` attends to segment ``b``.
 
     Parameters
@@ -63,12 +64,20 @@ def graph_kv_reads(edge_index: Any, num_segments: int) -> np.ndarray:
         ``source → target`` edges between segments.
     num_segments : int
         ``C``.
+    max_bytes : int or None
+        Cap on the memory of the dense ``(C, C)`` masks (3 bytes a pair: the result and two
+        temporaries); default 4 GiB, ``None``: no cap.
 
     Returns
     -------
     numpy.ndarray
         ``(C, C)`` bool: the diagonal and ``reads[t, s]`` for every edge ``s → t``. It is the
         ``adjacency`` argument of :func:`structpos.integrations.flex.graph_kv_mask_mod`.
+
+    Raises
+    ------
+    LimitError
+        ``C·C·3`` bytes above ``max_bytes`` (``max_memory_bytes``).
 
     Examples
     --------
@@ -78,6 +87,7 @@ def graph_kv_reads(edge_index: Any, num_segments: int) -> np.ndarray:
     [[1, 0, 0], [0, 1, 0], [1, 1, 1]]
     """
     g = as_graph(edge_index, num_segments, directed=True, name="segment graph")
+    check_pairwise_size(g.num_nodes, g.num_nodes, 3, "Graph-KV segment reads", g.name, max_bytes)
     reads = np.eye(g.num_nodes, dtype=bool)
     src, dst = g.edge_index
     reads[dst, src] = True
@@ -121,7 +131,11 @@ def graph_kv_layout(segment: Any, edge_index: Any, num_segments: int | None = No
     if seg.ndim != 1 or (seg.size and not np.issubdtype(seg.dtype, np.integer)):
         raise ShapeError(f"segment must be a 1-D integer array; given {seg.dtype} {seg.shape}")
     seg = seg.astype(np.int64)
-    ei = np.asarray(edge_index, dtype=np.int64).reshape(2, -1)
+    ei = as_int_array(edge_index, "edge_index", error=ShapeError)
+    if ei.size == 0:
+        ei = ei.reshape(2, 0)
+    elif ei.ndim != 2 or ei.shape[0] != 2:
+        raise ShapeError(f"edge_index must have shape (2, E), got {ei.shape}")
     if num_segments is None:
         num_segments = int(max(seg.max(initial=-1), ei.max(initial=-1))) + 1
     bad = np.flatnonzero((seg < -1) | (seg >= num_segments))

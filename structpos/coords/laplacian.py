@@ -56,6 +56,7 @@ from scipy.sparse.csgraph import connected_components
 from ..exceptions import EigenConvergenceError
 from ..native import native_module
 from ..structure import Structure
+from ._args import check_int
 from ._eigen import batched_eigh
 from ._graph_utils import (
     SENTINEL,
@@ -66,8 +67,10 @@ from ._graph_utils import (
     as_graphs,
     canonical_phase,
     canonical_sign_rows,
+    check_float_dtype,
     edge_ptr,
     packed_edges,
+    scale_free_weights,
 )
 from ._schedule import run_dense_groups
 from ._sparse_eigen import smallest_eigenpairs
@@ -113,11 +116,13 @@ def laplacian_pe(
     edge_index : array or tensor (2, E), or a Structure / PyG Data / ``(edge_index, num_nodes)``
         The graph (symmetrised; see the module docstring).
     num_nodes : int, optional
-        Required with a bare ``edge_index``.
+        Required with a bare ``edge_index`` (else StructureError).
     k : int
-        Modes per node.
+        Modes per node, ``1 <= k <= MAX_K`` (4096).
     edge_weight : array (E,), optional
-        Non-negative finite weights (default 1).
+        Non-negative finite real weights (default 1). The PE does not change when every weight
+        is multiplied by one constant, and extreme scales (``1e300``, ``1e-320``) are rescaled
+        first (:func:`._graph_utils.scale_free_weights`).
     method : {"auto", "dense", "shift-invert", "lanczos", "amg", "lobpcg"}, optional
         ``"auto"`` (default): dense when ``N <= dense_max``, else per component the checked sparse
         layer picks (:mod:`._sparse_eigen`) and falls back when a method fails. A named sparse
@@ -141,9 +146,9 @@ def laplacian_pe(
     Raises
     ------
     StructureError
-        Invalid edges or weights (names the edge).
+        Invalid edges or weights (names the edge), or ``num_nodes`` missing or not an integer.
     SpecError
-        A solver setting out of range (names it).
+        ``k`` or a solver setting out of range (names it).
     EigenConvergenceError
         A large component's eigenpairs did not converge (carries the residuals).
 
@@ -160,7 +165,7 @@ def laplacian_pe(
     ([0.5, 0.5, 1.5], [False, False, True])
     """
     opts = solver_options(options, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress)
-    g = as_graph(edge_index, num_nodes, edge_weight)
+    g = scale_free_weights(as_graph(edge_index, num_nodes, edge_weight))
     k = check_k(k)
     return solve_graph(edge_index, g, opts, partial(_dense_batch, k=k), partial(_sparse_graph, k=k, options=opts))
 
@@ -184,11 +189,11 @@ def laplacian_pe_batch(
     graphs : sequence
         Graph-like inputs (see :func:`laplacian_pe`).
     k : int
-        Modes per node.
+        Modes per node (at most ``MAX_K`` = 4096).
     dtype : numpy dtype
-        ``np.float32`` is faster and less accurate.
+        ``np.float64`` or ``np.float32`` (faster, less accurate); anything else is a SpecError.
     bucket : int
-        Graphs with ``N <= dense_max`` are grouped by size rounded up to a multiple of
+        An integer ``>= 1``. Graphs with ``N <= dense_max`` are grouped by size rounded up to a multiple of
         ``bucket`` (padding with a sentinel diagonal), one stacked ``eigh`` per group.
     dense_max : int, optional
         Larger graphs (default: above 1000 nodes) use the sparse path of :func:`laplacian_pe`.
@@ -223,10 +228,14 @@ def laplacian_pe_batch(
     """
     opts = solver_options(options, dense_max=dense_max)
     k = check_k(k)
+    dtype = check_float_dtype(dtype)
+    bucket = check_int(bucket, "bucket", 1)
+    if workers is not None:
+        check_int(workers, "workers", 1)
     dev = resolve_device(device)
     dense = partial(_dense_batch, k=k, dtype=dtype, bucket=bucket, workers=workers, device=dev)
     sparse = partial(_sparse_graph, k=k, options=opts)
-    return solve_batch(graphs, as_graphs(graphs), opts.dense_max, as_torch, dense, sparse)
+    return solve_batch(graphs, as_graphs(graphs, scale_free=True), opts.dense_max, as_torch, dense, sparse)
 
 
 def lap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:

@@ -36,6 +36,8 @@ components densely and large ones through the checked sparse layer
 
 from __future__ import annotations
 
+import math
+import numbers
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -44,8 +46,19 @@ import scipy.sparse as sp
 
 from ..exceptions import SpecError
 from ..structure import Structure
+from ._args import check_int
 from ._eigen import batched_eigh
-from ._graph_utils import SENTINEL, Graph, adjacency, as_graph, as_graphs, canonical_phase, packed_edges
+from ._graph_utils import (
+    SENTINEL,
+    Graph,
+    adjacency,
+    as_graph,
+    as_graphs,
+    canonical_phase,
+    check_float_dtype,
+    packed_edges,
+    scale_free_weights,
+)
 from ._schedule import run_dense_groups
 from ._sparse_eigen import smallest_eigenpairs
 from ._spectrum import (
@@ -117,7 +130,7 @@ def magnetic_laplacian_pe(
     True
     """
     opts = solver_options(options, method=method, dense_max=dense_max, tol=tol, maxiter=maxiter, progress=progress)
-    g = as_graph(edge_index, num_nodes, edge_weight)
+    g = scale_free_weights(as_graph(edge_index, num_nodes, edge_weight))
     k = check_k(k)
     _check_q(q)
     dense = partial(_dense_batch, k=k, q=q, q_relative=q_relative)
@@ -159,9 +172,14 @@ def magnetic_laplacian_pe_batch(
     opts = solver_options(options, dense_max=dense_max)
     k = check_k(k)
     _check_q(q)
+    dtype = check_float_dtype(dtype)
+    bucket = check_int(bucket, "bucket", 1)
+    if workers is not None:
+        check_int(workers, "workers", 1)
     dense = partial(_dense_batch, k=k, q=q, q_relative=q_relative, dtype=dtype, bucket=bucket, workers=workers)
     sparse = partial(_sparse_graph, k=k, q=q, q_relative=q_relative, options=opts)
-    return solve_batch(graphs, as_graphs(graphs, directed=True), opts.dense_max, as_torch, dense, sparse)
+    gs = as_graphs(graphs, directed=True, scale_free=True)
+    return solve_batch(graphs, gs, opts.dense_max, as_torch, dense, sparse)
 
 
 def maglap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
@@ -198,7 +216,8 @@ def maglap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.
 
 # ---------------------------------------------------------------- kernels
 def _check_q(q) -> None:
-    if not np.isfinite(q) or q < 0:
+    ok = isinstance(q, numbers.Real) and not isinstance(q, bool) and math.isfinite(q) and float(q) >= 0
+    if not ok:
         raise SpecError(f"potential q must be a finite number >= 0, got {q!r}")
 
 
@@ -280,7 +299,8 @@ def _magnetic_matrix(g: Graph, q: float, q_relative: bool):
         q = q / max(1, int((Bind - Bind.multiply(Bind.T)).sum()))
     deg = np.asarray(As.sum(axis=1)).ravel()
     C = As.tocoo()
-    theta = np.asarray((Bind - Bind.T)[C.row, C.col]).ravel()
+    # (an edgeless graph: indexing with empty arrays would give a sparse matrix, not values)
+    theta = np.asarray((Bind - Bind.T).tocsr()[C.row, C.col]).ravel() if C.nnz else np.zeros(0)
     scale = C.data / np.sqrt(deg[C.row] * deg[C.col])  # one rounding per entry (see laplacian)
     H = sp.csr_matrix((scale * np.exp(2j * np.pi * q * theta), (C.row, C.col)), shape=(n, n))
     L = (sp.diags((deg > 0).astype(np.complex128)) - H).tocsr()

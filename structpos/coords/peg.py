@@ -31,7 +31,7 @@ import numpy as np
 
 from ..exceptions import ShapeError, SpecError
 from ..structure import Structure
-from ._args import int_arg
+from ._args import PAIRWISE_MAX_BYTES, check_pairwise_size, int_arg
 from ._graph_utils import as_graph
 from ._registry import MAX_K
 from .laplacian import laplacian_pe
@@ -116,6 +116,7 @@ def peg_distances(
     *,
     scale: Scale = "none",
     ambiguous: Ambiguous = "drop",
+    max_bytes: int | None = PAIRWISE_MAX_BYTES,
 ) -> np.ndarray:
     """PEG distances of a graph from its Laplacian eigenvectors (:func:`.laplacian.laplacian_pe`).
 
@@ -130,11 +131,19 @@ def peg_distances(
     ambiguous : {"drop", "keep"}
         Drop the modes of an eigenspace split by the ``k``-th cut (default; keeps the
         distances basis-invariant) or keep them.
+    max_bytes : int or None
+        Cap on the memory of the dense ``(N, N)`` computation (three float64 matrices: 24
+        bytes a pair); default 4 GiB, ``None``: no cap.
 
     Returns
     -------
     numpy.ndarray
         ``(N, N)`` float64.
+
+    Raises
+    ------
+    LimitError
+        ``N·N·24`` bytes above ``max_bytes`` (``max_memory_bytes``), checked before solving.
 
     Examples
     --------
@@ -149,7 +158,9 @@ def peg_distances(
     """
     if ambiguous not in AMBIGUOUS:
         raise SpecError(f"ambiguous must be {' or '.join(map(repr, AMBIGUOUS))}, got {ambiguous!r}")
-    r = laplacian_pe(as_graph(edge_index, num_nodes), k=k)
+    g = as_graph(edge_index, num_nodes)
+    check_pairwise_size(g.num_nodes, g.num_nodes, 24, "PEG distances", g.name, max_bytes)
+    r = laplacian_pe(g, k=k)
     keep = np.asarray(r.mask) & (~np.asarray(r.ambiguous) if ambiguous == "drop" else True)
     return positional_distances(r.pe, r.eigvals, keep, scale=scale)
 

@@ -30,9 +30,10 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import SpecError
+from ..exceptions import LimitError
 from ..native import native_module
 from ..structure import Structure
+from ._args import MAX_K, check_int
 from ._graph_utils import (
     Graph,
     adjacency,
@@ -40,9 +41,11 @@ from ._graph_utils import (
     as_graphs,
     auto_workers,
     batch_output,
+    check_float_dtype,
     edge_ptr,
     output_like,
     packed_edges,
+    scale_free_weights,
     scatter_rows,
     to_output,
 )
@@ -52,6 +55,12 @@ from ._torch_dense import resolve_device, rwse_group_torch
 __all__ = ["random_walk_pe", "random_walk_pe_batch", "rw_coords", "DENSE_MAX"]
 
 DENSE_MAX = 2000
+RW_MAX_WORK = 2**31
+"""Default cap on the sparse multiply-adds of one large graph's RWSE (~2.1e9, well under a minute of
+scipy products; a 1M-node grid with ``K = 16`` needs ~8e8); past it
+:class:`~structpos.exceptions.LimitError` (``max_work``)."""
+RW_BLOCK_ENTRIES = 2**26
+"""Nonzeros one block of walk rows may hold (~0.8 GB); a larger block is split."""
 NATIVE_MAX = 256
 NATIVE_MIN_GRAPHS = 32
 """Batches of at least ``NATIVE_MIN_GRAPHS`` graphs take the compiled kernel (``native/rwse.c``,
@@ -70,6 +79,7 @@ def random_walk_pe(
     symmetrize: bool = True,
     dtype=np.float32,
     dense_max: int = DENSE_MAX,
+    max_work: int | None = RW_MAX_WORK,
 ):
     """RWSE of one graph: ``(N, walk_length)`` return probabilities (see the module docstring).
 
@@ -78,17 +88,25 @@ def random_walk_pe(
     edge_index : array or tensor, shape (2, E)
         The edges; may also be a Structure, a PyG ``Data`` or an ``(edge_index, num_nodes)`` tuple.
     num_nodes : int, optional
-        Node count (default: one more than the largest index).
+        Node count; required with a bare ``edge_index`` (else StructureError), taken from the
+        graph for the other inputs.
     walk_length : int
-        ``K``, the number of steps (columns).
+        ``K``, the number of steps (columns), ``1 <= K <= MAX_K`` (4096).
     edge_weight : array or tensor, shape (E,), optional
-        Edge weights (``P_ij = w_ij / d_i``); default 1.
+        Edge weights (``P_ij = w_ij / d_i``); default 1. Multiplying every weight by one
+        constant does not change ``P``; extreme scales are rescaled first
+        (:func:`._graph_utils.scale_free_weights`).
     symmetrize : bool
         Walk ``max(A, Aᵀ)`` (default) or the edges as given.
     dtype : numpy dtype
-        Computed and returned in this precision (float32 as PyG; ``np.float64`` for full precision).
+        Computed and returned in this precision: ``np.float32`` (as PyG) or ``np.float64``.
     dense_max : int
         Graphs above this many nodes use sparse products.
+    max_work : int or None
+        Cap on those sparse products' multiply-adds (default ``RW_MAX_WORK`` = 2**31, well under a
+        minute; ``None``: no cap). Walks that reach huge neighbourhoods (a hub with 100k leaves and
+        ``K = 8`` needs ~3e10) raise LimitError instead of running for hours, before any product
+        when the first step alone is over the cap (as for that hub).
 
     Returns
     -------
@@ -98,7 +116,12 @@ def random_walk_pe(
     Raises
     ------
     SpecError
-        ``walk_length`` below 1.
+        ``walk_length`` not an integer in ``[1, MAX_K]``, ``dtype`` not float32/float64,
+        ``dense_max`` not an integer ``>= 0``.
+    StructureError
+        Invalid edges or weights, or ``num_nodes`` missing or not an integer.
+    LimitError
+        The sparse path would exceed ``max_work`` (``limit="max_work"``).
 
     Examples
     --------
@@ -110,12 +133,16 @@ def random_walk_pe(
     >>> np.allclose(pe, [(1 + 2 * (-0.5) ** k) / 3 for k in range(1, 5)])
     True
     """
-    g = as_graph(edge_index, num_nodes, edge_weight)
+    g = scale_free_weights(as_graph(edge_index, num_nodes, edge_weight))
     K = _check_len(walk_length)
+    dtype = check_float_dtype(dtype)
+    dense_max = check_int(dense_max, "dense_max", 0)
+    if max_work is not None:
+        max_work = check_int(max_work, "max_work", 0)
     if g.num_nodes <= dense_max:
         pe, _ = random_walk_pe_batch([g], K, symmetrize=symmetrize, dtype=dtype, as_torch=False)
     else:
-        pe = _sparse_rwse(g, K, symmetrize).astype(dtype, copy=False)
+        pe = _sparse_rwse(g, K, symmetrize, max_work=max_work).astype(dtype, copy=False)
     like = output_like(edge_index)
     return to_output(pe, like)
 
@@ -131,6 +158,7 @@ def random_walk_pe_batch(
     as_torch: bool | None = None,
     workers: int | None = None,
     device: Any = None,
+    max_work: int | None = RW_MAX_WORK,
 ):
     """RWSE of many graphs: ``(pe (ΣN, K), ptr (B+1,))``, graph ``g`` in rows ``ptr[g]:ptr[g+1]``.
 
@@ -147,7 +175,7 @@ def random_walk_pe_batch(
     walk_length, symmetrize, dtype, dense_max
         As in :func:`random_walk_pe`.
     bucket : int
-        Size rounding of the dense groups.
+        Size rounding of the dense groups (an integer ``>= 1``).
     as_torch : bool, optional
         Torch output (default: when the input is torch).
     workers : int, optional
@@ -157,6 +185,8 @@ def random_walk_pe_batch(
         matrix powers are formed there (:mod:`._torch_dense`), one group at a time on CUDA; the
         output is the same (equal up to rounding). Graphs above ``dense_max`` still use the CPU
         sparse path.
+    max_work : int or None
+        As in :func:`random_walk_pe`, per graph above ``dense_max``.
 
     Returns
     -------
@@ -178,13 +208,18 @@ def random_walk_pe_batch(
     True
     """
     K = _check_len(walk_length)
+    dtype = check_float_dtype(dtype)
+    bucket = check_int(bucket, "bucket", 1)
+    dense_max = check_int(dense_max, "dense_max", 0)
+    if max_work is not None:
+        max_work = check_int(max_work, "max_work", 0)
+    auto_workers(workers, 0, 1)  # checks ``workers`` whichever path runs
     dev = resolve_device(device)
     if dev is not None and dev.type != "cpu":
         workers = 1  # one device queue: no gain from threads
-    gs = as_graphs(graphs)
+    gs = as_graphs(graphs, scale_free=True)
     sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
     ptr = np.concatenate([[0], np.cumsum(sizes)])
-    auto_workers(workers, len(gs), 1)  # checks ``workers`` whichever path runs
     nat = native_module("rwse") if dev is None and len(gs) >= NATIVE_MIN_GRAPHS else None
     if nat is not None:  # graphs up to `cap` nodes in one compiled pass (same values up to rounding)
         cap = _native_cap(K, symmetrize, dense_max)
@@ -213,7 +248,7 @@ def random_walk_pe_batch(
     if small.size:
         run_dense_groups(sizes[small], packed_edges(sub, self_loops=True), run, bucket=bucket, workers=workers)
     for i in np.flatnonzero(sizes > dense_max):
-        pe[ptr[i] : ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize)
+        pe[ptr[i] : ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize, max_work=max_work)
     return batch_output((pe, ptr), graphs, as_torch)
 
 
@@ -256,9 +291,8 @@ def _native_cap(K: int, symmetrize: bool, dense_max: int) -> int:
 
 
 def _check_len(K) -> int:
-    if int(K) != K or K < 1:
-        raise SpecError(f"walk_length must be a positive integer, got {K!r}")
-    return int(K)
+    """``walk_length`` checked to be an integer in ``[1, MAX_K]`` (it sizes the ``(N, K)`` output)."""
+    return check_int(K, "walk_length", 1, MAX_K)
 
 
 def _dense_rwse(A: np.ndarray, K: int, symmetric: bool) -> np.ndarray:
@@ -294,7 +328,15 @@ def _dense_rwse(A: np.ndarray, K: int, symmetric: bool) -> np.ndarray:
     return out
 
 
-def _sparse_rwse(g: Graph, K: int, symmetrize: bool, *, block_rows: int = 2048) -> np.ndarray:
+def _sparse_rwse(
+    g: Graph,
+    K: int,
+    symmetrize: bool,
+    *,
+    block_rows: int = 2048,
+    max_work: int | None = RW_MAX_WORK,
+    block_entries: int = RW_BLOCK_ENTRIES,
+) -> np.ndarray:
     """RWSE of a large graph by sparse products, ``block_rows`` nodes at a time.
 
     For a block ``R`` of nodes, the rows ``X_j = E_R M^j`` (``j = 1..h``, ``h = ⌈K/2⌉``) are
@@ -303,7 +345,16 @@ def _sparse_rwse(g: Graph, K: int, symmetrize: bool, *, block_rows: int = 2048) 
     (for the symmetric ``M = D^{-1/2} A D^{-1/2}`` of an undirected walk these are the rows of
     ``M^j`` themselves, and its diagonal powers equal those of ``P``). Memory is bounded by one
     block's rows of ``M^h``, not the whole power; time grows with the size of ``h``-hop
-    neighbourhoods (small on meshes, road and code graphs; large on expanders)."""
+    neighbourhoods (small on meshes, road and code graphs; large on expanders and around hubs).
+
+    **Work bound.** The multiply-adds of every product (``Σ`` over the nonzeros ``(r, m)`` of
+    ``X_j`` of the row length of ``M``'s row ``m``: exact, counted before the product) add up
+    to the work; past ``max_work`` a :class:`~structpos.exceptions.LimitError` is raised
+    before the next product instead of running for hours (a star with 100k leaves needs
+    ``~3·10^10`` for ``K = 8``). The work of the first product over all nodes,
+    ``Σ_m len(row m)²``, is a lower bound of the whole, checked before anything runs. A block
+    whose rows would hold more than ``block_entries`` nonzeros is split in two (memory).
+    """
     A = adjacency(g, symmetrize=symmetrize, self_loops=True)
     deg = np.asarray(A.sum(axis=1)).ravel()
     if symmetrize:
@@ -317,18 +368,74 @@ def _sparse_rwse(g: Graph, K: int, symmetrize: bool, *, block_rows: int = 2048) 
     n = g.num_nodes
     h = (K + 1) // 2
     out = np.zeros((n, K))
-    for start in range(0, n, block_rows):
-        rows = np.arange(start, min(n, start + block_rows))
+    budget = _WorkBudget(max_work, g.name, K)
+    lengths = np.diff(M.indptr)
+    lengths_t = lengths if symmetrize else np.diff(Mt.indptr)
+    if h >= 2:  # the first product over all nodes: a lower bound of the total
+        budget.check(int(lengths[M.indices].sum(dtype=np.int64)), spend=False)
+    pending = [(start, min(n, start + block_rows)) for start in range(0, n, block_rows)][::-1]
+    while pending:
+        start, stop = pending.pop()
+        rows = np.arange(start, stop)
+        powers = _block_powers(M, Mt, rows, h, K - h - 1, lengths, lengths_t, budget, block_entries, symmetrize)
+        if powers is None:  # too many nonzeros for one block: its halves, in order
+            mid = (start + stop) // 2
+            pending += [(mid, stop), (start, mid)]
+            continue
+        X, Y = powers
         local = np.arange(len(rows))
-        X = [M[rows]]  # rows of M^1 .. M^h
-        for _ in range(h - 1):
-            X.append((X[-1] @ M).tocsr())
-        Y = X if symmetrize else [Mt[rows]]
-        if not symmetrize:
-            for _ in range(K - h - 1):
-                Y.append((Y[-1] @ Mt).tocsr())
         for j in range(h):
             out[rows, j] = np.asarray(X[j][local, rows]).ravel()
         for j in range(1, K - h + 1):  # k = h + j
             out[rows, h + j - 1] = np.asarray(X[h - 1].multiply(Y[j - 1]).sum(axis=1)).ravel()
     return out
+
+
+class _WorkBudget:
+    """The multiply-adds spent by :func:`_sparse_rwse`, against ``max_work`` (``None``: no cap)."""
+
+    def __init__(self, max_work: int | None, name: str, K: int) -> None:
+        self.max_work, self.name, self.K, self.spent = max_work, name, K, 0
+
+    def check(self, work: int, spend: bool = True) -> None:
+        total = self.spent + work
+        if self.max_work is not None and total > self.max_work:
+            raise LimitError(
+                f"random-walk encoding with walk_length={self.K} needs more than {total:,} sparse "
+                "multiply-adds (the walks' neighbourhoods are too large, e.g. around a high-degree hub); "
+                "use a smaller walk_length",
+                limit="max_work",
+                value=total,
+                maximum=self.max_work,
+                name=self.name,
+            )
+        if spend:
+            self.spent = total
+
+
+def _block_powers(M, Mt, rows, h, extra, lengths, lengths_t, budget, block_entries, symmetrize):
+    """``(X, Y)``: rows ``rows`` of ``M^1..M^h`` and of ``(Mᵀ)^1..(Mᵀ)^(extra+1)`` (``Y = X`` when
+    symmetric), each product checked against ``budget`` first; ``None`` when the block would hold
+    more than ``block_entries`` nonzeros (the caller splits it; one row raises instead)."""
+    X = [M[rows]]
+    held = X[0].nnz
+    todo = [(X, M, lengths, h - 1)] if symmetrize else [(X, M, lengths, h - 1), ([Mt[rows]], Mt, lengths_t, extra)]
+    for mats, op, lens, count in todo:
+        if mats is not X:
+            held += mats[0].nnz
+        for _ in range(count):
+            work = int(lens[mats[-1].indices].sum(dtype=np.int64))  # multiply-adds = bound on the new nonzeros
+            if held + work > block_entries:
+                if len(rows) > 1:
+                    return None
+                raise LimitError(
+                    f"one node's {len(mats)}-step walk rows hold more than {block_entries:,} nonzeros",
+                    limit="block_entries",
+                    value=held + work,
+                    maximum=block_entries,
+                    name=budget.name,
+                )
+            budget.check(work)
+            mats.append((mats[-1] @ op).tocsr())
+            held += mats[-1].nnz
+    return X, (X if symmetrize else todo[1][0])

@@ -41,10 +41,10 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from ..exceptions import SpecError
+from ..exceptions import ShapeError, SpecError
 from ..native import native_module
-from ..structure import Structure, StructureError, raise_at_first
-from ._args import int_arg
+from ..structure import Structure, StructureError, as_int_array, raise_at_first
+from ._args import PAIRWISE_MAX_BYTES, check_pairwise_size, int_arg
 
 __all__ = [
     "check_parent",
@@ -86,7 +86,8 @@ def check_parent(parent, name: str = "<parent>") -> np.ndarray:
     Parameters
     ----------
     parent : array_like of int
-        ``(N,)`` parent array in preorder, ``-1`` for roots.
+        ``(N,)`` parent array in preorder, ``-1`` for roots. Integral floats (``-1.0``) are
+        accepted; other floats, NaN, strings and booleans are not.
     name : str
         Input name for the error message.
 
@@ -98,7 +99,7 @@ def check_parent(parent, name: str = "<parent>") -> np.ndarray:
     Raises
     ------
     StructureError
-        If some ``parent[i] >= i`` or ``< -1``.
+        If some ``parent[i] >= i`` or ``< -1``, or a value is not an integer.
 
     Examples
     --------
@@ -109,13 +110,9 @@ def check_parent(parent, name: str = "<parent>") -> np.ndarray:
     ...
     structpos.exceptions.ParseError: <parent> at node 1: parent[1]=2 breaks preorder (need -1 <= parent[i] < i)
     """
-    p = np.asarray(parent)
+    p = as_int_array(parent, "parent", name=name)
     if p.ndim != 1:
         raise StructureError(f"parent must be one-dimensional, got shape {p.shape}", name=name)
-    if p.size and not np.issubdtype(p.dtype, np.integer):
-        if not np.all(np.mod(p, 1) == 0):
-            raise StructureError("parent must hold integers", name=name)
-    p = np.ascontiguousarray(p, dtype=np.int64)
     raise_at_first(
         (p >= np.arange(p.size)) | (p < -1),
         lambda i: f"parent[{i}]={int(p[i])} breaks preorder (need -1 <= parent[i] < i)",
@@ -501,7 +498,7 @@ def lca(parent, u, v) -> np.ndarray:
     parent : array_like of int
         ``(N,)`` parent array in preorder, ``-1`` for roots.
     u, v : array_like of int
-        Node pairs (same shape).
+        Node pairs (same shape); integral floats (``2.0``) are accepted, ``2.5`` is not.
 
     Returns
     -------
@@ -511,7 +508,9 @@ def lca(parent, u, v) -> np.ndarray:
     Raises
     ------
     StructureError
-        If the parent array is not a preorder or a node does not exist.
+        If the parent array is not a preorder, or a node does not exist or is not an integer.
+    ShapeError
+        ``u`` and ``v`` of different shapes.
 
     Examples
     --------
@@ -519,8 +518,10 @@ def lca(parent, u, v) -> np.ndarray:
     [1, 0, 1]
     """
     p, _, size = _preorder(parent)
-    u = np.asarray(u, dtype=np.int64)
-    v = np.asarray(v, dtype=np.int64)
+    u = as_int_array(u, "u")
+    v = as_int_array(v, "v")
+    if u.shape != v.shape:
+        raise ShapeError(f"u and v must have the same shape, got {u.shape} and {v.shape}")
     _check_nodes(np.concatenate([u.ravel(), v.ravel()]), p.size)
     return _lca_preorder(p, _depth_preorder(size), u, v)
 
@@ -533,7 +534,9 @@ def _check_nodes(nodes: np.ndarray, n: int) -> None:
         )
 
 
-def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:
+def tree_distance(
+    parent, nodes=None, *, chunk: int = 1 << 22, max_bytes: int | None = PAIRWISE_MAX_BYTES
+) -> np.ndarray:
     """Pairwise path lengths ``(M, M)`` between ``nodes`` (default: all ``N`` nodes).
 
     ``dist(u, v) = depth[u] + depth[v] - 2 depth[lca(u, v)]``; ``-1`` for nodes in different
@@ -548,6 +551,8 @@ def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:
         The ``M`` nodes to compare (default all).
     chunk : int
         Pairs per batch.
+    max_bytes : int or None
+        Cap on the ``(M, M)`` output's bytes (default 4 GiB; ``None``: no cap).
 
     Returns
     -------
@@ -557,7 +562,10 @@ def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:
     Raises
     ------
     StructureError
-        If the parent array is not a preorder or a node does not exist.
+        If the parent array is not a preorder, a node does not exist or is not an integer
+        (integral floats such as ``2.0`` are accepted).
+    LimitError
+        ``M·M·8`` bytes above ``max_bytes``.
 
     Examples
     --------
@@ -566,9 +574,10 @@ def tree_distance(parent, nodes=None, *, chunk: int = 1 << 22) -> np.ndarray:
     """
     p, _, size = _preorder(parent)
     d = _depth_preorder(size)
-    nodes = np.arange(p.size) if nodes is None else np.asarray(nodes, dtype=np.int64).ravel()
+    nodes = np.arange(p.size) if nodes is None else as_int_array(nodes, "nodes").ravel()
     _check_nodes(nodes, p.size)
     m = nodes.size
+    check_pairwise_size(m, m, 8, "tree distances", "<parent>", max_bytes)
     out = np.empty((m, m), dtype=np.int64)
     rows_per_chunk = max(1, chunk // max(m, 1))
     for r0 in range(0, m, rows_per_chunk):

@@ -387,7 +387,12 @@ def check_sections(sections: Sequence[Any], num_axes: int, total: int, what: str
     return [int(c) for c in counts]
 
 
-def check_every_axis_used(counts: Sequence[int], num_axes: int, available: str) -> None:
+def check_every_axis_used(
+    counts: Sequence[int],
+    num_axes: int,
+    available: str,
+    hint: str = "use a larger head_dim or fewer axes, or give explicit sections",
+) -> None:
     """Refuse a default allocation that leaves some coordinate axis without any rotary pair (or head).
 
     An axis with no pair would be read and then silently ignored (``head_dim=8`` has 4 pairs:
@@ -401,6 +406,8 @@ def check_every_axis_used(counts: Sequence[int], num_axes: int, available: str) 
         ``A``.
     available : str
         What is being shared out, for the message (``"head_dim=8 has 4 rotary pairs"``).
+    hint : str
+        How to fix it, ending the message.
 
     Raises
     ------
@@ -417,8 +424,7 @@ def check_every_axis_used(counts: Sequence[int], num_axes: int, available: str) 
     empty = [a for a in range(num_axes) if a >= len(counts) or counts[a] <= 0]
     if empty:
         raise SpecError(
-            f"{available}, too few for num_axes={num_axes}: axis {empty[0]} would get none and be ignored; "
-            "use a larger head_dim or fewer axes, or give explicit sections"
+            f"{available}, too few for num_axes={num_axes}: axis {empty[0]} would get none and be ignored; {hint}"
         )
 
 

@@ -23,7 +23,7 @@ from torch import nn
 from ..coords.tree import depth, root_path, sibling_index
 from ..exceptions import ShapeError, SpecError
 from ..structure import StructureError
-from ._checks import as_real_tensor, check_count, check_flag, check_table_size
+from ._checks import as_real_tensor, check_count, check_flag, check_real, check_table_size
 from ._tree import as_parent
 
 __all__ = ["tree_path_pe", "tree_depth_sibling", "LapPEEmbedding"]
@@ -78,7 +78,8 @@ def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip
     max_branch : int
         Children per node ``n`` (size of each one-hot block).
     decay : float
-        Per-level weight ``γ``: block ``l`` (``l`` steps above the node) is scaled by ``γ^l``.
+        Per-level weight ``γ`` (finite): block ``l`` (``l`` steps above the node) is scaled by
+        ``γ^l``, which must stay within float32 range for the deepest level used.
     clip : bool
         Map sibling indices ``≥ max_branch`` to ``max_branch − 1`` instead of raising.
 
@@ -90,7 +91,8 @@ def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip
     Raises
     ------
     SpecError
-        ``max_depth`` or ``max_branch`` below 1.
+        ``max_depth`` or ``max_branch`` not an integer ``≥ 1`` (or above 2²⁰), an output of more
+        than 2²⁸ entries, ``decay`` not finite or ``|γ|^l`` past float32's range.
     StructureError
         A node's sibling index reaches ``max_branch`` and ``clip`` is False (names the node).
 
@@ -109,10 +111,12 @@ def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip
     ...
     structpos.exceptions.ParseError: <parent array> at node 3: node 3 is child number 2 of node 0, beyond max_branch = 2 (pass clip=True)
     """
-    if max_depth < 1 or max_branch < 1:
-        raise SpecError(f"max_depth and max_branch must be ≥ 1, got {max_depth}, {max_branch}")
+    max_depth = check_count(max_depth, "max_depth")
+    max_branch = check_count(max_branch, "max_branch")
+    decay = check_real(decay, "decay")
     parent, name = as_parent(tree)
     n = parent.size
+    check_table_size("tree_path_pe output N × max_depth × max_branch", n, max_depth, max_branch)
     sib = sibling_index(parent)
     over = np.flatnonzero((sib >= max_branch) & (parent >= 0))
     if over.size and not clip:
@@ -127,9 +131,26 @@ def tree_path_pe(tree, max_depth: int, max_branch: int, decay: float = 1.0, clip
     path, _ = root_path(parent, max_depth, max_branch, keep="bottom")
     rows, cols = np.nonzero(path >= 0)
     levels = (path >= 0).sum(axis=1)[rows] - 1 - cols
+    _check_decay_range(decay, int(levels.max(initial=0)))
     out = np.zeros((n, max_depth, max_branch), dtype=np.float32)
     out[rows, levels, path[rows, cols]] = np.float32(decay) ** levels
     return out.reshape(n, max_depth * max_branch)
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_decay_range(decay: float, top_level: int) -> None:
+    """:class:`SpecError` when ``|decay| ** top_level`` overflows float32 (an ``inf`` block)."""
+    try:
+        ok = abs(decay) ** top_level <= _FLOAT32_MAX
+    except OverflowError:
+        ok = False
+    if not ok:
+        raise SpecError(
+            f"decay={decay!r} overflows float32 at level {top_level} (decay**{top_level}); use |decay| ≤ 1 "
+            "or a smaller max_depth"
+        )
 
 
 class LapPEEmbedding(nn.Module):

@@ -22,9 +22,9 @@ from torch import nn
 from ..coords import tree as _tree_coords
 from ..coords._graph_utils import as_graph
 from ..coords.distance import hop_distances as _coords_spd
-from ..exceptions import ShapeError
+from ..exceptions import ShapeError, SpecError
 from ..structure import Structure
-from ._checks import check_count, check_table_size
+from ._checks import check_count, check_table_size, is_compiling
 from ._tree import as_parent
 
 __all__ = ["tree_distance", "shortest_path_distance", "SPDBias", "alibi_slopes", "alibi_distance_bias"]
@@ -157,12 +157,24 @@ class SPDBias(nn.Module):
         nn.init.zeros_(self.table.weight)
 
     def forward(self, dist) -> torch.Tensor:
-        """Bias ``(…, H, N, N)`` of integer distances ``(…, N, N)``; floating distances raise ShapeError."""
-        d = torch.as_tensor(dist, device=self.table.weight.device)
-        if d.is_floating_point():
+        """Bias ``(…, H, N, N)`` of integer distances ``(…, N, N)``; anything else (floating, bool,
+        complex or non-numeric distances, fewer than 2 dimensions) raises ShapeError."""
+        d = _as_distances(dist, "SPDBias", self.table.weight.device)
+        if d.is_floating_point() or d.dtype == torch.bool:
             raise ShapeError(f"SPDBias expects integer distances, given {d.dtype}")
         bucket = torch.where(d < 0, torch.full_like(d, self.max_distance + 1), d.clamp(max=self.max_distance))
         return self.table(bucket).movedim(-1, -3)
+
+
+def _as_distances(dist, who: str, device=None) -> torch.Tensor:
+    """``dist`` as a real tensor of at least 2 dimensions ``(…, N, N)``, else :class:`ShapeError`."""
+    try:
+        d = torch.as_tensor(dist, device=device)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise ShapeError(f"{who} expects a numeric (…, N, N) distance tensor ({e})") from None
+    if d.ndim < 2 or d.is_complex():
+        raise ShapeError(f"{who} expects real (…, N, N) distances, given {d.dtype} {tuple(d.shape)}")
+    return d
 
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:
@@ -227,7 +239,10 @@ def alibi_distance_bias(dist, num_heads: int, unreachable: float = float("-inf")
     Raises
     ------
     SpecError
-        ``num_heads`` not an integer ``≥ 1``.
+        ``num_heads`` not an integer ``≥ 1``, or ``dtype`` not a floating torch dtype (an integer
+        one would round every slope to 0).
+    ShapeError
+        ``dist`` not a real tensor of at least 2 dimensions, or holding NaN.
 
     Examples
     --------
@@ -239,7 +254,12 @@ def alibi_distance_bias(dist, num_heads: int, unreachable: float = float("-inf")
     >>> b[:, 1, 0].tolist()
     [-inf, -inf]
     """
-    d = torch.as_tensor(dist)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise SpecError(f"alibi_distance_bias: dtype must be a floating torch dtype, got {dtype!r}")
+    d = _as_distances(dist, "alibi_distance_bias")
+    if d.is_floating_point() and not is_compiling() and bool(torch.isnan(d).any()):
+        bad = torch.nonzero(torch.isnan(d))[0].tolist()
+        raise ShapeError(f"alibi_distance_bias: distance at index {bad} is NaN (use a negative value for unreachable)")
     slopes = alibi_slopes(num_heads).to(device=d.device, dtype=dtype)
     shape = (num_heads,) + (1, 1)
     bias = -slopes.view(shape) * d.unsqueeze(-3).to(dtype)

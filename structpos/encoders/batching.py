@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ..exceptions import ShapeError
+from ._checks import is_compiling
 
 __all__ = ["CoordBatch", "collate", "pack_padded", "unpack_packed", "cu_seqlens_from_lengths"]
 
@@ -32,12 +33,40 @@ def cu_seqlens_from_lengths(lengths: torch.Tensor) -> torch.Tensor:
     torch.Tensor
         ``(B + 1,)`` int32 offsets; sequence ``b`` is packed rows ``cu[b]:cu[b+1]``.
 
+    Raises
+    ------
+    ShapeError
+        ``lengths`` not 1-D, not integers (integral floats are accepted), negative, or summing
+        past the int32 range of the offsets.
+
     Examples
     --------
     >>> cu_seqlens_from_lengths(torch.tensor([3, 0, 2])).tolist()
     [0, 3, 3, 5]
+    >>> cu_seqlens_from_lengths(torch.tensor([3, -1]))
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.ShapeError: lengths must be non-negative; lengths[1] = -1
     """
-    lengths = torch.as_tensor(lengths)
+    try:
+        lengths = torch.as_tensor(lengths)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise ShapeError(f"lengths must be a 1-D tensor of sequence lengths ({e})") from None
+    if lengths.ndim > 1 or lengths.is_complex() or lengths.dtype == torch.bool:
+        raise ShapeError(f"lengths must be a 1-D integer tensor, given {lengths.dtype} {tuple(lengths.shape)}")
+    lengths = lengths.reshape(-1)
+    if lengths.is_floating_point():
+        if not torch.equal(lengths, lengths.floor()):  # NaN, ±inf and fractions
+            raise ShapeError(f"lengths must be integers, given {lengths.tolist()}")
+        lengths = lengths.to(torch.int64)
+    if lengths.numel() and not is_compiling():
+        neg = torch.nonzero(lengths < 0)
+        if neg.numel():
+            i = int(neg[0, 0])
+            raise ShapeError(f"lengths must be non-negative; lengths[{i}] = {int(lengths[i])}")
+        total = int(lengths.to(torch.int64).sum())
+        if total > torch.iinfo(torch.int32).max:
+            raise ShapeError(f"lengths sum to {total} tokens, past the int32 range of cu_seqlens")
     out = torch.zeros(lengths.numel() + 1, dtype=torch.int32, device=lengths.device)
     out[1:] = torch.cumsum(lengths, 0)
     return out

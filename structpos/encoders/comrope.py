@@ -33,7 +33,15 @@ import torch
 from torch import nn
 
 from ..exceptions import SpecError
-from ._checks import MAX_INIT_STD, QKLayout, check_choice, check_count, check_real
+from ._checks import (
+    MAX_INIT_STD,
+    QKLayout,
+    check_choice,
+    check_count,
+    check_every_axis_used,
+    check_real,
+    split_counts,
+)
 from ._learned import LearnedRotary, rotation_exp, skew
 from ._rotary import apply_rotary, check_layout, layout_permutation, rope_inv_freq
 
@@ -75,7 +83,8 @@ class ComRoPE(LearnedRotary):
     Raises
     ------
     SpecError
-        Unknown ``variant``/``init``, odd ``block_size`` or one that does not divide ``D``.
+        Unknown ``variant``/``init``, odd ``block_size`` or one that does not divide ``D``, or
+        (``"ap"``) fewer blocks ``D / b`` than axes: an axis without a block would be ignored.
 
     Examples
     --------
@@ -132,6 +141,14 @@ class ComRoPE(LearnedRotary):
             raise SpecError(f"block_size must be even, ≥ 2 and divide head_dim = {head_dim}, got {block_size}")
         self.variant, self.block_size, self.layout = variant, int(block_size), check_layout(layout)
         num_blocks = head_dim // block_size
+        if variant == "ap":  # block k is axis (k mod A)'s: an axis past the last block would be ignored
+            check_every_axis_used(
+                split_counts(num_blocks, num_axes),
+                num_axes,
+                f"variant 'ap' gives each axis whole blocks; head_dim={head_dim} has {num_blocks} "
+                f"blocks of block_size={block_size}",
+                "use a larger head_dim, a smaller block_size, fewer axes or variant='ld'",
+            )
         self.blocks = nn.Parameter(self._initial_blocks(num_blocks, init, init_std, base))
         self.scales = nn.Parameter(torch.ones(num_axes)) if variant == "ld" else None
         self.register_buffer("block_axis", torch.arange(num_blocks) % num_axes, persistent=False)
