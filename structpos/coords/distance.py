@@ -205,16 +205,7 @@ def resistance_distance(
                 name=g.name,
             ) from None
         d = np.diag(Lp)
-        Rc = np.maximum(d[:, None] + d[None, :] - 2 * Lp, 0.0)
-        if shift:
-            with np.errstate(over="ignore"):  # checked just below
-                Rc = np.ldexp(Rc, -shift)
-        if not np.isfinite(Rc).all():
-            raise StructureError(
-                "effective resistances exceed the float64 range (conductances too small, or "
-                "spanning too many orders of magnitude)",
-                name=g.name,
-            )
+        Rc = _scaled_back(np.maximum(d[:, None] + d[None, :] - 2 * Lp, 0.0), shift, g.name)
         R[np.ix_(nodes, nodes)] = Rc
         R[nodes, nodes] = 0.0
     return to_output(R, output_like(edge_index))
@@ -245,6 +236,21 @@ def _conductance_exponent(top: float) -> int:
     if not top > 0 or 2.0**-CONDUCTANCE_SCALE_EXPONENT <= top <= 2.0**CONDUCTANCE_SCALE_EXPONENT:
         return 0
     return int(round(np.log2(top)))
+
+
+def _scaled_back(r: np.ndarray, shift: int, name: str) -> np.ndarray:
+    """Resistances solved on conductances ``w · 2**-shift`` back on ``w`` (``r · 2**-shift``: resistance
+    scales as ``1/w``); StructureError when they leave the float64 range."""
+    if shift:
+        with np.errstate(over="ignore"):  # checked just below
+            r = np.ldexp(r, -shift)
+    if not np.isfinite(r).all():
+        raise StructureError(
+            "effective resistances exceed the float64 range (conductances too small, or "
+            "spanning too many orders of magnitude)",
+            name=name,
+        )
+    return r
 
 
 def hop_distances_batch(
@@ -358,17 +364,7 @@ def resistance_distance_pairs(
             Ac = Ac.tocsr(copy=True)
             Ac.data = np.ldexp(Ac.data, -shift)
         Lc = (sp.diags(np.asarray(Ac.sum(axis=1)).ravel()) - Ac).tocsr()
-        x = _grounded_solve(Lc, pos[P[sel, 0]], pos[P[sel, 1]], method, tol, g.name)
-        if shift:
-            with np.errstate(over="ignore"):  # checked just below
-                x = np.ldexp(x, -shift)
-        if not np.isfinite(x).all():
-            raise StructureError(
-                "effective resistances exceed the float64 range (conductances too small, or "
-                "spanning too many orders of magnitude)",
-                name=g.name,
-            )
-        out[sel] = x
+        out[sel] = _scaled_back(_grounded_solve(Lc, pos[P[sel, 0]], pos[P[sel, 1]], method, tol, g.name), shift, g.name)
     return out
 
 
