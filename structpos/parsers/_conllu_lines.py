@@ -34,9 +34,10 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["read_sentences", "TokenRows"]
+__all__ = ["read_sentences", "TokenRows", "conllu_sentences"]
 
 _NULLABLE_METADATA = ("newdoc", "newpar")
 
@@ -158,3 +159,46 @@ def _finish(tokens: list[dict[str, Any]], metadata: dict[str, str | None], parse
         for t in tokens:
             t["misc"] = parse_misc(t["misc"])
     return TokenRows(tokens, metadata)
+
+
+def conllu_sentences(text: str) -> Iterator[tuple[str, int, str]]:
+    """Split CoNLL-U text into sentences: ``(sent_id, first line number, block text)``.
+
+    A sentence is a maximal run of non-blank lines; its id is the ``# sent_id = ...`` comment
+    or, lacking one, ``s<k>`` with ``k`` its 1-based ordinal in the file.
+
+    Parameters
+    ----------
+    text : str
+        CoNLL-U text.
+
+    Yields
+    ------
+    tuple of (str, int, str)
+        The sentence id, the 1-based line number of its first line, and its lines.
+
+    Examples
+    --------
+    >>> text = "# sent_id = a\\n1\\tHi\\n\\n\\n1\\tYo\\n"
+    >>> [(sid, line) for sid, line, _ in conllu_sentences(text)]
+    [('a', 1), ('s2', 5)]
+    """
+    lines = text.splitlines(keepends=True)
+    k = 0
+    i = 0
+    n = len(lines)
+    while i < n:
+        if not lines[i].strip():
+            i += 1
+            continue
+        j = i
+        sent_id = None
+        while j < n and lines[j].strip():
+            if sent_id is None and lines[j].startswith("#"):
+                key, sep, val = lines[j][1:].partition("=")
+                if sep and key.strip() == "sent_id":
+                    sent_id = val.strip()
+            j += 1
+        k += 1
+        yield (sent_id or f"s{k}"), i + 1, "".join(lines[i:j])
+        i = j

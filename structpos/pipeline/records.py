@@ -39,6 +39,7 @@ from pathlib import Path, PurePath
 from typing import Any, Iterator, Sequence
 
 from ..exceptions import InputError, ParseError
+from ..parsers._conllu_lines import conllu_sentences
 from ..parsers._input import decode_input
 from ..parsers.kinds import format_for_suffix, kind_for_suffix
 from .walk import Skipped, open_regular, read_bounded, special_kind, walk_files
@@ -570,46 +571,3 @@ def _file_records(
     else:
         fmt = format_for_suffix(path.suffix) if (guess or ("",))[0] == kind else None
         yield Record(rel, text, rel, kind, language, format=fmt, input=rel)
-
-
-def conllu_sentences(text: str) -> Iterator[tuple[str, int, str]]:
-    """Split CoNLL-U text into sentences: ``(sent_id, first line number, block text)``.
-
-    A sentence is a maximal run of non-blank lines; its id is the ``# sent_id = ...`` comment
-    or, lacking one, ``s<k>`` with ``k`` its 1-based ordinal in the file.
-
-    Parameters
-    ----------
-    text : str
-        CoNLL-U text.
-
-    Yields
-    ------
-    tuple of (str, int, str)
-        The sentence id, the 1-based line number of its first line, and its lines.
-
-    Examples
-    --------
-    >>> text = "# sent_id = a\\n1\\tHi\\n\\n\\n1\\tYo\\n"
-    >>> [(sid, line) for sid, line, _ in conllu_sentences(text)]
-    [('a', 1), ('s2', 5)]
-    """
-    lines = text.splitlines(keepends=True)
-    k = 0
-    i = 0
-    n = len(lines)
-    while i < n:
-        if not lines[i].strip():
-            i += 1
-            continue
-        j = i
-        sent_id = None
-        while j < n and lines[j].strip():
-            if sent_id is None and lines[j].startswith("#"):
-                key, sep, val = lines[j][1:].partition("=")
-                if sep and key.strip() == "sent_id":
-                    sent_id = val.strip()
-            j += 1
-        k += 1
-        yield (sent_id or f"s{k}"), i + 1, "".join(lines[i:j])
-        i = j
