@@ -222,6 +222,13 @@ def test_markdown_headings_match_commonmark(text):
     assert _headings(text) == sorted(ref)
 
 
+@pytest.mark.parametrize("text", ["### a ###\u2028\n#\n~~~\nx", "### a ### a ##\u3000#\x0b\n#\n", "# a\u00a0\n"])
+def test_a_heading_ending_in_unicode_space_stays_inside_its_section(text):  # found by benchmarks/fuzz.py
+    s = parse_markdown(text)
+    has = s.parent >= 0
+    assert (s.start[has] >= s.start[s.parent[has]]).all() and (s.end[has] <= s.end[s.parent[has]]).all()
+
+
 def test_an_empty_atx_heading_has_an_empty_span_and_no_tokens():
     for text in ("# #\n", "#\n", "###   ###\n", "#   \n", "# #  "):
         s = parse_markdown(text)

@@ -144,7 +144,8 @@ class _MarkdownTree:
         self.flush()
         cs = ls + m.end()
         ce = max(ls + _atx_content_end(line, m.end()), cs)
-        self.heading(len(m.group(1)), ls + line.index("#"), (cs, ce), _trim_end(self.text, ls, le))
+        end = _trim_end(self.text, ls, le)  # the section's end: its text's, when that ends in a Unicode space
+        self.heading(len(m.group(1)), ls + line.index("#"), (cs, ce), max(end, ce) if ce > cs else end)
         return k + 1
 
     def handle_setext(self, k: int) -> int | None:
