@@ -126,7 +126,7 @@ class Limits:
         parsed: dict[str, Any] = {}  # each value parsed for its own field (int, or float for record_timeout)
         for key, value in items.items():
             if key not in known:
-                raise SpecError(f"unknown limit {key!r}; known: {', '.join(known)}")
+                raise SpecError(f"limit {key!r}: unknown; known: {', '.join(known)}")
             parsed[key] = _parse_value(key, value)
         return replace(self, **parsed)
 
@@ -137,7 +137,9 @@ def _parse_value(key: str, value: str | int | float | None) -> int | float | Non
     try:
         number = float(value) if key == "record_timeout" else int(value)
     except (TypeError, ValueError, OverflowError):
-        raise SpecError(f"limit {key}: {value!r} is not a number") from None
+        raise SpecError(
+            f"limit {key}: {value!r} is not {'a number' if key == 'record_timeout' else 'an integer'}"
+        ) from None
     if not math.isfinite(number):
         raise SpecError(f"limit {key}: must be a finite number > 0 ('none' turns it off), got {value!r}")
     if number <= 0:

@@ -212,3 +212,36 @@ def test_any_jsonl_bytes_give_one_record_per_line_and_in_equals_out_plus_errors(
         r["id"].encode("utf-8")
         for label in r["labels"]:
             str(label).encode("utf-8")
+
+
+def test_jsonl_ids_that_are_not_strings_or_numbers_are_errors(tmp_path):
+    """``str(True)`` would be the id "True" and ``str({...})`` Python text: like a null id, an error."""
+    lines = [
+        {"k": "a", "text": "[1]"},
+        {"k": 7, "text": "[2]"},
+        {"k": True, "text": "[3]"},
+        {"k": {"x": 1}, "text": "[4]"},
+    ]
+    p = tmp_path / "in.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    recs = list(read_records(p, kind="json", id_field="k"))
+    assert [r.id for r in recs[:2]] == ["a", "7"] and recs[0].read_error is None is recs[1].read_error
+    assert [r.read_error[0] for r in recs[2:]] == ["InputError", "InputError"]
+    assert "must be a string or a number" in recs[2].read_error[1]
+
+
+def test_a_failed_atomic_write_leaves_no_temporary_file_and_names_the_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from structpos.pipeline import shard_io
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    target = tmp_path / "manifest.json"
+    with pytest.raises(OSError) as e:
+        shard_io.atomic_write_bytes(target, b"{}")
+    assert e.value.filename == str(target) and e.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []

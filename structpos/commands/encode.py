@@ -58,7 +58,9 @@ output (in --out):
 --resume continues a run killed at any moment (kill -9, Ctrl-C, disk full): finished shards whose
 records are unchanged are kept; a shard with a changed record, or files whose bytes changed
 (their SHA-256 in manifest.json), is encoded again; records already in errors are not retried
-unless --retry-errors. Resuming with other options is refused. One run at a time may write --out (an exclusive lock; the holder is named).
+unless --retry-errors. Resuming with other options is refused, except --record-timeout and --limit
+max_memory_bytes (they decide only whether a record fails). One run at a time may write --out (an
+exclusive lock; the holder is named).
 
 exit status: 0 done; 1 no record could be encoded; 2 bad arguments, input or output directory;
 130 interrupted by Ctrl-C or SIGTERM (then continue with --resume).

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import InputError, SpecError
+from ..exceptions import InputError, ParseError, SpecError
 from .encode import add_parser_opt
 
 DEFAULT_COORDS = {"graph": "lap:4", "table": "table"}
@@ -48,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--index",
         type=int,
         default=0,
-        help="which structure when the file holds several (e.g. CoNLL-U sentence), 0-based",
+        help="which structure when the file holds several (e.g. CoNLL-U sentence), 0-based; negative counts "
+        "from the end; a file of one structure takes 0 or -1",
     )
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg, .pdf or .html")
     p.add_argument(
@@ -160,7 +161,7 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
     if kind is None and path.suffix.lower() in GRAPH_READERS:
         kind = "graph"
     if kind == "graph":
-        return parse(read_graph_file(path), "graph", name=str(path), **options)
+        return _pick(parse(read_graph_file(path), "graph", name=str(path), **options), path, index)
     if kind is None:
         if guess is None:
             raise InputError(f"cannot guess the kind from the suffix {path.suffix!r}; pass --kind", name=str(path))
@@ -174,13 +175,17 @@ def load_structure(path: Path, kind: str | None, language: str | None, options: 
     # as parse(path) and encode read it
     text = decode_input(data, str(path), kind, options.get("language"), options.get("default_encoding"))
     result = parse(text, kind, name=str(path), **options)
-    if isinstance(result, list):
-        if not result:
-            raise InputError("no structures found", name=str(path))
-        if not -len(result) <= index < len(result):
-            raise SpecError(f"{index} is out of range; {path} holds {len(result)} structures", name="--index")
-        result = result[index]
-    return result
+    return _pick(result, path, index)
+
+
+def _pick(result, path: Path, index: int):
+    """Structure ``index`` of what a file parsed to (one Structure, or a list: CoNLL-U sentences)."""
+    structures = result if isinstance(result, list) else [result]
+    if not structures:
+        raise InputError("no structures found", name=str(path))
+    if not -len(structures) <= index < len(structures):
+        raise SpecError(f"{index} is out of range; {path} holds {len(structures)} structure(s)", name="--index")
+    return structures[index]
 
 
 GRAPH_READERS = {
@@ -225,6 +230,10 @@ def read_graph_file(path: Path):
     reader = getattr(nx, GRAPH_READERS.get(path.suffix.lower(), "read_edgelist"))
     try:
         return reader(path)
+    except UnicodeDecodeError as e:  # as every other kind words it
+        raise ParseError(
+            f"not valid {e.encoding} text ({e.reason})", name=str(path), position=f"byte {e.start}"
+        ) from None
     except Exception as e:  # networkx raises many types for malformed files
         raise InputError(f"cannot read as a graph ({type(e).__name__}: {e})", name=str(path)) from None
 

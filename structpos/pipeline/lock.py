@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from ..exceptions import ResumeError
+from ..exceptions import InputError, ResumeError
 
 __all__ = ["lock_output", "LOCK", "HOLDER"]
 
@@ -67,6 +67,8 @@ def lock_output(out: str | Path) -> Iterator[Path]:
     from filelock import FileLock, Timeout
 
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError("--out must be a directory (it is created if missing); this is a file", name=str(out))
     out.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(out / LOCK), is_singleton=False)
     try:

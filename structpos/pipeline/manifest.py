@@ -105,6 +105,34 @@ def options_hash(options: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]
 
 
+_OPTION_NAMES = {"limit": "max_records"}
+"""How a refused resume names an options key that differs from its option's name."""
+
+
+def _changed_options(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """``"name: old -> new"`` for each option that differs; for a dict (``limits``) only its changed fields.
+
+    Examples
+    --------
+    >>> _changed_options({"limit": None, "limits": {"a": 1, "b": 2}}, {"limit": 3, "limits": {"a": 1, "b": 5}})
+    ['limits.b: 2 -> 5', 'max_records: None -> 3']
+    """
+    out = []
+    for k in sorted(set(before) | set(now)):
+        old, new = before.get(k), now.get(k)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            out += [
+                f"{k}.{f}: {old.get(f)!r} -> {new.get(f)!r}"
+                for f in sorted(set(old) | set(new))
+                if old.get(f) != new.get(f)
+            ]
+        else:
+            out.append(f"{_OPTION_NAMES.get(k, k)}: {old!r} -> {new!r}")
+    return sorted(out)
+
+
 class Manifest:
     """``manifest.json``: options, their hash, and one entry per finished shard.
 
@@ -195,11 +223,7 @@ class Manifest:
         if data.get("options_hash") != m.hash:
             before = {**(data.get("options") or {}), "shard_size": data.get("shard_size")}
             now = {**options, "shard_size": shard_size}
-            changed = ", ".join(
-                f"{k}: {before.get(k)!r} -> {now.get(k)!r}"
-                for k in sorted(set(before) | set(now))
-                if before.get(k) != now.get(k)
-            )
+            changed = ", ".join(_changed_options(before, now))
             hint = "run with the same options, or pass --overwrite"
             if before.get("shard_size") != shard_size and before.get("shard_size") is not None:
                 hint = (

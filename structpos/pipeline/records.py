@@ -365,6 +365,12 @@ def _jsonl_line(
             return rid, None, ("InputError", f"{where}: no id field {id_field!r}")
         if obj[id_field] is None:  # str(None) would be the id "None", shared by every null and by a real "None"
             return rid, None, ("ParseError", f"{where}: id {id_field!r} is null")
+        if isinstance(obj[id_field], (bool, dict, list)):  # str(True) would be the id "True"
+            return (
+                rid,
+                None,
+                ("InputError", f"{where}: id {id_field!r} must be a string or a number, not {obj[id_field]!r}"),
+            )
         rid = str(obj[id_field])
     if field not in obj:
         return rid, None, ("InputError", f"{where}: no payload field {field!r}")
