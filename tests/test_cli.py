@@ -26,6 +26,7 @@ def files(tmp_path) -> dict[str, Path]:
     bad.write_text('{"a": [1,\n  }')
     plain = tmp_path / "plain.txt"
     plain.write_text("x")
+    (tmp_path / "in.jsonl").write_text('{"text": "[1]"}\n')
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     return {"good": good, "bad": bad, "plain": plain, "fifo": fifo, "dir": tmp_path}
@@ -67,6 +68,7 @@ def _one_line_error(capsys, argv: list[str]) -> str:
         (["encode", "{fifo}", "--kind", "json", "--out", "{dir}/o"], "not a regular file or directory (fifo)"),
         (["encode", "{good}", "--kind", "json", "--out", "{plain}/o"], "plain.txt"),
         (["encode", "{good}", "--kind", "json", "--out", "{plain}"], "plain.txt: --out must be a directory"),
+        (["encode", "{dir}/in.jsonl", "--out", "{dir}/o"], "--kind: in.jsonl: the records of a JSONL or Parquet file"),
         (["show", "{good}", "-o", "{dir}/x.svg", "--index", "3"], "--index: 3 is out of range"),
         (["encode"], "required"),
         (["nosuch"], "invalid choice"),

@@ -29,7 +29,7 @@ from .encode import EncodeOptions
 from .engines import ENGINES
 from .lock import lock_output
 from .manifest import ERRORS, MANIFEST, Manifest
-from .records import Record, check_input, count_records, read_records, record_digest
+from .records import JSONL_SUFFIXES, PARQUET_SUFFIXES, Record, check_input, count_records, read_records, record_digest
 from .shard_io import atomic_write_bytes, shard_files
 from .shard_writer import ShardTask
 from .trace import span
@@ -454,6 +454,11 @@ def encode_to_parquet(
     config = replace(config or EncodeConfig(), **options).validate()
     t0 = time.perf_counter()
     input, out = check_input(input), Path(out_dir)
+    if config.kind is None and input.name.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES):
+        raise SpecError(
+            f"{input.name}: the records of a JSONL or Parquet file carry no suffix to tell their kind: pass --kind",
+            name="--kind",
+        )
     with span("run", busy=False), lock_output(out):
         with span("prepare"):
             run = _Encoding(input, out, config)
