@@ -115,6 +115,23 @@ class SpectralTransform(GraphTransform):
     ambiguous_attr: str | None
     dtype: torch.dtype
 
+    def set_outputs(
+        self,
+        attr_name: Any,
+        eigvals_attr: Any,
+        mask_attr: Any,
+        ambiguous_attr: Any,
+        dtype: Any,
+        solver_kwargs: dict[str, Any],
+    ) -> None:
+        """Check and keep the output attribute names (each may be None), ``dtype`` and the solver settings."""
+        self.attr_name = check_attr(attr_name, "attr_name")
+        self.eigvals_attr = check_attr(eigvals_attr, "eigvals_attr")
+        self.mask_attr = check_attr(mask_attr, "mask_attr")
+        self.ambiguous_attr = check_attr(ambiguous_attr, "ambiguous_attr")
+        self.dtype = check_dtype(dtype)
+        self.solver_kwargs = check_solver_kwargs(solver_kwargs)
+
     def store(self, data: Any, r: Any, node_features: torch.Tensor) -> Any:
         """Write graph-level ``(1, k)`` eigenvalues, mask and ambiguity flags of ``r``, then
         ``node_features`` ``(N, F)`` as ``data[attr_name]`` (appended to ``data.x`` when None).

@@ -9,7 +9,7 @@ import torch
 
 from ..coords.laplacian import laplacian_pe
 from ..encoders._checks import check_count
-from ._base import SpectralTransform, check_attr, check_dtype, check_solver_kwargs, edge_weight_of
+from ._base import SpectralTransform, edge_weight_of
 
 
 class AddLaplacianPE(SpectralTransform):
@@ -55,12 +55,7 @@ class AddLaplacianPE(SpectralTransform):
         **solver_kwargs: Any,
     ) -> None:
         self.k = check_count(k, "k")
-        self.attr_name = check_attr(attr_name, "attr_name")
-        self.eigvals_attr = check_attr(eigvals_attr, "eigvals_attr")
-        self.mask_attr = check_attr(mask_attr, "mask_attr")
-        self.ambiguous_attr = check_attr(ambiguous_attr, "ambiguous_attr")
-        self.dtype = check_dtype(dtype)
-        self.solver_kwargs = check_solver_kwargs(solver_kwargs)
+        self.set_outputs(attr_name, eigvals_attr, mask_attr, ambiguous_attr, dtype, solver_kwargs)
 
     def forward(self, data: Any) -> Any:
         r = laplacian_pe(data.edge_index, data.num_nodes, self.k, edge_weight_of(data), **self.solver_kwargs)

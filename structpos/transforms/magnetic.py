@@ -9,7 +9,7 @@ import torch
 
 from ..coords.magnetic import magnetic_laplacian_pe
 from ..encoders._checks import check_count, check_flag, check_real
-from ._base import SpectralTransform, check_attr, check_dtype, check_solver_kwargs, edge_weight_of
+from ._base import SpectralTransform, edge_weight_of
 
 
 class AddMagneticLaplacianPE(SpectralTransform):
@@ -54,12 +54,7 @@ class AddMagneticLaplacianPE(SpectralTransform):
     ) -> None:
         self.k, self.q = check_count(k, "k"), check_real(q, "q", low=0.0)
         self.q_relative = check_flag(q_relative, "q_relative")
-        self.attr_name = check_attr(attr_name, "attr_name")
-        self.eigvals_attr = check_attr(eigvals_attr, "eigvals_attr")
-        self.mask_attr = check_attr(mask_attr, "mask_attr")
-        self.ambiguous_attr = check_attr(ambiguous_attr, "ambiguous_attr")
-        self.dtype = check_dtype(dtype)
-        self.solver_kwargs = check_solver_kwargs(solver_kwargs)
+        self.set_outputs(attr_name, eigvals_attr, mask_attr, ambiguous_attr, dtype, solver_kwargs)
 
     def forward(self, data: Any) -> Any:
         r = magnetic_laplacian_pe(
