@@ -118,3 +118,13 @@ def test_qwen_vl_output_stays_int64():
     assert pos[:, 0].tolist() == [[4, 5, 6], [0, 1, 0], [0, 1, 0]]
     with pytest.raises(InputError, match="mapping"):
         qwen_vl_position_ids([[0, 1], [0, 0]], "tree")
+
+
+def test_encode_batch_names_a_missing_column_with_a_structpos_error():
+    from structpos.pipeline.adapters import EncodeBatch
+
+    for options, missing in (({}, "text"), ({"id_column": "name"}, "name"), ({"kind_column": "k"}, "k")):
+        with pytest.raises(InputError, match=rf"no column '{missing}' \(columns: body\)"):
+            EncodeBatch("json", "tree", text_column="body" if missing != "text" else "text", **options).records(
+                {"body": ["[1]"]}
+            )

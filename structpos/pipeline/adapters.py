@@ -119,8 +119,8 @@ class EncodeBatch:
 
         Raises
         ------
-        KeyError
-            The batch has no ``text_column``.
+        InputError
+            The batch has no ``text_column``, ``id_column`` or ``kind_column``.
 
         Examples
         --------
@@ -128,8 +128,9 @@ class EncodeBatch:
         [('7', '[1]'), ('8', None)]
         """
         cols = _columns(batch)
-        if self.text_column not in cols:
-            raise KeyError(f"batch has no column {self.text_column!r} (columns: {', '.join(cols)})")
+        for name in (self.text_column, self.id_column, self.kind_column):
+            if name is not None and name not in cols:
+                raise InputError(f"the batch has no column {name!r} (columns: {', '.join(map(str, cols))})")
         payloads = list(cols[self.text_column])
         if self.id_column is not None:
             ids = [str(x) for x in cols[self.id_column]]
