@@ -82,3 +82,18 @@ def pytest_configure(config):
 
     if not config.pluginmanager.is_registered(doctest_extras):  # (also given as -p doctest_extras)
         config.pluginmanager.register(doctest_extras, "structpos-doctest-extras")
+
+
+TINY_DECODER = {
+    "vocab_size": 97,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+    "pad_token_id": 0,
+    "initializer_range": 0.3,
+}
+"""Config fields of the tiny random decoders the HF integration tests build: 4 query heads sharing 2
+key/value heads, head_dim 8; weights large enough that positions visibly change the logits."""

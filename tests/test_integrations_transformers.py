@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 import torch
+from conftest import TINY_DECODER
 
 transformers = pytest.importorskip("transformers")
 
@@ -29,17 +30,7 @@ warnings.filterwarnings("ignore", message=".*flex_attention called without torch
 warnings.filterwarnings("ignore", message=".*attention mask.*")
 
 V, L, A = 97, 12, 3
-COMMON = {
-    "vocab_size": V,
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 256,
-    "pad_token_id": 0,
-    "initializer_range": 0.3,
-}  # large enough that positions visibly change the logits
+COMMON = {**TINY_DECODER, "vocab_size": V}  # large enough that positions visibly change the logits
 FAMILIES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_DECODER
 
 transformers = pytest.importorskip("transformers")
 
@@ -25,20 +26,7 @@ TF5 = int(transformers.__version__.split(".")[0]) >= 5
 
 def llama(attn="sdpa", **extra):
     """Tiny random Llama: 4 query heads sharing 2 key/value heads, head_dim 8 (4 rotary pairs)."""
-    cfg = transformers.LlamaConfig(
-        **{
-            "vocab_size": V,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 128,
-            "pad_token_id": 0,
-            "initializer_range": 0.3,
-            **extra,
-        }
-    )
+    cfg = transformers.LlamaConfig(**{**TINY_DECODER, "vocab_size": V, "max_position_embeddings": 128, **extra})
     cfg._attn_implementation = attn
     torch.manual_seed(0)
     return transformers.LlamaForCausalLM(cfg).eval()
