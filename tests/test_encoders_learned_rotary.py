@@ -494,8 +494,9 @@ def test_cuda_inductor_fullgraph_compile():
 @pytest.mark.parametrize("extent", [1e4, 1e5])
 def test_float32_exponentials_stay_rotations_at_long_range(make, extent):
     """float32 ``matrix_exp`` drifts off the rotation group as ``‖Σ c_a S_a‖`` grows (``RᵀR − I`` ~1e-3
-    at 10⁴, ~1e-2 at 10⁵): it would scale q and k. The encoders' exponential stays orthogonal and
-    nearer the float64 one (computed from the same float32 coordinates)."""
+    at 10⁴, ~1e-2 at 10⁵): it would scale q and k. The encoders take the exponential in float64 and
+    cast it: float32 inputs get the float64 result to float32 rounding (huge coordinates:
+    ``test_encoders_learned_rotary_precision.py``)."""
     torch.manual_seed(1)
     enc = {
         "liere_rope": lambda: LieRE(8, 2),
@@ -512,7 +513,7 @@ def test_float32_exponentials_stay_rotations_at_long_range(make, extent):
     raw = torch.linalg.matrix_exp(torch.einsum("na,aij->nij", c, enc.float().generators(torch.float32)))
     raw_drift = (raw.transpose(-1, -2) @ raw - torch.eye(8)).abs().max()
     assert raw_drift > 1e-4  # the case is a real one: the bare float32 exponential drifts here
-    assert (y32.double() - y64).abs().max() < 0.2 * (y64.norm(dim=-1).max())
+    assert (y32.double() - y64).abs().max() < 1e-5 * (y64.norm(dim=-1).max())
 
 
 def test_polar_steps_leave_gradients_of_exact_rotations_unchanged():

@@ -4,9 +4,16 @@ Each of them maps per-token coordinates ``c_n ∈ ℝ^A`` to a linear map ``R(c_
 vector and returns ``(R(c_q) q, R(c_k) k)`` with the call shape of
 :class:`~structpos.encoders.StructuralRoPE`: ``q``/``k`` ``(B, L, H, D)`` (or ``(B, H, L, D)`` with
 ``qk_layout="bhld"``, or packed ``(T, H, D)``), coordinates ``(B, L, A)`` (``(T, A)``). The
-exponentials are computed in fp32 (fp64 when the inputs or parameters are fp64) with autocast
-off, then cast to ``q``'s dtype for the product; the maps are shared by all heads, so keys with
-fewer heads (grouped-query attention) need nothing special.
+maps are computed with autocast off, in fp32 (fp64 when the inputs or parameters are fp64), then
+cast to ``q``'s dtype for the product; the maps are shared by all heads, so keys with fewer heads
+(grouped-query attention) need nothing special.
+
+Encoders with :attr:`LearnedRotary.exact_coords` (LieRE, ComRoPE, GRAPE) build the exponent
+``Σ_a c_a G_a`` — or the angles of a closed form — in float64 from float64 coordinates (int64
+coordinates are exact up to 2⁵³) and take the exponential (:func:`rotation_exp`) or the cos/sin
+(:func:`float64_cos_sin`) there, casting only the finished map: in float32 an angle ``c · ω`` near
+10⁸ carries several radians of rounding, and the float32 exponential of such an exponent is no
+rotation at all (norms grew by 10¹⁰, or became inf/nan, at 10⁷–10⁸).
 
 :class:`LearnedRotary` does the input handling (shape checks before any compute, the token
 index as default coordinates, ``cu_seqlens``, ``mask``, ``k_coords``); a subclass implements
@@ -33,7 +40,7 @@ from ._checks import (
 )
 from .rope_inputs import check_same_tokens, resolve_coords
 
-__all__ = ["LearnedRotary", "apply_matrices", "cayley", "rope_generator", "rotation_exp", "skew"]
+__all__ = ["LearnedRotary", "apply_matrices", "cayley", "float64_cos_sin", "rope_generator", "rotation_exp", "skew"]
 
 
 def skew(w: torch.Tensor) -> torch.Tensor:
@@ -79,23 +86,30 @@ def cayley(s: torch.Tensor) -> torch.Tensor:
 POLAR_STEPS = 2
 """Newton–Schulz steps :func:`rotation_exp` takes below float64."""
 
+POLAR_STEPS_FLOAT64 = 1
+"""Newton–Schulz steps :func:`rotation_exp` takes in float64."""
+
 
 def rotation_exp(m: torch.Tensor) -> torch.Tensor:
-    """``exp(M)`` of skew-symmetric ``M`` (a rotation), kept on the rotation group below float64.
+    """``exp(M)`` of skew-symmetric ``M`` (a rotation), kept on the rotation group.
 
     ``torch.linalg.matrix_exp`` scales ``M`` down, takes a Padé approximant and squares it back,
-    so in float32 its rounding grows with ``‖M‖`` and the result drifts off the rotation group:
-    ``RᵀR − I`` reached 2e-3 at ``‖M‖ ≈ 10⁴`` and 3e-2 at 10⁵ (LieRE's RoPE start, ``D = 8``), which
-    scales the vectors it should only rotate. Below float64 the result takes
-    :data:`POLAR_STEPS` Newton–Schulz steps toward the nearest orthogonal matrix,
+    so its rounding grows with ``‖M‖`` and the result drifts off the rotation group:
+    ``RᵀR − I`` reached 2e-3 at ``‖M‖ ≈ 10⁴`` and 3e-2 at 10⁵ in float32 (LieRE's RoPE start,
+    ``D = 8``), which scales the vectors it should only rotate; float64 drifts the same way from a
+    lower start (7e-8, 8e-7, 9e-6 at ``‖M‖ ≈ 5·10⁷, 5·10⁸, 5·10⁹``, ``D = 8``). The result takes
+    Newton–Schulz steps toward the nearest orthogonal matrix, :data:`POLAR_STEPS` below float64 and
+    :data:`POLAR_STEPS_FLOAT64` in float64,
 
         R ← R (3I − RᵀR) / 2,
 
-    which square the error each time (1e-7 at both norms above; it also came 20–30× closer to the
-    float64 exponential). On an exact rotation a step is the identity, and so is its derivative
-    along the group (``dR = R dS`` with ``dS`` skew maps to itself), so gradients are unchanged. What
-    float32 cannot fix is the angle itself: ``c · ω`` near 10⁶ carries ~0.06 rad of rounding, as
-    in any float32 RoPE.
+    which square the error each time (float32: 1e-7 at both norms above, 20–30× closer to the
+    float64 exponential; float64: ~1e-12 at ``‖M‖ ≈ 10⁹``). On an exact rotation a step is the
+    identity, and so is its derivative along the group (``dR = R dS`` with ``dS`` skew maps to
+    itself), so gradients are unchanged. What a step cannot fix is the angle itself, nor a
+    float32 start that is no rotation at all (``‖M‖ ≳ 10⁶``: ``c · ω`` carries ~0.06 rad of rounding
+    there, and the error is past the step's reach): the encoders pass float64 exponents here and
+    cast the result.
 
     Parameters
     ----------
@@ -109,20 +123,52 @@ def rotation_exp(m: torch.Tensor) -> torch.Tensor:
 
     Examples
     --------
+    >>> _ = torch.manual_seed(0)
     >>> m = skew(torch.randn(6, 6)) * 3e3
     >>> r = rotation_exp(m)
     >>> bool((r.T @ r - torch.eye(6)).abs().max() < 1e-5)
     True
     >>> torch.allclose(rotation_exp(m.double()), torch.linalg.matrix_exp(m.double()))
     True
+    >>> r = rotation_exp(m.double() * 1e5)  # ‖M‖ ~ 10⁹
+    >>> bool((r.T @ r - torch.eye(6, dtype=torch.float64)).abs().max() < 1e-10)
+    True
     """
     r = torch.linalg.matrix_exp(m)
-    if r.dtype == torch.float64:
-        return r
     eye = torch.eye(r.shape[-1], dtype=r.dtype, device=r.device)
-    for _ in range(POLAR_STEPS):
+    for _ in range(POLAR_STEPS_FLOAT64 if r.dtype == torch.float64 else POLAR_STEPS):
         r = r @ (1.5 * eye - 0.5 * (r.transpose(-1, -2) @ r))
     return r
+
+
+def float64_cos_sin(angles: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cos φ, sin φ)`` of ``angles`` taken in float64, then cast to ``dtype``.
+
+    A float32 angle ``c · ω`` at ``c ≈ 10⁸`` is off by up to 4 rad (its spacing there is 8), so the
+    closed-form rotations compute their angles in float64 and round only cos and sin.
+
+    Parameters
+    ----------
+    angles : torch.Tensor
+        Angles in any floating dtype (promoted to float64).
+    dtype : torch.dtype
+        Output dtype.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        ``(cos, sin)`` in ``dtype``.
+
+    Examples
+    --------
+    >>> import math
+    >>> phi = torch.tensor([1e8], dtype=torch.float64) * 0.1
+    >>> cos, sin = float64_cos_sin(phi, torch.float32)
+    >>> cos.dtype, bool((cos - math.cos(1e7)).abs() < 1e-6)
+    (torch.float32, True)
+    """
+    angles = angles.to(torch.float64)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
 
 
 def rope_generator(angle_rates: torch.Tensor, layout: str = "half") -> torch.Tensor:
@@ -202,6 +248,10 @@ class LearnedRotary(nn.Module):
     True
     """
 
+    exact_coords: bool = False
+    """Subclasses that build their exponent or angles in float64 set this: they are given float64
+    coordinates (exact for int64 up to 2⁵³) instead of coordinates in :meth:`compute_dtype`."""
+
     def __init__(self, head_dim: int, num_axes: int, qk_layout: QKLayout = "blhd"):
         super().__init__()
         self.head_dim, self.num_axes = check_head_dim(head_dim), check_count(num_axes, "num_axes")
@@ -222,9 +272,24 @@ class LearnedRotary(nn.Module):
         found = [t.dtype for t in tensors] + [p.dtype for p in self.parameters()]
         return torch.float64 if torch.float64 in found else torch.float32
 
+    def coords_dtype(self, *tensors: torch.Tensor) -> torch.dtype:
+        """Dtype the coordinates reach ``_transform`` in: fp64 with :attr:`exact_coords`, else :meth:`compute_dtype`.
+
+        Examples
+        --------
+        >>> from structpos.encoders import LieRE, STRING
+        >>> LieRE(4, 1).coords_dtype(torch.zeros(2)), STRING(4, 1).coords_dtype(torch.zeros(2))
+        (torch.float64, torch.float32)
+        """
+        return torch.float64 if self.exact_coords else self.compute_dtype(*tensors)
+
     def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
         """``R(c) x`` for ``x`` ``(…, L, H, D)`` and float ``coords`` ``(…, L, A)``."""
         raise NotImplementedError
+
+    def _transform_pair(self, q: torch.Tensor, k: torch.Tensor, coords: torch.Tensor):
+        """``(R(c) q, R(c) k)``: subclasses whose maps cost more than applying them build them once."""
+        return self._transform(q, coords), self._transform(k, coords.to(self.coords_dtype(k, coords)))
 
     def rotation(self, coords: torch.Tensor) -> torch.Tensor:
         """The matrices ``R(c)``, ``(…, D, D)``, for coordinates ``(…, A)``: ``R(c)`` applied to the unit vectors.
@@ -243,7 +308,7 @@ class LearnedRotary(nn.Module):
         dtype = self.compute_dtype(coords)
         eye = torch.eye(self.head_dim, dtype=dtype, device=coords.device)
         batch = coords.shape[:-1]
-        rows = self._transform(eye.expand(*batch, self.head_dim, self.head_dim), coords.to(dtype))
+        rows = self._transform(eye.expand(*batch, self.head_dim, self.head_dim), coords.to(self.coords_dtype(coords)))
         return rows.transpose(-1, -2)  # row i is R e_i
 
     # ------------------------------------------------------------------ inputs
@@ -265,9 +330,9 @@ class LearnedRotary(nn.Module):
         return coords
 
     def _resolve_coords(self, x: torch.Tensor, coords, cu_seqlens) -> torch.Tensor:
-        """Float coordinates ``(*tokens, A)`` (compute dtype) for ``x`` in ``(…, L, H, D)`` order."""
+        """Float coordinates ``(*tokens, A)`` (:meth:`coords_dtype`) for ``x`` in ``(…, L, H, D)`` order."""
         coords = resolve_coords(x, coords, cu_seqlens, self.num_axes, self._check_coords)
-        return coords.to(self.compute_dtype(x, coords))
+        return coords.to(self.coords_dtype(x, coords))
 
     @staticmethod
     def _masked(coords: torch.Tensor, mask) -> torch.Tensor:
@@ -354,9 +419,8 @@ class LearnedRotary(nn.Module):
         q, k = self._check_x(q, "q"), self._check_x(k, "k")
         check_same_tokens(q, k)
         coords = self._masked(self._resolve_coords(q, coords, cu_seqlens), mask)
-        return from_blhd(self._transform(q, coords), self.qk_layout), from_blhd(
-            self._transform(k, coords.to(self.compute_dtype(k, coords))), self.qk_layout
-        )
+        q_out, k_out = self._transform_pair(q, k, coords)
+        return from_blhd(q_out, self.qk_layout), from_blhd(k_out, self.qk_layout)
 
     def extra_repr(self) -> str:
         return f"head_dim={self.head_dim}, num_axes={self.num_axes}, qk_layout={self.qk_layout!r}"

@@ -12,9 +12,15 @@ constructions keep them commuting:
   ``B_{a,k} = θ_a (P_k − P_kᵀ)``.
 
 ``P_k`` (``b × b``) and ``θ_a`` are learned. The exponential is block-wise: ``m`` matrix
-exponentials of ``b × b`` matrices per token (``torch.linalg.matrix_exp``, kept orthogonal below
-float64 by :func:`~structpos.encoders._learned.rotation_exp`; closed-form cos/sin when ``b = 2``). Channel blocks: block ``k`` holds RoPE pairs ``kb/2 … (k+1)b/2 − 1``
-in the pair layout of :mod:`.._rotary` (``"half"``: pair ``j`` is channels ``(j, j + D/2)``).
+exponentials of ``b × b`` matrices per token (``torch.linalg.matrix_exp`` and a Newton–Schulz step,
+:func:`~structpos.encoders._learned.rotation_exp`; closed-form cos/sin when ``b = 2``). The exponents
+``Σ_a c_a B_{a,k}`` (the angles when ``b = 2``) and the exponentials or cos/sin are float64 whatever
+the input dtype, only the finished blocks are cast: in float32 the angles at ``|c| ≈ 10⁷`` are off
+by ~1 rad (``R(x)ᵀR(y) = R(y − x)`` lost) and the ``b × b`` exponentials are no rotations (norms grew
+by 10⁵ and more, then inf/nan). The float64 exponentials cost ~1.15× the float32 ones on a CPU
+(``b = 4``); ``forward(q, k)`` takes one set for both ``q`` and ``k``. Channel blocks: block ``k``
+holds RoPE pairs ``kb/2 … (k+1)b/2 − 1`` in the pair layout of :mod:`.._rotary` (``"half"``: pair
+``j`` is channels ``(j, j + D/2)``).
 
 ``init="rope"`` sets ``P_k`` so that every ``2 × 2`` diagonal sub-block of ``P_k − P_kᵀ`` turns
 its pair at the RoPE frequency ``ω_j = base^{−2j/D}`` (``θ = 1``): exactly RoPE — for ``"ap"``
@@ -42,7 +48,7 @@ from ._checks import (
     check_real,
     split_counts,
 )
-from ._learned import LearnedRotary, rotation_exp, skew
+from ._learned import LearnedRotary, float64_cos_sin, rotation_exp, skew
 from ._rotary import apply_rotary, check_layout, layout_permutation, rope_inv_freq
 
 __all__ = ["ComRoPE"]
@@ -79,6 +85,8 @@ class ComRoPE(LearnedRotary):
         ``(m, b, b)`` the ``P_k``.
     scales : torch.nn.Parameter or None
         ``(A,)`` the ``θ_a`` of ``"ld"``.
+    exact_coords : bool
+        True: coordinates reach the exponents in float64.
 
     Raises
     ------
@@ -118,6 +126,7 @@ class ComRoPE(LearnedRotary):
     block_axis: torch.Tensor
     perm: torch.Tensor
     inv_perm: torch.Tensor
+    exact_coords = True
 
     def __init__(
         self,
@@ -195,15 +204,28 @@ class ComRoPE(LearnedRotary):
         inv = self.inv_perm.to(dense.device)
         return dense[:, inv][:, :, inv]
 
-    def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
-        dtype = self.compute_dtype(x, coords)
-        with torch.autocast(device_type=x.device.type, enabled=False):
-            gen = self.block_generators(dtype)  # (A, m, b, b)
-            m = torch.einsum("...a,akij->...kij", coords.to(dtype), gen)  # (…, L, m, b, b)
+    def _maps(self, coords: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+        """``(cos, sin)`` in ``dtype`` (``b = 2``) or the float64 block exponentials ``(e,)``, ``(…, L, m, b, b)``.
+
+        The exponents and angles are float64 (see the module docstring)."""
+        with torch.autocast(device_type=coords.device.type, enabled=False):
+            gen = self.block_generators(torch.float64)  # (A, m, b, b)
+            m = torch.einsum("...a,akij->...kij", coords.to(torch.float64), gen)  # (…, L, m, b, b)
             if self.block_size == 2:  # closed form: [[0, −φ], [φ, 0]] ↦ rotation by φ
-                phi = m[..., 1, 0].unsqueeze(-2)  # (…, L, 1, m)
-                return apply_rotary(x, phi.cos(), phi.sin(), self.layout)
-            e = rotation_exp(m)
+                return float64_cos_sin(m[..., 1, 0].unsqueeze(-2), dtype)  # (…, L, 1, m)
+            return (rotation_exp(m),)
+
+    def _apply_maps(self, maps: tuple[torch.Tensor, ...], x: torch.Tensor) -> torch.Tensor:
+        if self.block_size == 2:
+            with torch.autocast(device_type=x.device.type, enabled=False):
+                return apply_rotary(x, maps[0], maps[1], self.layout)
         xb = x[..., self.perm].unflatten(-1, (-1, self.block_size))  # (…, L, H, m, b)
-        out = torch.einsum("...kij,...hkj->...hki", e.to(x.dtype), xb).flatten(-2)
+        out = torch.einsum("...kij,...hkj->...hki", maps[0].to(x.dtype), xb).flatten(-2)
         return out[..., self.inv_perm]
+
+    def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
+        return self._apply_maps(self._maps(coords, self.compute_dtype(x)), x)
+
+    def _transform_pair(self, q: torch.Tensor, k: torch.Tensor, coords: torch.Tensor):
+        maps = self._maps(coords, self.compute_dtype(q, k))  # one set of exponentials for q and k
+        return self._apply_maps(maps, q), self._apply_maps(maps, k)

@@ -27,6 +27,13 @@ sum of rank-2 skew generators ``L_i = b_i a_iᵀ − a_i b_iᵀ`` (``L_i`` turns
   several axes the ``L(c)`` for different ``c`` need not commute and relativity is approximate.
   ``init="rope"`` (``r = D/2``, canonical pairs, RoPE rates) is exactly RoPE.
 
+Precision: the angles ``ω c`` and ``s θ``, and the ``4r × 4r`` exponential, are float64 whatever the
+input dtype (coordinates arrive in float64, int64 exact up to 2⁵³); only cos/sin, the Rodrigues
+coefficients and ``φ(KG)K`` are cast. In float32 the angles at ``|c| ≈ 10⁷`` are off by ~1 rad, so
+``G(x)ᵀG(y) = G(y − x)`` was lost, and the float32 ``4r × 4r`` exponential was no rotation (norms
+off by 60% at 10⁷, by 10⁸ at 10⁸). The float64 exponential costs ~1.5× the float32 one on a CPU
+(``r = 4``); ``forward(q, k)`` takes one for both ``q`` and ``k``.
+
 **Additive GRAPE** (:class:`GRAPEAdditive`). A unipotent action on a lifted space adds a
 relative bias to the logits: with ``q̃ = [q; 0; ω_h]``, ``k̃ = [k; 1; 0]`` in ``ℝ^{D+1+A}`` and
 ``G(c) = I + Σ_a c_a N_a``, ``N_a = e_{D+1+a} e_{D}ᵀ`` (``N_a N_b = 0``: ``G(c) = exp(Σ_a c_a N_a)``),
@@ -53,7 +60,7 @@ from torch import nn
 
 from ..exceptions import ShapeError, SpecError
 from ._checks import QKLayout, check_choice, check_count, check_flag, check_table_size, from_blhd
-from ._learned import LearnedRotary, cayley, rope_generator, skew
+from ._learned import LearnedRotary, cayley, float64_cos_sin, rope_generator, skew
 from ._rotary import apply_rotary, check_layout, rope_inv_freq
 from .attention_bias import alibi_slopes
 from .rope_allocation import pair_axes
@@ -110,8 +117,10 @@ def rodrigues_exp(a: torch.Tensor, b: torch.Tensor, theta: torch.Tensor) -> torc
 
 
 def _rodrigues_apply(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """``exp(θ L) x`` in ``O(D)``: ``Lx = b (a·x) − a (b·x)``; ``x`` ``(…, L, H, D)``, ``theta`` ``(…, L)``."""
-    c1, c2 = _rank2_coefficients(a, b, theta)
+    """``exp(θ L) x`` in ``O(D)``: ``Lx = b (a·x) − a (b·x)``; ``x`` ``(…, L, H, D)``, ``theta`` ``(…, L)``.
+
+    The coefficients are taken in float64 (``sθ`` is an angle), then cast to ``x``'s dtype."""
+    c1, c2 = _rank2_coefficients(a.to(torch.float64), b.to(torch.float64), theta.to(torch.float64))
     c1, c2 = c1[..., None, None].to(x.dtype), c2[..., None, None].to(x.dtype)
     a, b = a.to(x.dtype), b.to(x.dtype)
 
@@ -163,6 +172,8 @@ class GRAPE(LearnedRotary):
         ``"mixture"``: ``(r, D)`` the ``a_i``, ``b_i``.
     rates : torch.nn.Parameter
         ``"mixture"``: ``(A, r)`` the ``ω_{a,i}``.
+    exact_coords : bool
+        True: coordinates reach the angles and exponents in float64.
 
     Raises
     ------
@@ -197,6 +208,7 @@ class GRAPE(LearnedRotary):
     """
 
     plane_axis: torch.Tensor
+    exact_coords = True
 
     def __init__(
         self,
@@ -285,21 +297,37 @@ class GRAPE(LearnedRotary):
         planes = b[:, :, None] * a[:, None, :] - a[:, :, None] * b[:, None, :]  # (r, D, D)
         return torch.einsum("ar,rij->aij", self.rates.to(dtype), planes)
 
-    def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
-        dtype = self.compute_dtype(x, coords)
-        with torch.autocast(device_type=x.device.type, enabled=False):
+    def _maps(self, coords: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+        """What ``G(c)`` is applied from: ``(P, cos, sin)`` (commuting), ``(a, b, θ)`` (rank 1) or
+        ``(W, φ(KG)K)``; angles and exponentials in float64 (see the module docstring)."""
+        c64 = coords.to(torch.float64)
+        with torch.autocast(device_type=coords.device.type, enabled=False):
             if self.mode == "commuting":
-                p = self.basis(dtype).to(x.dtype)
-                phi = (coords.to(dtype) @ self._angle_rates(dtype)).unsqueeze(-2)  # (…, L, 1, D/2)
-                return apply_rotary(x @ p, phi.cos(), phi.sin(), self.layout) @ p.T
-            t = coords.to(dtype) @ self.rates.to(dtype)  # (…, L, r)
+                phi = (c64 @ self._angle_rates(torch.float64)).unsqueeze(-2)  # (…, L, 1, D/2)
+                return (self.basis(dtype), *float64_cos_sin(phi, dtype))
+            t = c64 @ self.rates.to(torch.float64)  # (…, L, r)
             a, b = self.planes_a.to(dtype), self.planes_b.to(dtype)
             if self.rank == 1:
-                return _rodrigues_apply(x, a[0], b[0], t[..., 0])
-            f = self._mixture_core(t, a, b)  # (…, L, 2r, 2r)
-        w = torch.cat([a, b]).to(x.dtype)  # (2r, D): rows are the columns of W
-        y = torch.einsum("...ij,...hj->...hi", f.to(x.dtype), x @ w.T)
+                return a[0], b[0], t[..., 0]
+            return torch.cat([a, b]), self._mixture_core(t, a.to(torch.float64), b.to(torch.float64))
+
+    def _apply_maps(self, maps: tuple[torch.Tensor, ...], x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            if self.mode == "commuting":
+                p = maps[0].to(x.dtype)
+                return apply_rotary(x @ p, maps[1], maps[2], self.layout) @ p.T
+            if self.rank == 1:
+                return _rodrigues_apply(x, *maps)
+        w, f = maps[0].to(x.dtype), maps[1].to(x.dtype)  # (2r, D): rows are the columns of W
+        y = torch.einsum("...ij,...hj->...hi", f, x @ w.T)
         return x + y @ w
+
+    def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
+        return self._apply_maps(self._maps(coords, self.compute_dtype(x)), x)
+
+    def _transform_pair(self, q: torch.Tensor, k: torch.Tensor, coords: torch.Tensor):
+        maps = self._maps(coords, self.compute_dtype(q, k))  # one set of exponentials for q and k
+        return self._apply_maps(maps, q), self._apply_maps(maps, k)
 
     def _mixture_core(self, t: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """``φ(K G) K`` per token, from the ``4r × 4r`` exponential of ``[[K G, K], [0, 0]]``."""

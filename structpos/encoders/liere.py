@@ -12,9 +12,15 @@ shifting every coordinate changes the scores. With one axis it is always relativ
 N-axis RoPE; ``init="rope"`` starts there (and so starts relative), ``init="random"`` draws
 ``W_a ~ N(0, init_std²)``.
 
-Cost: one ``D × D`` matrix exponential per token (``torch.linalg.matrix_exp``, kept orthogonal
-below float64 by two Newton–Schulz steps, :func:`~structpos.encoders._learned.rotation_exp`), then a
-``D × D`` product per head — the most expensive of the rotary encoders; see
+Cost: one ``D × D`` matrix exponential per token, then a ``D × D`` product per head — the most
+expensive of the rotary encoders. The exponent ``Σ_a c_a S_a`` and its exponential are float64
+whatever the input dtype (``torch.linalg.matrix_exp`` and one Newton–Schulz step,
+:func:`~structpos.encoders._learned.rotation_exp`); only ``R(c)`` is cast, for the product. A float32
+exponent at ``|c| ≈ 10⁷`` is off by up to ~1 rad and its float32 exponential is no rotation (norms grew
+by 10¹⁰, then inf/nan); in float64 ``R(c)`` stays orthogonal to float32 rounding and relative
+(one axis) to ~1e-7 up to ``|c| ≈ 10⁸``. The float64 exponential costs ~2× the float32 one on a CPU
+(``D = 32``); ``forward(q, k)`` takes one for both ``q`` and ``k``, so it costs what it did (a lone
+``rotate`` costs ~2×). See
 :class:`~structpos.encoders.ComRoPE` (``b × b`` blocks) and :class:`~structpos.encoders.STRING`
 for commuting, cheaper alternatives.
 
@@ -67,6 +73,8 @@ class LieRE(LearnedRotary):
     ----------
     generator_params : torch.nn.Parameter
         ``(A, D, D)`` the ``W_a``.
+    exact_coords : bool
+        True: coordinates reach the exponent in float64.
 
     Raises
     ------
@@ -96,6 +104,8 @@ class LieRE(LearnedRotary):
     >>> (scores(coords) - scores(coords + torch.tensor([2, 3]))).abs().max() > 0.1
     tensor(True)
     """
+
+    exact_coords = True
 
     def __init__(
         self,
@@ -138,6 +148,8 @@ class LieRE(LearnedRotary):
     def rotation(self, coords: torch.Tensor) -> torch.Tensor:
         """The matrices ``R(c) = exp(Σ_a c_a S_a)``, ``(…, D, D)``, for coordinates ``(…, A)``.
 
+        Computed in float64, returned in fp32 (fp64 for fp64 coordinates or parameters).
+
         Examples
         --------
         >>> r = LieRE(4, 2, init="random").rotation(torch.tensor([1.0, -2.0]))
@@ -145,10 +157,17 @@ class LieRE(LearnedRotary):
         True
         """
         coords = torch.as_tensor(coords)
-        dtype = self.compute_dtype(coords)
+        return self._rotation64(coords).to(self.compute_dtype(coords))
+
+    def _rotation64(self, coords: torch.Tensor) -> torch.Tensor:
+        """``R(c)`` in float64, ``(…, D, D)``: exponent and exponential in float64 (see the module docstring)."""
         with torch.autocast(device_type=coords.device.type, enabled=False):
-            gen = self.generators(dtype).to(coords.device)
-            return rotation_exp(torch.einsum("...a,aij->...ij", coords.to(dtype), gen))
+            gen = self.generators(torch.float64).to(coords.device)
+            return rotation_exp(torch.einsum("...a,aij->...ij", coords.to(torch.float64), gen))
 
     def _transform(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
-        return apply_matrices(self.rotation(coords), x)
+        return apply_matrices(self._rotation64(coords), x)
+
+    def _transform_pair(self, q: torch.Tensor, k: torch.Tensor, coords: torch.Tensor):
+        r = self._rotation64(coords)  # one exponential per token for q and k
+        return apply_matrices(r, q), apply_matrices(r, k)
