@@ -427,3 +427,61 @@ def test_a_record_without_a_structure_is_an_error_not_nothing(tmp_path):
     main(["encode", str(files), "--out", str(out), "--workers", "0", "--no-progress"])
     _check_invariant(out, ["empty.conllu", "one.conllu#s1"])
     assert [e["message"] for e in read_errors(out)] == ["empty.conllu: no sentence in the file"]
+
+
+def test_a_payload_that_is_a_number_or_a_boolean_goes_to_errors_not_a_one_node_tree(tmp_path):
+    """``{"text": 1}`` with --kind json used to encode as the one-node document ``1``."""
+    import pyarrow as pa
+
+    lines = [
+        {"id": "a", "text": 1},
+        {"id": "b", "text": True},
+        {"id": "c", "text": '{"x": 1}'},
+        {"id": "d", "text": None},
+        {"id": "e", "text": [1, 2]},
+    ]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    pq.write_table(
+        pa.table({"id": ["a", "b", "c"], "text": pa.array([1, None, 3], pa.int64())}), tmp_path / "in.parquet"
+    )
+    for src in ("in.jsonl", "in.parquet"):
+        out = tmp_path / src.replace(".", "_")
+        args = ["encode", str(tmp_path / src), "--kind", "json", "--coords", "tree", "--id-field", "id"]
+        status = main([*args, "--out", str(out), "--workers", "0", "--no-progress"])
+        assert status == (0 if src == "in.jsonl" else 1)  # 1: no record could be encoded
+        _check_invariant(out, ["a", "b", "c", "d", "e"] if src == "in.jsonl" else ["a", "b", "c"])
+        errors = {e["id"]: (e["stage"], e["error_type"], e["position"], e["message"]) for e in read_errors(out)}
+        if src == "in.jsonl":
+            assert read_output(out).column("id").to_pylist() == ["c", "e"]
+            assert errors == {
+                "a": (
+                    "read",
+                    "InputError",
+                    "line 1",
+                    "in.jsonl line 1: payload 'text' is of type int (1), not text or bytes",
+                ),
+                "b": (
+                    "read",
+                    "InputError",
+                    "line 2",
+                    "in.jsonl line 2: payload 'text' is of type bool (True), not text or bytes",
+                ),
+                "d": ("read", "InputError", "line 4", "in.jsonl line 4: payload 'text' is null"),
+            }
+        else:
+            assert read_output(out).num_rows == 0
+            assert errors == {
+                "a": (
+                    "read",
+                    "InputError",
+                    "row 0",
+                    "in.parquet row 0: payload 'text' is of type int (1), not text or bytes",
+                ),
+                "b": ("read", "InputError", "row 1", "in.parquet row 1: payload 'text' is null"),
+                "c": (
+                    "read",
+                    "InputError",
+                    "row 2",
+                    "in.parquet row 2: payload 'text' is of type int (3), not text or bytes",
+                ),
+            }

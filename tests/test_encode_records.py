@@ -245,3 +245,71 @@ def test_a_failed_atomic_write_leaves_no_temporary_file_and_names_the_file(tmp_p
         shard_io.atomic_write_bytes(target, b"{}")
     assert e.value.filename == str(target) and e.value.errno == errno.ENOSPC
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ payloads that are not text
+# The CLI's readers follow the rule of EncodeBatch (structpos.pipeline.payloads): json would otherwise read
+# the integer 1 or the boolean true as a one-node document.
+SCALAR_LINES = [
+    ({"id": "a", "text": 1}, "in.jsonl line 1: payload 'text' is of type int (1), not text or bytes"),
+    ({"id": "b", "text": True}, "in.jsonl line 2: payload 'text' is of type bool (True), not text or bytes"),
+    ({"id": "c", "text": '{"x": 1}'}, None),
+    ({"id": "d", "text": None}, "in.jsonl line 4: payload 'text' is null"),
+    ({"id": "e", "text": [1, 2]}, None),  # a JSON array: a payload of the json kind
+    ({"id": "f", "text": 2.5}, "in.jsonl line 6: payload 'text' is of type float (2.5), not text or bytes"),
+    ({"id": "g", "text": {"x": [1]}}, None),  # a JSON object, as a graph object for --kind graph
+]
+
+
+def test_a_jsonl_payload_that_is_a_number_or_a_boolean_is_the_lines_input_error(tmp_path):
+    p = tmp_path / "in.jsonl"
+    p.write_text("".join(json.dumps(line) + "\n" for line, _ in SCALAR_LINES))
+    recs = list(read_records(p, kind="json", id_field="id"))
+    assert [r.id for r in recs] == [line["id"] for line, _ in SCALAR_LINES]
+    assert [r.read_error for r in recs] == [None if m is None else ("InputError", m) for _, m in SCALAR_LINES]
+    assert [r.position for r in recs] == [f"line {i}" for i in range(1, len(SCALAR_LINES) + 1)]
+    assert [r.payload for r in recs if r.read_error is None] == ['{"x": 1}', [1, 2], {"x": [1]}]
+
+
+@pytest.mark.parametrize(
+    "column, shown",
+    [
+        (pa.array([1, 2], pa.int64()), ["int (1)", "int (2)"]),
+        (pa.array([1.5, 0.25]), ["float (1.5)", "float (0.25)"]),
+        (pa.array([True, False]), ["bool (True)", "bool (False)"]),
+    ],
+)
+def test_a_parquet_text_column_of_numbers_is_an_input_error_per_row(tmp_path, column, shown):
+    p = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"name": ["x", "y", "z"], "text": pa.concat_arrays([column, pa.nulls(1, column.type)])}), p)
+    recs = list(read_records(p, kind="json", id_field="name"))
+    assert [r.id for r in recs] == ["x", "y", "z"]  # the id column still names them
+    assert [r.read_error for r in recs] == [
+        ("InputError", f"in.parquet row 0: payload 'text' is of type {shown[0]}, not text or bytes"),
+        ("InputError", f"in.parquet row 1: payload 'text' is of type {shown[1]}, not text or bytes"),
+        ("InputError", "in.parquet row 2: payload 'text' is null"),
+    ]
+    assert [r.position for r in recs] == ["row 0", "row 1", "row 2"]
+
+
+def test_a_parquet_id_that_is_a_boolean_is_an_error_as_in_jsonl(tmp_path):
+    p = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"k": [True, None], "text": ["[1]", "[2]"]}), p)
+    recs = list(read_records(p, kind="json", id_field="k"))
+    assert [(r.id, r.read_error) for r in recs] == [
+        ("0", ("InputError", "in.parquet row 0: id 'k' must be a string or a number, not True")),
+        ("1", ("ParseError", "in.parquet row 1: id 'k' is null")),
+    ]
+    j = tmp_path / "in.jsonl"
+    j.write_text('{"k": true, "text": "[1]"}\n{"k": null, "text": "[2]"}\n')
+    assert [r.read_error for r in read_records(j, kind="json", id_field="k")] == [
+        ("InputError", "in.jsonl line 1: id 'k' must be a string or a number, not True"),
+        ("ParseError", "in.jsonl line 2: id 'k' is null"),
+    ]
+
+
+def test_one_payload_rule_for_the_readers_and_encode_batch():
+    from structpos.pipeline import adapters, payloads, records
+
+    assert records.payload_problem is payloads.payload_problem is adapters.payload_problem
+    assert records.id_problem is payloads.id_problem is adapters.id_problem

@@ -128,3 +128,199 @@ def test_encode_batch_names_a_missing_column_with_a_structpos_error():
             EncodeBatch("json", "tree", text_column="body" if missing != "text" else "text", **options).records(
                 {"body": ["[1]"]}
             )
+
+
+# ----------------------------------------------------------------------------- payloads that are not text
+def _no_row_read(monkeypatch):
+    """Make reading any row of a batch fail the test (the empty probe batch of a stream is allowed)."""
+    from structpos.pipeline.adapters import EncodeBatch
+
+    real = EncodeBatch.records
+
+    def records(self, batch, indices=None):
+        out = real(self, batch, indices)
+        assert not out, "a row was read before the text column's type was checked"
+        return out
+
+    monkeypatch.setattr(EncodeBatch, "records", records)
+
+
+@pytest.mark.parametrize(
+    "values, declared",
+    [([1, 2, 3], "int64"), ([1.5, 2.0], "float64"), ([True, False], "bool"), ([0, 1], "ClassLabel")],
+)
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_text_column_declared_as_non_text_is_refused_before_any_row(monkeypatch, values, declared, streaming):
+    ds = datasets.Dataset.from_dict({"text": values, "body": ["[1]"] * len(values)})
+    if declared == "ClassLabel":
+        ds = ds.cast_column("text", datasets.ClassLabel(names=["a", "b"]))
+    if streaming:
+        ds = ds.to_iterable_dataset()
+    _no_row_read(monkeypatch)
+    message = (
+        f"the dataset's column 'text' (text_column) is of type {declared}, not text or bytes; "
+        "its text or bytes columns: body"
+    )
+    for keep_errors in (True, False):
+        with pytest.raises(InputError) as info:
+            encode_dataset(ds, "json", "tree", keep_errors=keep_errors)
+        assert str(info.value) == message
+
+
+def test_a_non_text_column_named_as_text_column_is_refused_by_its_name():
+    ds = datasets.Dataset.from_dict({"label": [1, 2], "blob": [b"[1]", b"[]"]})
+    with pytest.raises(InputError, match=r"column 'label' \(text_column\) is of type int64.*columns: blob$"):
+        encode_dataset(ds, "json", "tree", text_column="label")
+    assert list(encode_dataset(ds, "json", "tree", text_column="blob")["num_nodes"]) == [2, 1]  # bytes still parse
+
+
+MIXED = ["[1]", 1, 2.5, None, True, [1, 2], {"a": 1}, b"[2]"]
+MIXED_ERRORS = [
+    None,
+    "record 1: payload 'text' is of type int (1), not text or bytes",
+    "record 2: payload 'text' is of type float (2.5), not text or bytes",
+    "record 3: payload 'text' is null",
+    "record 4: payload 'text' is of type bool (True), not text or bytes",
+    None,  # a JSON array and a JSON object: the json kind's own payloads
+    None,
+    None,
+]
+
+
+@pytest.mark.parametrize("fmt", ["dict", "numpy scalars", "pandas"])
+def test_encode_batch_makes_a_non_text_payload_its_rows_input_error(fmt):
+    from structpos.pipeline.adapters import EncodeBatch
+
+    texts = list(MIXED)
+    if fmt == "numpy scalars":
+        texts[1:3] = [np.int64(1), np.float64(2.5)]
+    batch = {"text": texts}
+    if fmt == "pandas":
+        pd = pytest.importorskip("pandas")
+        batch = pd.DataFrame({"text": pd.Series(texts, dtype=object)})
+    out = EncodeBatch("json", "tree")(batch).to_pylist()
+    assert [r["id"] for r in out] == [str(i) for i in range(len(MIXED))]
+    assert [r["error"] for r in out] == MIXED_ERRORS
+    assert [r["error_type"] for r in out] == [None if e is None else "InputError" for e in MIXED_ERRORS]
+    assert [r["num_nodes"] for r in out] == [2, None, None, None, None, 3, 3, 2]
+    kept = EncodeBatch("json", "tree", keep_errors=False)(batch)  # failed records are dropped, as parse errors are
+    assert kept.column("id").to_pylist() == ["0", "5", "6", "7"] and "error" not in kept.column_names
+
+
+@pytest.mark.parametrize("kind", ["xml", "graph", "code"])
+def test_a_number_is_refused_the_same_way_whatever_the_kind(kind):
+    from structpos.pipeline.adapters import EncodeBatch
+
+    out = EncodeBatch(kind, "tree" if kind != "graph" else "lap:2", language="python")({"text": [7]}, [41])
+    assert out.column("error").to_pylist() == ["record 41: payload 'text' is of type int (7), not text or bytes"]
+
+
+def test_encode_batch_names_the_row_by_its_id_column():
+    from structpos.pipeline.adapters import EncodeBatch
+
+    out = EncodeBatch("json", "tree", id_column="name")(pa_table({"name": ["a", "b"], "text": [1.25, None]}))
+    assert out.column("error").to_pylist() == [
+        "record a: payload 'text' is of type float (1.25), not text or bytes",
+        "record b: payload 'text' is null",
+    ]
+
+
+def pa_table(columns):
+    import pyarrow as pa
+
+    return pa.table(columns)
+
+
+@pytest.mark.parametrize("keep_errors", [True, False])
+def test_a_null_in_a_string_column_is_its_rows_error(keep_errors):
+    ds = datasets.Dataset.from_dict({"text": ["[1]", None, "[]"]})
+    out = encode_dataset(ds, "json", "tree", keep_errors=keep_errors)
+    if keep_errors:
+        assert list(out["id"]) == ["0", "1", "2"] and list(out["num_nodes"]) == [2, None, 1]
+        assert list(out["error"]) == [None, "record 1: payload 'text' is null", None]
+    else:
+        assert list(out["id"]) == ["0", "2"] and "error" not in out.column_names
+
+
+@pytest.mark.parametrize("keep_errors", [True, False])
+def test_a_stream_without_declared_types_fails_its_non_text_rows(keep_errors):
+    rows = [{"text": "[1]"}, {"text": 2}, {"text": None}, {"text": 0.5}, {"text": '{"a": 1}'}]
+    rows = [dict(row, other=k) for k, row in enumerate(rows)]
+    stream = datasets.IterableDataset.from_generator(lambda: iter(rows))
+    assert stream.features is None  # nothing to check up front: each row is checked
+    out = list(encode_dataset(stream, "json", "tree", keep_errors=keep_errors, batch_size=2))
+    # the input columns are replaced, also when the stream did not declare them (rows out != rows in)
+    assert all("text" not in r and "other" not in r for r in out)
+    if keep_errors:
+        assert [r["error"] for r in out] == [
+            None,
+            "record 1: payload 'text' is of type int (2), not text or bytes",
+            "record 2: payload 'text' is null",
+            "record 3: payload 'text' is of type float (0.5), not text or bytes",
+            None,
+        ]
+        assert [r["num_nodes"] for r in out] == [2, None, None, None, 3]
+    else:
+        assert [r["id"] for r in out] == ["0", "4"]
+
+
+def test_list_and_struct_columns_stay_payloads_of_the_kinds_that_take_them():
+    as_json = datasets.Dataset.from_dict({"text": [[1, 2], [3]]})
+    assert list(encode_dataset(as_json, "json", "tree")["num_nodes"]) == [3, 2]
+    graphs = datasets.Dataset.from_dict({"text": [{"edge_index": [[0, 1], [1, 0]], "num_nodes": 3}]})
+    assert list(encode_dataset(graphs, "graph", "lap:2")["num_nodes"]) == [3]
+    rows = datasets.Dataset.from_dict({"text": [[["a", "b"], ["1", "2"]]]})
+    assert list(encode_dataset(rows, "table", "tree")["error"]) == [None]
+
+
+# ----------------------------------------------------------------------------- ids that are null
+@pytest.mark.parametrize("fmt", ["dict", "arrow", "pandas"])
+def test_a_null_id_is_its_records_error_with_its_index_as_id_as_in_the_cli(fmt):
+    """``str(None)`` made every null id the id "None", shared with a real "None" (the CLI's readers never did)."""
+    import pyarrow as pa
+
+    from structpos.pipeline.adapters import EncodeBatch
+
+    columns = {"name": ["a", None, "None", True], "text": ["[1]", "[2]", "[3]", "[4]"]}
+    batch = {"dict": lambda: columns, "arrow": lambda: pa.table({**columns, "name": ["a", None, "None", "t"]})}.get(
+        fmt, lambda: pytest.importorskip("pandas").DataFrame(columns)
+    )()
+    out = EncodeBatch("json", "tree", id_column="name")(batch, [10, 11, 12, 13]).to_pylist()
+    bad_id = "record 13: id 'name' must be a string or a number, not True"
+    assert [(r["id"], r["error_type"], r["error"]) for r in out] == [
+        ("a", None, None),
+        ("11", "ParseError", "record 11: id 'name' is null"),  # the CLI's words: "in.jsonl line 2: id 'name' is null"
+        ("None", None, None),  # a real "None" keeps its id
+        ("t", None, None) if fmt == "arrow" else ("13", "InputError", bad_id),
+    ]
+    no_indices = EncodeBatch("json", "tree", id_column="name", keep_errors=False)(batch)
+    assert no_indices.column("id").to_pylist() == ["a", "None"] + (["t"] if fmt == "arrow" else [])
+    assert EncodeBatch("json", "tree", id_column="name")(batch).column("id").to_pylist()[1] == "1"  # its position
+
+
+def test_a_null_id_and_a_non_text_payload_fail_as_the_id(tmp_path):
+    from structpos.pipeline.adapters import EncodeBatch
+    from structpos.pipeline.records import read_records
+
+    out = EncodeBatch("json", "tree", id_column="name")({"name": [None], "text": [5]})
+    assert out.column("error").to_pylist() == ["record 0: id 'name' is null"]
+    p = tmp_path / "in.jsonl"
+    p.write_text('{"name": null, "text": 5}\n')
+    assert [r.read_error for r in read_records(p, kind="json", id_field="name")] == [
+        ("ParseError", "in.jsonl line 1: id 'name' is null")
+    ]
+
+
+def test_a_pandas_na_is_a_null_id_and_a_null_payload():
+    pd = pytest.importorskip("pandas")
+    from structpos.pipeline.adapters import EncodeBatch
+
+    df = pd.DataFrame(
+        {"k": pd.Series(["a", None, "c"], dtype="string"), "text": pd.Series(["[1]", "[2]", None], dtype="string")}
+    )
+    out = EncodeBatch("json", "tree", id_column="k")(df).to_pylist()
+    assert [(r["id"], r["error"]) for r in out] == [
+        ("a", None),
+        ("1", "record 1: id 'k' is null"),  # not the id "<NA>"
+        ("c", "record c: payload 'text' is null"),  # not a JSON serialization error
+    ]

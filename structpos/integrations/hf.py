@@ -7,10 +7,14 @@ labels, start, end, parent``, one list column per coordinate, and ``error_type``
 (null for rows that encoded; a failed record keeps one row with null coordinates, so no
 record disappears silently). Without an ``id_column`` the id is the dataset row index.
 
-An ``IterableDataset`` (streaming) is encoded lazily, batch by batch, in this process. The
-options and the columns they name are checked before any row is read: a misspelt column or a
+An ``IterableDataset`` (streaming) is encoded lazily, batch by batch, in this process (one that
+declares no features is first read for one row, to learn the input columns to replace). The
+options and the columns they name are checked before any row is read: a misspelt column, a
+text column declared as numbers (``int64``, ``float64``, ``bool``, a ``ClassLabel``, ...) or a
 missing kind is one :class:`~structpos.exceptions.InputError` /
-:class:`~structpos.exceptions.SpecError`, not an error on every row.
+:class:`~structpos.exceptions.SpecError`, not an error on every row. A row whose payload is null,
+a number, a boolean or a date (a stream that declares no types, a null in a string column) is
+that row's ``InputError`` (:func:`~structpos.pipeline.adapters.payload_problem`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,42 @@ def _check_columns(dataset: Any, options: Mapping[str, Any]) -> None:
             raise InputError(
                 f"the dataset has no column {name!r} ({option}); its columns: {', '.join(map(str, columns)) or 'none'}"
             )
+
+
+_TEXT_DTYPES = frozenset({"string", "large_string", "string_view", "binary", "large_binary", "binary_view"})
+"""``datasets.Value`` dtypes of text and bytes (``null``, a column of nulls only, fails row by row instead)."""
+
+_NOT_TEXT_FEATURES = ("ClassLabel", "Image", "Audio", "Video", "Pdf", "Nifti")
+"""``datasets`` feature types that hold no text or bytes (class ids, decoded media)."""
+
+
+def _not_text_type(feature: Any) -> str | None:
+    """The type of a column feature whose values no input kind parses (``"int64"``, ``"ClassLabel"``), else ``None``.
+
+    Lists, structs and ``Json`` pass: the objects of the ``json``, ``graph`` and ``table`` kinds.
+    """
+    import datasets
+
+    if isinstance(feature, datasets.Value):
+        return None if feature.dtype in _TEXT_DTYPES or feature.dtype == "null" else str(feature.dtype)
+    others = tuple(t for t in (getattr(datasets, n, None) for n in _NOT_TEXT_FEATURES) if isinstance(t, type))
+    return type(feature).__name__ if isinstance(feature, others) else None
+
+
+def _check_text_feature(dataset: Any, text_column: str) -> None:
+    """The ``text_column`` is not declared as numbers, booleans, dates or class labels (when the dataset declares it)."""
+    import datasets
+
+    features = getattr(dataset, "features", None)
+    if not features or text_column not in features:  # a stream without features: checked on each row instead
+        return
+    found = _not_text_type(features[text_column])
+    if found is not None:
+        texts = [str(n) for n, f in features.items() if isinstance(f, datasets.Value) and f.dtype in _TEXT_DTYPES]
+        raise InputError(
+            f"the dataset's column {text_column!r} (text_column) is of type {found}, not text or bytes; "
+            f"its text or bytes columns: {', '.join(texts) or 'none'}"
+        )
 
 
 class _StreamingBatch:
@@ -107,7 +147,18 @@ def encode_dataset(
         ``limits``, ``batch_size``, ``num_proc`` or ``keep_errors``: before any row is read.
     InputError
         ``dataset`` is not a ``datasets.Dataset`` / ``IterableDataset`` (a ``DatasetDict``: pass
-        one split), or lacks the ``text_column``, ``id_column`` or ``kind_column``.
+        one split), or lacks the ``text_column``, ``id_column`` or ``kind_column``, or its
+        features declare the ``text_column`` as numbers, booleans, dates, a ``ClassLabel`` or
+        media (``Value("int64")``, ``Value("float64")``, ...): before any row is read. Lists and
+        structs are read (the ``json``, ``graph`` and ``table`` kinds take them).
+
+    Notes
+    -----
+    A row is never encoded from a payload that no kind parses: a null (a ``None`` in a string
+    column), a number, a boolean or a date (a stream that declares no features) makes that row
+    fail with an ``InputError`` naming the record and the value's type; it is kept as an error
+    row, or dropped with ``keep_errors=False`` like every failed record. ``bytes`` are parsed as
+    text is.
 
     Examples
     --------
@@ -126,6 +177,16 @@ def encode_dataset(
     Traceback (most recent call last):
     ...
     structpos.exceptions.InputError: encode_dataset takes one split, not a DatasetDict: pass dataset['train'] (splits: train)
+
+    A column of numbers is not a column of documents (``json`` would read ``1`` as the document
+    ``1``); a null payload is its row's error:
+
+    >>> encode_dataset(datasets.Dataset.from_dict({"text": [1, 2], "body": ["[1]", "[]"]}), "json", "tree")
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.InputError: the dataset's column 'text' (text_column) is of type int64, not text or bytes; its text or bytes columns: body
+    >>> list(encode_dataset(datasets.Dataset.from_dict({"text": ["[1]", None]}), "json", "tree")["error"])
+    [None, "record 1: payload 'text' is null"]
     """
     import datasets
 
@@ -153,7 +214,11 @@ def encode_dataset(
         options["keep_errors"] = check_flag(options["keep_errors"], "keep_errors")
     fn = EncodeBatch(kind, coords, **options)  # the kind, spec and parser options: SpecError here
     _check_columns(dataset, options)
+    _check_text_feature(dataset, fn.text_column)
     columns = dataset.column_names
+    if streaming and columns is None:  # a stream that declares nothing: its columns from its first row,
+        first = next(iter(dataset.take(1)), None)  # else they would stay beside the output columns
+        columns = [] if first is None else list(first)
     if streaming:  # the output columns' types from an empty batch, so that the stream declares them
         empty: dict[str, list] = {
             name: [] for name in (fn.text_column, fn.id_column, fn.kind_column) if name is not None

@@ -1,6 +1,7 @@
 """Batch encoding pipeline: records -> parse -> coordinates -> sharded Parquet.
 
 * :mod:`.records` — reading JSONL / Parquet / directories as a deterministic record stream;
+* :mod:`.payloads` — what a record's payload and id may be (one rule for the readers and :class:`EncodeBatch`);
 * :mod:`.options` — :class:`EncodeOptions` and the checks made before any record is read;
 * :mod:`.dispatch` — the parser of a record's kind, called with the hints it takes;
 * :mod:`.encode` — the per-record work (parse, coordinates, rows or one error entry);

@@ -12,10 +12,18 @@ from ..limits import DEFAULT_LIMITS, Limits
 from .arrow import rows_to_table
 from .encode import cannot_store, encode_one, mark_unstorable
 from .options import EncodeOptions
+from .payloads import id_problem, payload_problem
 from .records import Record
 from .schema import conform, output_schema
 
-__all__ = ["EncodeBatch"]
+__all__ = ["EncodeBatch", "payload_problem"]  # payload_problem: from .payloads, where it is defined
+
+
+def _python(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (``np.int64(1)`` -> ``1``), ``pandas.NA`` as ``None``."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return None if type(value).__name__ == "NAType" else value  # the null of pandas' nullable columns
 
 
 def _columns(batch: Any) -> Mapping[str, Sequence]:
@@ -33,11 +41,16 @@ class EncodeBatch:
     remove_columns=...)`` and as Ray Data ``ds.map_batches(EncodeBatch(...), batch_format=...)``.
     The batch is a mapping column -> values (dict of lists or numpy arrays), a
     ``pyarrow.Table`` or a pandas DataFrame. ``text_column`` holds the payload; ``id_column``
-    the record id (else the ``indices`` passed by HF, else the position in the batch).
+    the record id (else the ``indices`` passed by HF, else the position in the batch). A null id
+    (or a boolean, an object, a list) fails its record, whose id is then that index or position,
+    never ``"None"``: the rule of ``structpos encode``'s readers (:func:`~.payloads.id_problem`).
 
     With ``keep_errors=True`` (the default) a record that fails becomes one row with null
     coordinates and its ``error_type``/``error`` set, so rows out >= records in; successful
     rows have null error columns. With ``keep_errors=False`` failed records are dropped.
+    A payload that is null, a number, a boolean or a date fails as an ``InputError`` naming the
+    record and the value's type (:func:`~.payloads.payload_problem`); text, bytes and the objects a kind's
+    parser takes (a JSON object for ``json``, a graph object for ``graph``) are parsed.
     ``limits`` (:class:`~structpos.limits.Limits`) bounds each record as in ``structpos encode``
     (no per-record timeout or address-space limit here: those need the encode workers; a record
     whose coordinates alone would exceed ``limits.max_memory_bytes`` still fails before computing them).
@@ -104,14 +117,15 @@ class EncodeBatch:
         self.keep_errors = keep_errors
 
     def records(self, batch: Any, indices: Sequence[int] | None = None) -> list[Record]:
-        """The batch's records: payload, id and kind per row (a null payload is a record that fails).
+        """The batch's records: payload, id and kind per row (a null or a number as payload is a record that fails).
 
         Parameters
         ----------
         batch : mapping, pyarrow.Table or pandas.DataFrame
             The batch (see the class docstring).
         indices : sequence of int, optional
-            The rows' indices in the dataset (HF ``with_indices=True``), the ids when there is no ``id_column``.
+            The rows' indices in the dataset (HF ``with_indices=True``): the ids when there is no
+            ``id_column``, and those of the records whose id is null.
 
         Returns
         -------
@@ -126,29 +140,31 @@ class EncodeBatch:
         --------
         >>> [(r.id, r.payload) for r in EncodeBatch("json", "tree").records({"text": ["[1]", None]}, [7, 8])]
         [('7', '[1]'), ('8', None)]
+        >>> EncodeBatch("json", "tree").records({"text": [1.5]})[0].read_error
+        ('InputError', "record 0: payload 'text' is of type float (1.5), not text or bytes")
+        >>> [(r.id, r.read_error) for r in EncodeBatch("json", "tree", id_column="k").records({"k": [None], "text": ["[1]"]})]
+        [('0', ('ParseError', "record 0: id 'k' is null"))]
         """
         cols = _columns(batch)
         for name in (self.text_column, self.id_column, self.kind_column):
             if name is not None and name not in cols:
                 raise InputError(f"the batch has no column {name!r} (columns: {', '.join(map(str, cols))})")
         payloads = list(cols[self.text_column])
-        if self.id_column is not None:
-            ids = [str(x) for x in cols[self.id_column]]
-        elif indices is not None:
-            ids = [str(int(i)) for i in indices]
-        else:
-            ids = [str(i) for i in range(len(payloads))]
+        positions = [str(int(i)) for i in indices] if indices is not None else [str(i) for i in range(len(payloads))]
+        ids = list(cols[self.id_column]) if self.id_column is not None else positions
         kinds = [str(k) for k in cols[self.kind_column]] if self.kind_column else [None] * len(payloads)
         out = []
-        for rid, payload, kind in zip(ids, payloads, kinds):
-            payload = payload.item() if isinstance(payload, np.generic) else payload
+        for position, value, payload, kind in zip(positions, ids, payloads, kinds):
+            # a null id is an error record with the record's index as id, as a JSONL line's is its line number
+            bad_id = None if self.id_column is None else id_problem(_python(value), self.id_column)
+            rid = position if bad_id is not None else str(value)
             where = f"record {rid}"
-            if payload is None:
-                out.append(
-                    Record(
-                        rid, None, where, kind, None, ("InputError", f"{where}: payload {self.text_column!r} is null")
-                    )
-                )
+            payload = _python(payload)
+            problem = payload_problem(payload, self.text_column)
+            if bad_id is not None:
+                out.append(Record(rid, None, where, kind, None, (bad_id[0], f"{where}: {bad_id[1]}")))
+            elif problem is not None:  # never parsed: json would read the integer 1 as the document "1"
+                out.append(Record(rid, None, where, kind, None, ("InputError", f"{where}: {problem}")))
             else:
                 out.append(Record(rid, payload, where, kind))
         return out

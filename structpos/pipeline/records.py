@@ -5,12 +5,16 @@ is record ``k`` of the next, which is what sharding and ``--resume`` rely on):
 
 * **JSONL** (``*.jsonl``, ``*.ndjson``): one record per non-blank line; the payload is the
   ``field`` of the line's object (default ``"text"``), the id its ``id_field`` or, by default,
-  the 1-based line number. A line whose id is missing or null is an error record (id: its line
-  number).
+  the 1-based line number. A line whose id is missing, null, a boolean, an object or a list is
+  an error record (id: its line number).
 * **Parquet** (``*.parquet``): one record per row; payload column ``field``, id column
-  ``id_field`` or the 0-based row number. A row whose id is null is an error record (id: its
-  row number), never the id ``"None"``; a file pyarrow cannot read (truncated, corrupt) is an
-  :class:`~structpos.exceptions.InputError` naming it.
+  ``id_field`` or the 0-based row number. A row whose id is null (or a boolean, ...) is an error
+  record (id: its row number), never the id ``"None"``; a file pyarrow cannot read (truncated,
+  corrupt) is an :class:`~structpos.exceptions.InputError` naming it.
+
+In both, a payload that is null, a number, a boolean or a date is the record's ``InputError``
+(``in.jsonl line 3: payload 'text' is of type int (1), not text or bytes``), never parsed: the
+rule of :mod:`.payloads`, which :class:`~structpos.pipeline.EncodeBatch` follows too.
 * **A directory** (or any other single file): one record per file, id = the path relative to
   the directory, files sorted by that path; the kind (and code language) comes from
   ``--kind``/``--language`` or else the suffix (:func:`~structpos.parsers.kinds.kind_for_suffix`). A CoNLL-U file yields
@@ -42,6 +46,7 @@ from ..exceptions import InputError, ParseError
 from ..parsers._conllu_lines import conllu_sentences
 from ..parsers._input import decode_input
 from ..parsers.kinds import format_for_suffix, kind_for_suffix
+from .payloads import id_problem, payload_problem
 from .walk import Skipped, open_regular, read_bounded, special_kind, walk_files
 
 __all__ = [
@@ -363,19 +368,15 @@ def _jsonl_line(
     if id_field is not None:
         if id_field not in obj:
             return rid, None, ("InputError", f"{where}: no id field {id_field!r}")
-        if obj[id_field] is None:  # str(None) would be the id "None", shared by every null and by a real "None"
-            return rid, None, ("ParseError", f"{where}: id {id_field!r} is null")
-        if isinstance(obj[id_field], (bool, dict, list)):  # str(True) would be the id "True"
-            return (
-                rid,
-                None,
-                ("InputError", f"{where}: id {id_field!r} must be a string or a number, not {obj[id_field]!r}"),
-            )
+        bad_id = id_problem(obj[id_field], id_field)  # str(None) would be the id "None", str(True) "True"
+        if bad_id is not None:
+            return rid, None, (bad_id[0], f"{where}: {bad_id[1]}")
         rid = str(obj[id_field])
     if field not in obj:
         return rid, None, ("InputError", f"{where}: no payload field {field!r}")
-    if obj[field] is None:
-        return rid, None, ("InputError", f"{where}: payload {field!r} is null")
+    problem = payload_problem(obj[field], field)  # null, or a number json would read as the document "1"
+    if problem is not None:
+        return rid, None, ("InputError", f"{where}: {problem}")
     return rid, obj[field], None
 
 
@@ -438,11 +439,13 @@ def _parquet_records(path: Path, kind, language, field, id_field) -> Iterator[Re
         ids = d[id_field] if id_field else range(row, row + len(payloads))
         for rid, payload in zip(ids, payloads):
             where = f"{path.name} row {row}"
-            if rid is None:  # str(None) would be the id "None", shared by every null and by a real "None"
-                err: tuple[str, str] | None = ("ParseError", f"{where}: id {id_field!r} is null")
+            bad_id = id_problem(rid, id_field) if id_field else None  # str(None) would be the id "None"
+            problem = payload_problem(payload, field)  # null, or a number json would read as the document "1"
+            if bad_id is not None:
+                err: tuple[str, str] | None = (bad_id[0], f"{where}: {bad_id[1]}")
                 rid = row
             else:
-                err = None if payload is not None else ("InputError", f"{where}: payload {field!r} is null")
+                err = None if problem is None else ("InputError", f"{where}: {problem}")
             yield Record(str(rid), payload, where, kind, language, err, input=path.name, position=f"row {row}")
             row += 1
 
