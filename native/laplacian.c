@@ -9,9 +9,10 @@
      A  <- max(A, A^T);  d_i = sum_j A_ij;  iso_i = d_i <= 0;  s_i = iso_i ? 0 : 1 / sqrt(d_i)
      L_ij = (A_ij * -s_i) * s_j  (i != j),  L_ii = iso_i ? sentinel : 1,  iso[g] = sum_i iso_i
 
-   The degree is summed in row order; numpy sums pairwise, so the two agree bit for bit only when
-   every partial sum is exact: the caller passes integer weights (unweighted graphs, duplicates
-   summed), whose sums are exact in any order.
+   A is symmetrised and the degrees summed along the graph's edges (each pair once, O(E), not
+   O(S^2)); numpy sums each row pairwise, so the two agree bit for bit only when every partial sum
+   is exact: the caller passes integer weights (unweighted graphs, duplicates summed), whose sums
+   are exact in any order.
 
    The GIL is released around the arithmetic, which touches no Python object. */
 #define PY_SSIZE_T_CLEAN
@@ -22,17 +23,31 @@
 #include <stdint.h>
 #include <string.h>
 
-static void one_graph(double *A, Py_ssize_t S, double sentinel, double *s, int64_t *iso_count) {
-    for (Py_ssize_t i = 0; i < S; i++)
-        for (Py_ssize_t j = i + 1; j < S; j++) {
-            double a = A[i * S + j], b = A[j * S + i];
-            double m = a > b ? a : b; /* np.maximum: NaN cannot occur (weights are checked finite) */
-            A[i * S + j] = A[j * S + i] = m;
-        }
+/* The Laplacian of one graph in A (S, S), which holds its edge counts over -0.0 on entry (-0.0 + 1 is
+   1); e0..e1 are its edges in row/col. Each unordered pair is visited once, from its first edge:
+   m = max of the two counts (np.maximum), both entries negated to mark the pair done, m added to
+   the two degrees and the pair kept in (pi, pj, pm). The pairs then get (m * -s_i) * s_j and
+   (m * -s_j) * s_i, the diagonal 1 (or the sentinel); every other entry keeps -0.0, which is what
+   (0 * -s_i) * s_j is for any s >= 0. O(E + S) after the fill, not O(S^2). */
+static void one_graph(double *A, Py_ssize_t S, const int64_t *row, const int64_t *col, int64_t e0, int64_t e1,
+                      double sentinel, double *s, int64_t *iso_count, int64_t *pi, int64_t *pj, double *pm) {
+    for (Py_ssize_t i = 0; i < S; i++) s[i] = 0.0; /* s holds the degrees until the next loop */
+    Py_ssize_t pairs = 0;
+    for (int64_t e = e0; e < e1; e++) {
+        const int64_t i = row[e], j = col[e];
+        const double a = A[i * S + j], b = A[j * S + i];
+        if (a < 0) continue; /* the pair is done (both entries negated) */
+        const double m = a > b ? a : b; /* np.maximum: NaN cannot occur (weights are checked finite) */
+        A[i * S + j] = A[j * S + i] = -m;
+        s[i] += m;
+        if (j != i) s[j] += m;
+        pi[pairs] = i;
+        pj[pairs] = j;
+        pm[pairs++] = m;
+    }
     int64_t isolated = 0;
     for (Py_ssize_t i = 0; i < S; i++) {
-        double d = 0.0;
-        for (Py_ssize_t j = 0; j < S; j++) d += A[i * S + j];
+        const double d = s[i];
         if (d <= 0) {
             s[i] = 0.0;
             isolated++;
@@ -40,12 +55,12 @@ static void one_graph(double *A, Py_ssize_t S, double sentinel, double *s, int64
             s[i] = 1.0 / sqrt(d);
         }
     }
-    for (Py_ssize_t i = 0; i < S; i++) {
-        const double si = -s[i];
-        double *row = A + i * S;
-        for (Py_ssize_t j = 0; j < S; j++) row[j] = (row[j] * si) * s[j];
-        row[i] = s[i] == 0.0 ? sentinel : 1.0;
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        const int64_t i = pi[p], j = pj[p];
+        A[i * S + j] = (pm[p] * -s[i]) * s[j];
+        A[j * S + i] = (pm[p] * -s[j]) * s[i];
     }
+    for (Py_ssize_t i = 0; i < S; i++) A[i * S + i] = s[i] == 0.0 ? sentinel : 1.0;
     *iso_count = isolated;
 }
 
@@ -68,7 +83,8 @@ static PyObject *graphs(PyObject *self, PyObject *args) {
                                        {"members", 'i', 0, 1}, {"L", 'd', 1, 3},   {"iso", 'i', 1, 1}};
     if (get_typed_buffers(6, objs, b, spec) < 0) return NULL;
     PyObject *result = NULL;
-    double *s = NULL;
+    double *s = NULL, *pm = NULL;
+    int64_t *pi = NULL, *pj = NULL;
     const Py_ssize_t E = b[0].shape[0], B = b[2].shape[0] - 1, G = b[3].shape[0], S = b[4].shape[1];
     const int64_t *row = b[0].buf, *col = b[1].buf, *eptr = b[2].buf, *mem = b[3].buf;
     if (b[1].shape[0] != E || B < 0 || b[4].shape[0] != G || b[4].shape[2] != S || b[5].shape[0] != G) {
@@ -82,11 +98,13 @@ static PyObject *graphs(PyObject *self, PyObject *args) {
             PyErr_Format(PyExc_ValueError, "graphs: eptr[%zd] out of order or range", m);
             goto done;
         }
+    int64_t most = 1; /* the most edges of a member: the room of the pair lists */
     for (Py_ssize_t g = 0; g < G; g++) {
         if (mem[g] < 0 || mem[g] >= B) {
             PyErr_Format(PyExc_ValueError, "graphs: member %zd out of range", g);
             goto done;
         }
+        if (eptr[mem[g] + 1] - eptr[mem[g]] > most) most = eptr[mem[g] + 1] - eptr[mem[g]];
         for (int64_t e = eptr[mem[g]]; e < eptr[mem[g] + 1]; e++)
             if (row[e] < 0 || row[e] >= S || col[e] < 0 || col[e] >= S) {
                 PyErr_Format(PyExc_ValueError, "graphs: edge %lld leaves the %zd-node block", (long long)e, S);
@@ -94,7 +112,10 @@ static PyObject *graphs(PyObject *self, PyObject *args) {
             }
     }
     s = PyMem_Malloc((size_t)(S > 0 ? S : 1) * sizeof(double));
-    if (!s) {
+    pi = PyMem_Malloc((size_t)most * sizeof(int64_t));
+    pj = PyMem_Malloc((size_t)most * sizeof(int64_t));
+    pm = PyMem_Malloc((size_t)most * sizeof(double));
+    if (!s || !pi || !pj || !pm) {
         PyErr_NoMemory();
         goto done;
     }
@@ -103,15 +124,19 @@ static PyObject *graphs(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t g = 0; g < G; g++) {
         double *A = L + g * S * S;
-        memset(A, 0, (size_t)(S * S) * sizeof(double));
-        for (int64_t e = eptr[mem[g]]; e < eptr[mem[g] + 1]; e++) A[row[e] * S + col[e]] += 1.0;
-        one_graph(A, S, sentinel, s, iso + g);
+        for (Py_ssize_t c = 0; c < S * S; c++) A[c] = -0.0;
+        const int64_t e0 = eptr[mem[g]], e1 = eptr[mem[g] + 1];
+        for (int64_t e = e0; e < e1; e++) A[row[e] * S + col[e]] += 1.0;
+        one_graph(A, S, row, col, e0, e1, sentinel, s, iso + g, pi, pj, pm);
     }
     Py_END_ALLOW_THREADS;
     Py_INCREF(Py_None);
     result = Py_None;
 done:
     PyMem_Free(s);
+    PyMem_Free(pi);
+    PyMem_Free(pj);
+    PyMem_Free(pm);
     release_buffers(b, 6);
     return result;
 }

@@ -77,7 +77,7 @@ done:
    node are adjacent), not down its columns.
 
    Bounds: shapes checked against each other, 0 <= c0 <= S - k, 0 <= n[g] <= S and
-   0 <= rowstart[g] <= P - n[g] for every g before any write; one checked allocation of 3k
+   0 <= rowstart[g] <= P - n[g] for every g before any write; one checked allocation of 4k
    doubles and k flags. The GIL is released around the loop, which touches no Python object. */
 static PyObject *place(PyObject *self, PyObject *args) {
     PyObject *o_U, *o_valid, *o_n, *o_start, *o_Vt, *o_pe;
@@ -107,26 +107,33 @@ static PyObject *place(PyObject *self, PyObject *args) {
                          n[g], start[g]);
             goto done;
         }
-    work = PyMem_Malloc(sizeof(double) * 3 * (size_t)k);
+    work = PyMem_Malloc(sizeof(double) * 4 * (size_t)k);
     found = PyMem_Malloc((size_t)k);
     if (work == NULL || found == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     const double *U = b[0].buf, *valid = b[1].buf;
-    double *Vt = b[4].buf, *pe = b[5].buf, *top = work, *thr = work + k, *sgn = work + 2 * k;
+    double *Vt = b[4].buf, *pe = b[5].buf, *top = work, *thr = work + k, *sgn = work + 2 * k, *nan = work + 3 * k;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t g = 0; g < G; g++) {
         const double *Ug = U + g * S * S + c0; /* Ug[s * S + r]: kept mode r at node s */
         const double *vg = valid + g * k;
         double *V = Vt + g * k * S;
-        for (Py_ssize_t r = 0; r < k; r++) top[r] = fabs(Ug[r]);
-        for (Py_ssize_t s = 1; s < S; s++)
+        /* top[r] = max_s |x_s|, NaN if any is NaN (rows()'s loop, without its branch: the NaNs are
+           counted in nan[r] and put back after) */
+        for (Py_ssize_t r = 0; r < k; r++) {
+            top[r] = 0.0;
+            nan[r] = 0.0;
+        }
+        for (Py_ssize_t s = 0; s < S; s++)
             for (Py_ssize_t r = 0; r < k; r++) {
                 const double m = fabs(Ug[s * S + r]);
-                if (m > top[r] || isnan(m)) top[r] = m; /* a NaN stays: nothing compares greater */
+                nan[r] += m != m;
+                top[r] = m > top[r] ? m : top[r];
             }
         for (Py_ssize_t r = 0; r < k; r++) {
+            if (nan[r] != 0.0) top[r] = NAN;
             thr[r] = top[r] * factor;
             found[r] = 0;
             sgn[r] = Ug[r] < 0 ? -1.0 : 1.0; /* j = 0 unless an entry reaches the threshold (NaN top) */

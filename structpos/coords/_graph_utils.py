@@ -27,6 +27,7 @@ Conventions (documented once, used by every family):
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass
 from functools import partial
@@ -41,6 +42,7 @@ from ._args import check_int, check_pairwise_size
 
 __all__ = [
     "Graph",
+    "GraphBatch",
     "EigenConvergenceError",
     "as_graph",
     "as_graphs",
@@ -140,37 +142,136 @@ def as_graph(
     an ``edge_index`` array/tensor (then ``num_nodes`` is required).
     """
     g = _unchecked(obj, num_nodes, edge_weight, directed, name)
-    _check_values([g])
+    _check_values(GraphBatch.of([g]))
     return g
 
 
-def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None, scale_free: bool = False) -> list[Graph]:
+def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None, scale_free: bool = False) -> GraphBatch:
     """:func:`as_graph` over a sequence, validated in one vectorised pass; graph ``i`` is named
     ``graph[i]`` unless it has a name. ``scale_free``: weighted graphs whose largest weight is out
-    of range come back rescaled (:func:`scale_free_weights`; found in the same pass)."""
-    out = []
-    flag = bool(directed)
-    plain = _plain_data
-    for i, g in enumerate(graphs):
-        fast = plain(g, flag, i)
-        if fast is None:
+    of range come back rescaled (:func:`scale_free_weights`; found in the same pass).
+
+    A batch of plain PyG ``Data`` (:func:`_plain_edges`) is read column-wise: its edges are
+    concatenated once and no :class:`Graph` is made unless one is asked for."""
+    graphs = graphs if isinstance(graphs, Sequence) else list(graphs)
+    batch = _plain_batch(graphs, bool(directed))
+    if batch is None:
+        out = []
+        for i, g in enumerate(graphs):
             nm = g.name if isinstance(g, (Structure, Graph)) else f"graph[{i}]"
-            fast = _unchecked(g, None, None, directed, nm)
-        out.append(fast)
-    _check_values(out, scale_free=scale_free)
-    return out
+            out.append(_unchecked(g, None, None, directed, nm))
+        batch = GraphBatch.of(out)
+    _check_values(batch, scale_free=scale_free)
+    return batch
+
+
+class GraphBatch(Sequence[Graph]):
+    """The validated graphs of a batch (:func:`as_graphs`) and the columns the ``*_batch`` functions read.
+
+    Attributes
+    ----------
+    sizes : numpy.ndarray
+        ``(B,)`` int64 node counts.
+    counts : numpy.ndarray
+        ``(B,)`` int64 edge counts.
+    edge_index : numpy.ndarray
+        ``(2, E)`` int64, every graph's edges back to back (graph ``i``'s from ``edge_ptr[i]``).
+    weighted : bool
+        Whether some graph has edge weights (then ``batch[i].edge_weight`` holds them).
+
+    ``batch[i]`` is graph ``i`` as a :class:`Graph`; a batch read column-wise from PyG ``Data``
+    makes it on demand (named ``graph[i]``, its edges copied out of ``edge_index``).
+
+    Examples
+    --------
+    >>> b = GraphBatch.of([Graph(np.array([[0], [1]]), 2), Graph(np.zeros((2, 0), np.int64), 3)])
+    >>> b.sizes.tolist(), b.edge_ptr.tolist(), len(b), b[1].num_nodes
+    ([2, 3], [0, 1, 1], 2, 3)
+    >>> b.take(np.array([1])).sizes.tolist()
+    [3]
+    """
+
+    def __init__(
+        self,
+        sizes: np.ndarray,
+        counts: np.ndarray,
+        edge_index: np.ndarray,
+        graphs: list[Graph] | None,
+        directed: bool = False,
+    ) -> None:
+        self.sizes, self.counts, self.edge_index = sizes, counts, edge_index
+        self.graphs, self.directed = graphs, directed
+        self.weighted = graphs is not None and any(g.edge_weight is not None for g in graphs)
+
+    @classmethod
+    def of(cls, graphs: list[Graph]) -> GraphBatch:
+        """The batch of these graphs (kept as given; their edges concatenated once)."""
+        B = len(graphs)
+        counts = np.fromiter((g.edge_index.shape[1] for g in graphs), dtype=np.int64, count=B)
+        sizes = np.fromiter((g.num_nodes for g in graphs), dtype=np.int64, count=B)
+        return cls(sizes, counts, _concat_edges([g.edge_index for g in graphs]), graphs)
+
+    @property
+    def edge_ptr(self) -> np.ndarray:
+        """``(B + 1,)`` int64 offsets of each graph's edges in :attr:`edge_index`."""
+        ptr = np.zeros(len(self.sizes) + 1, dtype=np.int64)
+        np.cumsum(self.counts, out=ptr[1:])
+        return ptr
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return self.take(np.arange(len(self))[i])
+        i = range(len(self))[operator.index(i)]  # negative indices; IndexError past the end
+        if self.graphs is not None:
+            return self.graphs[i]
+        start = int(self.counts[:i].sum())
+        ei = np.ascontiguousarray(self.edge_index[:, start : start + int(self.counts[i])])
+        return Graph(ei, int(self.sizes[i]), None, self.directed, f"graph[{i}]")
+
+    def take(self, idx: np.ndarray) -> GraphBatch:
+        """The graphs ``idx`` (int indices, in that order) as a batch."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if idx.size == len(self) and (idx == np.arange(len(self))).all():
+            return self
+        counts = self.counts[idx]
+        starts = self.edge_ptr[idx]
+        pos = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+        graphs = None if self.graphs is None else [self.graphs[i] for i in idx]
+        return GraphBatch(self.sizes[idx], counts, self.edge_index[:, pos], graphs, self.directed)
+
+
+def _concat_edges(arrays: list[np.ndarray]) -> np.ndarray:
+    """``(2, E)`` edges back to back (the one array itself when there is one)."""
+    if len(arrays) == 1:
+        return arrays[0]
+    return np.concatenate(arrays, axis=1) if arrays else np.zeros((2, 0), np.int64)
 
 
 _INT64 = np.dtype(np.int64)
-_new = object.__new__
 
 
-def _plain_data(obj: Any, directed: bool, i: int) -> Graph | None:
-    """The common PyG case in a few attribute reads: a ``Data`` whose storage holds a CPU int64
-    ``(2, E)`` ``edge_index`` tensor (no grad), an int ``num_nodes`` and no ``edge_weight``;
-    ``None`` for anything else (then :func:`_unchecked` decides). Same result as
-    :func:`_unchecked` on these inputs (the :class:`Graph` is filled directly: a frozen
-    dataclass's ``__init__`` costs a ``object.__setattr__`` per field, ~30 % of this read)."""
+def _plain_batch(graphs: Sequence[Any], directed: bool) -> GraphBatch | None:
+    """The batch of ``graphs`` read column-wise when every one is a plain PyG ``Data``
+    (:func:`_plain_edges`), else ``None`` (then each goes through :func:`_unchecked`)."""
+    arrays, sizes = [], []
+    for g in graphs:
+        got = _plain_edges(g)
+        if got is None:
+            return None
+        arrays.append(got[0])
+        sizes.append(got[1])
+    counts = np.fromiter((a.shape[1] for a in arrays), dtype=np.int64, count=len(arrays))
+    return GraphBatch(np.array(sizes, dtype=np.int64), counts, _concat_edges(arrays), None, directed)
+
+
+def _plain_edges(obj: Any) -> tuple[np.ndarray, int] | None:
+    """``(edge_index, num_nodes)`` of a PyG ``Data`` whose storage holds a CPU int64 ``(2, E)``
+    ``edge_index`` tensor (no grad), an int ``num_nodes`` and no ``edge_weight``, in a few
+    attribute reads; ``None`` for anything else (then :func:`_unchecked` decides, with the same
+    result on these inputs)."""
     mapping = getattr(getattr(obj, "_store", None), "_mapping", None)
     if type(mapping) is not dict or "edge_weight" in mapping:
         return None
@@ -183,9 +284,7 @@ def _plain_data(obj: Any, directed: bool, i: int) -> Graph | None:
         return None
     if arr.dtype != _INT64 or arr.ndim != 2 or arr.shape[0] != 2:
         return None
-    g = _new(Graph)
-    g.__dict__.update(edge_index=arr, num_nodes=n, edge_weight=None, directed=directed, name=f"graph[{i}]")
-    return g
+    return arr, n
 
 
 def _unchecked(obj, num_nodes, edge_weight, directed, name) -> Graph:
@@ -261,14 +360,12 @@ def _shaped(edge_index, num_nodes, edge_weight, directed: bool, name: str) -> Gr
     return Graph(ei, n, ew, directed, name)
 
 
-def _check_values(gs: list[Graph], scale_free: bool = False) -> None:
+def _check_values(batch: GraphBatch, scale_free: bool = False) -> None:
     """Every edge endpoint in ``0..N-1`` and every weight finite and ``>= 0`` (all graphs at once);
-    with ``scale_free``, graphs of ``gs`` whose largest weight is out of range are replaced by
-    their :func:`scale_free_weights`."""
-    counts = np.fromiter((g.edge_index.shape[1] for g in gs), dtype=np.int64, count=len(gs))
-    if counts.sum():
-        ei = np.concatenate([g.edge_index for g in gs], axis=1) if len(gs) > 1 else gs[0].edge_index
-        nodes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
+    with ``scale_free``, graphs of the batch whose largest weight is out of range are replaced by
+    their :func:`scale_free_weights` (the same edges: its columns still hold)."""
+    counts, ei, nodes = batch.counts, batch.edge_index, batch.sizes
+    if ei.shape[1]:
         src, dst = ei  # contiguous rows: elementwise passes, the per-edge position only on failure
         top = np.maximum(src, dst)
         has = counts > 0  # the largest endpoint of each graph with edges against its node count
@@ -277,12 +374,15 @@ def _check_values(gs: list[Graph], scale_free: bool = False) -> None:
             nn = np.repeat(nodes, counts)
             bad = np.flatnonzero((np.minimum(src, dst) < 0) | (np.maximum(src, dst) >= nn))
             gi, e = _locate(counts, int(bad[0]))
-            g = gs[gi]
+            g = batch[gi]
             raise StructureError(
                 f"edge ({g.edge_index[0, e]}, {g.edge_index[1, e]}) refers to a node outside 0..{g.num_nodes - 1}",
                 name=g.name,
                 position=f"edge {e}",
             )
+    gs = batch.graphs
+    if gs is None or not batch.weighted:
+        return
     weighted = [i for i, g in enumerate(gs) if g.edge_weight is not None and g.edge_weight.size]
     if not weighted:
         return
@@ -398,25 +498,25 @@ def adjacency(g: Graph, *, symmetrize: bool = True, self_loops: bool = False) ->
     return A
 
 
-def packed_edges(graphs: Sequence[Graph], *, self_loops: bool = False):
+def packed_edges(graphs: GraphBatch | Sequence[Graph], *, self_loops: bool = False):
     """The edges of all graphs concatenated, in one pass: ``(row, col, weight, gid)``.
 
     Zero-weight edges (and self-loops unless ``self_loops``) are dropped; ``gid`` is each
-    edge's graph index; ``weight`` is float64 (ones for unweighted graphs)."""
-    B = len(graphs)
-    counts = np.fromiter((g.edge_index.shape[1] for g in graphs), dtype=np.int64, count=B)
-    if counts.sum() == 0:
+    edge's graph index; ``weight`` is float64 (ones for unweighted graphs). A :class:`GraphBatch`
+    gives its columns; other sequences are concatenated here."""
+    batch = graphs if isinstance(graphs, GraphBatch) else GraphBatch.of(list(graphs))
+    ei = batch.edge_index
+    if ei.shape[1] == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0), empty
-    ei = np.concatenate([g.edge_index for g in graphs], axis=1) if B > 1 else graphs[0].edge_index
-    gid = np.repeat(np.arange(B), counts)
-    if all(g.edge_weight is None for g in graphs):
+    gid = np.repeat(np.arange(len(batch)), batch.counts)
+    if not batch.weighted:
         keep = None if self_loops else ei[0] != ei[1]
         if keep is not None and keep.all():  # no self-loop to drop (the usual case): no gathers
             keep = None
-        w = np.ones(int(counts.sum()) if keep is None else int(keep.sum()))
+        w = np.ones(ei.shape[1] if keep is None else int(keep.sum()))
     else:
-        w = np.concatenate([edge_weights(g) for g in graphs])
+        w = np.concatenate([edge_weights(g) for g in batch])
         keep = w > 0
         if not self_loops:
             keep &= ei[0] != ei[1]

@@ -31,7 +31,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import EigenConvergenceError
 from ._args import MAX_K, check_int
-from ._graph_utils import Graph, batch_output, output_like, scatter_rows, to_output
+from ._graph_utils import Graph, GraphBatch, batch_output, output_like, scatter_rows, to_output
 from ._sparse_eigen import RESIDUAL_MAX, EigenResult
 from .solver import SolverOptions
 
@@ -256,13 +256,13 @@ SparseSolver = Callable[..., tuple[Any, Any, Any, Any, SolveReport]]
 def solve_graph(
     edge_index: Any, g: Graph, options: SolverOptions, dense: DenseSolver, sparse: SparseSolver
 ) -> SpectralPE:
-    """One graph's PE: ``dense([g])`` for ``method="dense"``, or ``"auto"`` and at most
+    """One graph's PE: ``dense(GraphBatch.of([g]))`` for ``method="dense"``, or ``"auto"`` and at most
     ``dense_max`` nodes; else ``sparse(g)`` (which reads the method from the same options).
 
     The result follows ``edge_index``'s type (torch in, torch out).
     """
     if options.method == "dense" or (options.method == "auto" and g.num_nodes <= options.dense_max):
-        out, res = dense([g])
+        out, res = dense(GraphBatch.of([g]))
         pe, ev, mask, amb = out.pe, out.eigvals[0], out.mask[0], out.ambiguous[0]
         report = SolveReport(("dense",), res, 0.0)
     else:
@@ -272,11 +272,11 @@ def solve_graph(
 
 
 def solve_batch(
-    graphs: Sequence[Any], gs: Sequence[Graph], dense_max: int, as_torch: bool | None, dense: DenseSolver, sparse
+    graphs: Sequence[Any], gs: GraphBatch, dense_max: int, as_torch: bool | None, dense: DenseSolver, sparse
 ) -> LapBatch:
     """Many graphs' PEs: those up to ``dense_max`` nodes by ``dense(gs, only=...)``, larger ones by
     ``sparse(g)`` one at a time; torch output as :func:`._graph_utils.batch_output` decides."""
-    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
+    sizes = gs.sizes
     out, _ = dense(gs, only=np.flatnonzero(sizes <= dense_max))
     for i in np.flatnonzero(sizes > dense_max):
         pe, ev, mask, amb, _ = sparse(gs[int(i)])

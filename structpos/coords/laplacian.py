@@ -62,6 +62,7 @@ from ._graph_utils import (
     SENTINEL,
     TIE_RTOL,
     Graph,
+    GraphBatch,
     adjacency,
     as_graph,
     as_graphs,
@@ -293,7 +294,7 @@ def _component_counts(
 
 
 def _dense_batch(
-    gs: Sequence[Graph],
+    gs: GraphBatch,
     k: int,
     *,
     dtype=np.float64,
@@ -304,20 +305,20 @@ def _dense_batch(
 ) -> tuple[LapBatch, float]:
     """Dense LapPE of the graphs ``only`` (default all) and the largest eigenpair residual;
     ``device`` (a ``torch.device``) runs the group kernel in torch there."""
-    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
+    sizes = gs.sizes
     table = ModeTable(sizes, k, dtype, dtype)
     idx_all = np.arange(len(gs)) if only is None else np.asarray(only, dtype=np.int64)
     if idx_all.size == 0:
         return table.result(dtype)
-    sub = gs if idx_all.size == len(gs) else [gs[i] for i in idx_all]
-    sub_sizes = sizes[idx_all]
+    sub = gs.take(idx_all)
+    sub_sizes = sub.sizes
     packed = packed_edges(sub)
     eptr = edge_ptr(packed[3], len(sub))
     ncomp = _component_counts(packed[0], packed[1], packed[3], sub_sizes, eptr)
 
     build = None
     nat = native_module("laplacian") if device is None else None
-    if nat is not None and all(g.edge_weight is None for g in sub):  # integer degrees: exact in any order
+    if nat is not None and not sub.weighted:  # integer degrees: exact in any order
         c = np.ascontiguousarray
         row, col = c(packed[0], dtype=np.int64), c(packed[1], dtype=np.int64)
 
@@ -415,7 +416,7 @@ def _group_modes(
         Vt = np.take_along_axis(U.transpose(0, 2, 1), np.broadcast_to(cols[:, :, None], (G, k, S)), axis=1)
     nxt_col = c + k
     has_next = nxt_col < real_modes
-    nxt = np.take_along_axis(w, np.minimum(nxt_col, S - 1)[:, None], axis=1)[:, 0]
+    nxt = w[np.arange(G), np.minimum(nxt_col, S - 1)]
     ambiguous = ambiguous_modes(ev, valid, nxt, has_next)
     if nat is None:
         Vt = canonical_sign_rows(Vt) * valid[:, :, None] + 0.0  # (+0.0 turns -0.0 into 0.0)
@@ -435,7 +436,7 @@ def _sparse_graph(g: Graph, k: int, *, options: SolverOptions):
     small = [nodes for nodes in comps if len(nodes) <= dense_max]
     modes = ComponentModes()
     if small:
-        sub = [_subgraph(A, nodes, g.name) for nodes in small]
+        sub = GraphBatch.of([_subgraph(A, nodes, g.name) for nodes in small])
         modes.add_dense(small, *_dense_batch(sub, min(k + 1, max(len(nodes) for nodes in small) - 1)))
     for nodes in (nodes for nodes in comps if len(nodes) > dense_max):
         Ac = A if len(nodes) == g.num_nodes else A[nodes][:, nodes]

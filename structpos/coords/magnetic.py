@@ -51,6 +51,7 @@ from ._eigen import batched_eigh
 from ._graph_utils import (
     SENTINEL,
     Graph,
+    GraphBatch,
     adjacency,
     as_graph,
     as_graphs,
@@ -266,7 +267,7 @@ def _group_pe(A: np.ndarray, n: np.ndarray, k: int, q: float, q_relative: bool, 
 
 
 def _dense_batch(
-    gs: Sequence[Graph],
+    gs: GraphBatch,
     k: int,
     q: float,
     q_relative: bool,
@@ -277,7 +278,7 @@ def _dense_batch(
     workers: int | None = 1,
 ) -> tuple[LapBatch, float]:
     """Dense magnetic PE of the graphs ``only`` (default all) and the largest residual."""
-    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
+    sizes = gs.sizes
     table = ModeTable(sizes, k, np.complex64 if np.dtype(dtype) == np.float32 else np.complex128, np.float64)
     idx_all = np.arange(len(gs)) if only is None else np.asarray(only, dtype=np.int64)
     sub_sizes = sizes[idx_all]
@@ -285,7 +286,7 @@ def _dense_batch(
     def run(local, A):
         table.put(idx_all[local], *_group_pe(A, sub_sizes[local], k, q, q_relative, dtype))
 
-    run_dense_groups(sub_sizes, packed_edges([gs[i] for i in idx_all]), run, bucket=bucket, workers=workers)
+    run_dense_groups(sub_sizes, packed_edges(gs.take(idx_all)), run, bucket=bucket, workers=workers)
     return table.result(dtype)
 
 
@@ -316,7 +317,7 @@ def _sparse_graph(g: Graph, k: int, q: float, q_relative: bool, *, options: Solv
     modes = ComponentModes()
     if small:
         A = adjacency(g, symmetrize=False)
-        sub = [_directed_subgraph(A, nodes, g.name) for nodes in small]
+        sub = GraphBatch.of([_directed_subgraph(A, nodes, g.name) for nodes in small])
         modes.add_dense(small, *_dense_batch(sub, min(k + 1, max(len(nodes) for nodes in small)), q_abs, False))
     for nodes in (nodes for nodes in comps if len(nodes) > dense_max):
         Lc = L if len(nodes) == g.num_nodes else L[nodes][:, nodes].tocsr()

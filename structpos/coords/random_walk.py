@@ -218,7 +218,7 @@ def random_walk_pe_batch(
     if dev is not None and dev.type != "cpu":
         workers = 1  # one device queue: no gain from threads
     gs = as_graphs(graphs, scale_free=True)
-    sizes = np.fromiter((g.num_nodes for g in gs), dtype=np.int64, count=len(gs))
+    sizes = gs.sizes
     ptr = np.concatenate([[0], np.cumsum(sizes)])
     nat = native_module("rwse") if dev is None and len(gs) >= NATIVE_MIN_GRAPHS else None
     if nat is not None:  # graphs up to `cap` nodes in one compiled pass (same values up to rounding)
@@ -232,7 +232,7 @@ def random_walk_pe_batch(
     else:
         pe = np.zeros((int(ptr[-1]), K), dtype=dtype)
         small = np.flatnonzero(sizes <= dense_max)
-    sub = gs if small.size == len(gs) else [gs[i] for i in small]
+    sub = gs.take(small)
 
     def run(local, A):
         idx = small[local]
