@@ -202,7 +202,7 @@ def smallest_eigenpairs(
         memory estimate, time taken). Messages also go to the ``structpos.spectra`` logger.
     options : SolverOptions, optional
         The five settings above in one value (:class:`.solver.SolverOptions`; defaults
-        ``"auto"``, ``tol=1e-10``, ``maxiter=None``, ``dense_max=1000``, no progress); a keyword
+        ``"auto"``, ``tol=1e-10``, ``maxiter=None``, ``dense_max=256``, no progress); a keyword
         that is given replaces its field.
 
     Returns

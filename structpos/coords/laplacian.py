@@ -129,7 +129,8 @@ def laplacian_pe(
         layer picks (:mod:`._sparse_eigen`) and falls back when a method fails. A named sparse
         method is used for every large component, without fallback.
     dense_max : int, optional
-        Graphs and components up to this size (default 1000) are decomposed densely.
+        Graphs and components up to this size (default :data:`~.solver.DENSE_MAX` = 256) are
+        decomposed densely.
     tol, maxiter : optional
         Convergence tolerance (default ``1e-10``) and iteration cap of the iterative methods.
     progress : callable, optional
@@ -197,7 +198,8 @@ def laplacian_pe_batch(
         An integer ``>= 1``. Graphs with ``N <= dense_max`` are grouped by size rounded up to a multiple of
         ``bucket`` (padding with a sentinel diagonal), one stacked ``eigh`` per group.
     dense_max : int, optional
-        Larger graphs (default: above 1000 nodes) use the sparse path of :func:`laplacian_pe`.
+        Larger graphs (default: above :data:`~.solver.DENSE_MAX` = 256 nodes) use the sparse path of
+        :func:`laplacian_pe`.
     as_torch : bool, optional
         ``None``: torch tensors when the first graph's ``edge_index`` is one.
     workers : int, optional
