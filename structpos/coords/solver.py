@@ -42,6 +42,9 @@ sparse solvers for ``k = 8`` (measured on one thread, one graph, end to end):
 
 The eigenvalues agree to 1e-14 either way (stars, complete bipartite graphs, paths, equal
 components and half-isolated graphs of 500 nodes included), as do the masks and ambiguity flags.
+On 18 Python syntax trees of 304–983 nodes (LapPE 9× and magnetic LapPE 52× faster than with the
+old default of 1,000) the eigenvalues agreed to 5e-13 and the PE columns of simple eigenvalues to
+2e-11; inside a degenerate eigenspace the basis is arbitrary on either path.
 """
 
 
