@@ -10,6 +10,9 @@
    which='LM', tol=1e-8)`` on a prebuilt normalised Laplacian, both at the same tolerance
    (``laplacian_pe(..., tol=1e-8)``; structpos also pays its residual, orthonormality and
    completeness checks) (goal: <= 1.2x).
+3. Medium graphs (``--medium`` of 300-1000 nodes, those above ``DENSE_MAX``): ``laplacian_pe`` and
+   ``magnetic_laplacian_pe`` with ``method="dense"`` (one ``eigh``, the old default up to 1,000
+   nodes) against the default (the checked sparse solvers above ``DENSE_MAX``).
 
 Each timing is the best of ``--repeats`` interleaved runs. ``--quick`` runs a small version.
 
@@ -46,13 +49,14 @@ def best_time(fn, repeats: int) -> float:
     return best
 
 
-def small_graphs(count: int, seed: int = 0):
+def small_graphs(count: int, seed: int = 0, sizes: tuple[int, int] = (10, 41)):
+    """``count`` PyG graphs: a random tree on ``sizes[0] <= n < sizes[1]`` nodes plus ``n // 2`` random edges."""
     from torch_geometric.data import Data
     from torch_geometric.utils import to_undirected
 
     rng = np.random.default_rng(seed)
     out = []
-    for n in rng.integers(10, 41, count):
+    for n in rng.integers(*sizes, count):
         n = int(n)
         parent = [int(rng.integers(0, i)) for i in range(1, n)]
         tree = torch.tensor([parent, list(range(1, n))])
@@ -95,6 +99,7 @@ def main(argv=None) -> None:
     ap.add_argument("--graphs", type=int, default=None)
     ap.add_argument("--grid", type=int, default=None, help="side of the large grid graph")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--medium", type=int, default=None, help="graphs of 300-1000 nodes (dense eigh vs the default)")
     ap.add_argument(
         "--threads",
         type=int,
@@ -113,6 +118,7 @@ def main(argv=None) -> None:
             print("threadpoolctl not installed: BLAS threads not limited")
     count = args.graphs or (300 if args.quick else 2000)
     side = args.grid or (100 if args.quick else 320)
+    args.medium = args.medium or (4 if args.quick else 12)
 
     from torch_geometric.transforms import AddLaplacianEigenvectorPE, AddRandomWalkPE
 
@@ -196,6 +202,31 @@ def main(argv=None) -> None:
         f"{'laplacian_pe (end to end)':40s} {t_ours:9.3f} s   ratio {t_ours / t_direct:.2f}x "
         f"(goal <= 1.2x); max |Δλ| = {np.abs(ev - w).max():.1e}"
     )
+    # ---------------------------------------------------------------- medium graphs (DENSE_MAX)
+    from structpos.coords.magnetic import magnetic_laplacian_pe
+    from structpos.coords.solver import DENSE_MAX
+
+    medium = [g for g in small_graphs(args.medium, seed=1, sizes=(300, 1001)) if g.num_nodes > DENSE_MAX]
+    medium_rows = []
+    for name, fn in (("laplacian_pe", laplacian_pe), ("magnetic_laplacian_pe", magnetic_laplacian_pe)):
+        t_dense = t_auto = np.inf
+        for _ in range(args.repeats):
+            t_dense = min(t_dense, best_time(lambda f=fn: [f(g, k=8, method="dense") for g in medium], 1))
+            t_auto = min(t_auto, best_time(lambda f=fn: [f(g, k=8) for g in medium], 1))
+        gap = max(
+            float(np.abs(np.asarray(fn(g, k=8).eigvals) - np.asarray(fn(g, k=8, method="dense").eigvals)).max())
+            for g in medium
+        )
+        medium_rows.append((name, t_dense, t_auto, gap))
+    sizes = [g.num_nodes for g in medium]
+    print(
+        f"\nmedium graphs: {len(medium)} trees with extra edges, {min(sizes)}-{max(sizes)} nodes, k=8 (DENSE_MAX={DENSE_MAX})"
+    )
+    for name, t_dense, t_auto, gap in medium_rows:
+        print(
+            f"{name:24s} dense eigh {t_dense:7.3f} s   default (sparse above DENSE_MAX) {t_auto:7.3f} s   "
+            f"{t_dense / t_auto:5.1f}x faster; max |Δλ| = {gap:.1e}"
+        )
     print(
         f"\nsummary ({ws}): LapPE {t_pyg_lap / t_lap64:.1f}x / {t_pyg_lap / t_lap32:.1f}x (f64/f32), "
         f"RWSE {t_pyg_rw / t_rw64:.1f}x / {t_pyg_rw / t_rw32:.1f}x vs PyG; "
