@@ -36,7 +36,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import EigenConvergenceError, SpecError
+from ..exceptions import EigenConvergenceError, InputError, SpecError
 from ..structure import Structure, StructureError, raise_at_first
 from ._args import check_int, check_pairwise_size
 
@@ -46,6 +46,7 @@ __all__ = [
     "EigenConvergenceError",
     "as_graph",
     "as_graphs",
+    "graph_sequence",
     "adjacency",
     "edge_weights",
     "packed_edges",
@@ -153,7 +154,7 @@ def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None, scale_free
 
     A batch of plain PyG ``Data`` (:func:`_plain_edges`) is read column-wise: its edges are
     concatenated once and no :class:`Graph` is made unless one is asked for."""
-    graphs = graphs if isinstance(graphs, Sequence) else list(graphs)
+    graphs = graph_sequence(graphs)
     batch = _plain_batch(graphs, bool(directed))
     if batch is None:
         out = []
@@ -163,6 +164,32 @@ def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None, scale_free
         batch = GraphBatch.of(out)
     _check_values(batch, scale_free=scale_free)
     return batch
+
+
+def graph_sequence(graphs: Any) -> Sequence[Any]:
+    """``graphs`` as a sequence (an iterator is read once into a list); :class:`InputError` for one
+    graph or anything that is not a collection of graphs.
+
+    Examples
+    --------
+    >>> path = (np.array([[0, 1], [1, 0]]), 2)
+    >>> len(graph_sequence(g for g in [path, path]))
+    2
+    >>> graph_sequence(np.array([[0, 1], [1, 0]]))
+    Traceback (most recent call last):
+    ...
+    structpos.exceptions.InputError: a batch takes a sequence of graphs, got one ndarray: pass [graph]
+    """
+    if isinstance(graphs, (Structure, Graph, np.ndarray)) or is_torch(graphs) or hasattr(graphs, "edge_index"):
+        raise InputError(f"a batch takes a sequence of graphs, got one {type(graphs).__name__}: pass [graph]")
+    if isinstance(graphs, (str, bytes, dict)):
+        raise InputError(f"a batch takes a sequence of graphs, got {type(graphs).__name__}")
+    if isinstance(graphs, Sequence):
+        return graphs
+    try:
+        return list(graphs)
+    except TypeError:
+        raise InputError(f"a batch takes a sequence of graphs, got {type(graphs).__name__}") from None
 
 
 class GraphBatch(Sequence[Graph]):

@@ -43,6 +43,7 @@ from ._graph_utils import (
     batch_output,
     check_float_dtype,
     edge_ptr,
+    graph_sequence,
     output_like,
     packed_edges,
     scale_free_weights,
@@ -217,6 +218,7 @@ def random_walk_pe_batch(
     dev = resolve_device(device)
     if dev is not None and dev.type != "cpu":
         workers = 1  # one device queue: no gain from threads
+    graphs = graph_sequence(graphs)  # an iterator is read once: the output rule looks at the first graph
     gs = as_graphs(graphs, scale_free=True)
     sizes = gs.sizes
     ptr = np.concatenate([[0], np.cumsum(sizes)])
