@@ -97,3 +97,32 @@ TINY_DECODER = {
 }
 """Config fields of the tiny random decoders the HF integration tests build: 4 query heads sharing 2
 key/value heads, head_dim 8; weights large enough that positions visibly change the logits."""
+
+
+def random_graphs(rng, count: int = 80, max_nodes: int = 40, weighted: bool = False) -> list[tuple]:
+    """``(edge_index, num_nodes[, edge_weight])`` graphs of ``0 .. max_nodes - 1`` nodes with random edges:
+    every second one stored PyG style (both directions), with duplicate edges and self-loops; with
+    ``weighted``, every third one carries weights in ``[0.1, 2)``. The graph batch tests' input."""
+    import numpy as np
+
+    out = []
+    for i in range(count):
+        n = int(rng.integers(0, max_nodes))
+        m = int(rng.integers(0, 2 * n + 1))
+        ei = rng.integers(0, max(n, 1), (2, m)) if n else np.zeros((2, 0), np.int64)
+        if i % 2:
+            ei = np.concatenate([ei, ei[::-1]], 1)
+        w = rng.uniform(0.1, 2.0, ei.shape[1]) if weighted and i % 3 == 0 else None
+        out.append((ei.astype(np.int64), n) if w is None else (ei.astype(np.int64), n, w))
+    return out
+
+
+def perturbed(enc, std: float = 0.3, seed: int = 1):
+    """``enc`` with every parameter moved by N(0, std²) (identity inits would make the encoder tests weak)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in enc.parameters():
+            p.add_(torch.randn(p.shape, generator=g, dtype=p.dtype) * std)
+    return enc

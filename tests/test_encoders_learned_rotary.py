@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from conftest import perturbed
 
 from structpos.encoders import GRAPE, STRING, ComRoPE, GRAPEAdditive, LieRE, StructuralRoPE, forget_gate_coords
 from structpos.encoders._rotary import rope_inv_freq
@@ -54,15 +55,6 @@ def qk(seed=0, dtype=torch.float32, heads=H, d=D, length=L):
     return torch.randn(2, length, heads, d, generator=g, dtype=dtype), torch.randn(
         2, length, heads, d, generator=g, dtype=dtype
     )
-
-
-def perturbed(enc, std=0.3, seed=1):
-    """``enc`` with every parameter moved by N(0, std²) (identity inits would make tests weak)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in enc.parameters():
-            p.add_(torch.randn(p.shape, generator=g, dtype=p.dtype) * std)
-    return enc
 
 
 def commuting_encoders(num_axes):

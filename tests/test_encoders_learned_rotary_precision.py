@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import perturbed as _perturbed
 
 from structpos.encoders import GRAPE, ComRoPE, LieRE
 
@@ -17,13 +18,8 @@ D = 8
 HUGE = [1e7, 3e7, 1e8]
 
 
-def perturbed(enc, std=0.1, seed=1):
-    """``enc`` with every parameter moved by N(0, std²) (identity inits would make tests weak)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in enc.parameters():
-            p.add_(torch.randn(p.shape, generator=g, dtype=p.dtype) * std)
-    return enc
+def perturbed(enc):
+    return _perturbed(enc, std=0.1)
 
 
 def encoders():

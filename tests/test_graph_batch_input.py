@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import random_graphs
 
 from structpos import StructureError
 from structpos.coords._graph_utils import _unchecked, as_graphs
@@ -41,16 +42,8 @@ def test_out_of_range_edge_named_in_a_batch_with_empty_graphs(bad, where):
 def _data_batch(count=60, seed=0):
     from torch_geometric.data import Data
 
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in range(count):
-        n = int(rng.integers(0, 30))
-        m = int(rng.integers(0, 2 * n + 1))
-        ei = rng.integers(0, max(n, 1), (2, m)) if n else np.zeros((2, 0), np.int64)
-        if i % 2:
-            ei = np.concatenate([ei, ei[::-1]], 1)  # PyG style, with duplicates and self-loops
-        out.append(Data(edge_index=torch.from_numpy(ei.astype(np.int64)), num_nodes=n))
-    return out
+    graphs = random_graphs(np.random.default_rng(seed), count, max_nodes=30)
+    return [Data(edge_index=torch.from_numpy(ei), num_nodes=n) for ei, n in graphs]
 
 
 @pytest.mark.parametrize("family", ["lap", "rw", "maglap"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import random_graphs
 
 from structpos import native
 from structpos.coords._graph_utils import SENTINEL, as_graphs, edge_ptr, packed_edges
@@ -14,24 +15,11 @@ comp = native.native_module("components")
 pytestmark = pytest.mark.skipif(lap is None or comp is None, reason="native LapPE helpers not built")
 
 
-def mixed_graphs(rng, count=80, weighted=False):
-    out = []
-    for i in range(count):
-        n = int(rng.integers(0, 40))
-        m = int(rng.integers(0, 2 * n + 1))
-        ei = rng.integers(0, max(n, 1), (2, m)) if n else np.zeros((2, 0), np.int64)
-        if i % 2:
-            ei = np.concatenate([ei, ei[::-1]], 1)  # PyG style, with duplicates and self-loops
-        w = rng.uniform(0.1, 2.0, ei.shape[1]) if weighted and i % 3 == 0 else None
-        out.append((ei.astype(np.int64), n) if w is None else (ei.astype(np.int64), n, w))
-    return out
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("bucket", [1, 8])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_batch_is_byte_identical_to_the_pure_path(dtype, bucket, weighted):
-    gs = mixed_graphs(np.random.default_rng(bucket), weighted=weighted)
+    gs = random_graphs(np.random.default_rng(bucket), weighted=weighted)
     got = laplacian_pe_batch(gs, 6, dtype=dtype, bucket=bucket, workers=1)
     with native.pure_python():
         want = laplacian_pe_batch(gs, 6, dtype=dtype, bucket=bucket, workers=1)
@@ -41,7 +29,7 @@ def test_batch_is_byte_identical_to_the_pure_path(dtype, bucket, weighted):
 
 
 def test_component_counts_equal_csgraph():
-    gs = as_graphs(mixed_graphs(np.random.default_rng(5), 120))
+    gs = as_graphs(random_graphs(np.random.default_rng(5), 120))
     sizes = np.array([g.num_nodes for g in gs])
     row, col, _, gid = packed_edges(gs)
     got = _component_counts(row, col, gid, sizes)
@@ -137,7 +125,7 @@ def test_place_equals_rows_and_scatter():
 def test_graphs_equals_numpy_laplacians():
     """The compiled build equals _laplacian_stack of the adjacencies run_dense_groups builds
     (np.bincount of the group's flat edge indices), signed zeros included."""
-    gs = as_graphs(mixed_graphs(np.random.default_rng(13), 60))
+    gs = as_graphs(random_graphs(np.random.default_rng(13), 60))
     row, col, _, gid = packed_edges(gs)
     B = len(gs)
     eptr = edge_ptr(gid, B)
