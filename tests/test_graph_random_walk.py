@@ -173,3 +173,33 @@ def test_blocked_sparse_path_equals_dense_matrix_powers(symmetrize):
     P = A / np.where(d > 0, d, 1)[:, None]
     want = np.stack([np.diagonal(np.linalg.matrix_power(P, k)) for k in range(1, 10)], axis=1)
     np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def _random_tree(n, seed):
+    rng = np.random.default_rng(seed)
+    e = np.stack([[int(rng.integers(0, i)) for i in range(1, n)], np.arange(1, n)])
+    return np.concatenate([e, e[::-1]], 1)
+
+
+def test_medium_graphs_take_the_sparse_products_only_where_their_walks_stay_local(monkeypatch):
+    """Above ``SPARSE_FIRST`` nodes a tree's walks stay local: the sparse products (float64, rounded
+    once) serve it; a random graph's walks cover it in a few steps: the dense powers (in float32)
+    serve it. The bytes tell which path ran; both agree with float64 matrix powers."""
+    from structpos.coords import random_walk as rw
+
+    tree = (_random_tree(600, 0), 600)
+    rng = np.random.default_rng(1)
+    e = rng.integers(0, 400, (2, 1600))
+    expander = (np.concatenate([e, e[::-1]], 1), 400)
+    sparse = {
+        name: random_walk_pe(*g, walk_length=8, dense_max=0) for name, g in (("tree", tree), ("expander", expander))
+    }
+    auto = {name: random_walk_pe(*g, walk_length=8) for name, g in (("tree", tree), ("expander", expander))}
+    monkeypatch.setattr(rw, "SPARSE_FIRST", 10**9)
+    dense = {name: random_walk_pe(*g, walk_length=8) for name, g in (("tree", tree), ("expander", expander))}
+    assert auto["tree"].tobytes() == sparse["tree"].tobytes() != dense["tree"].tobytes()
+    assert auto["expander"].tobytes() == dense["expander"].tobytes() != sparse["expander"].tobytes()
+    for name in auto:
+        np.testing.assert_allclose(auto[name], sparse[name], atol=1e-6)  # float32 rounding apart
+    # a work cap below the sparse try's budget sends the graph to the dense path, not to a LimitError
+    assert random_walk_pe(*tree, walk_length=8, max_work=10).tobytes() == dense["tree"].tobytes()

@@ -62,6 +62,21 @@ scipy products; a 1M-node grid with ``K = 16`` needs ~8e8); past it
 :class:`~structpos.exceptions.LimitError` (``max_work``)."""
 RW_BLOCK_ENTRIES = 2**26
 """Nonzeros one block of walk rows may hold (~0.8 GB); a larger block is split."""
+SPARSE_FIRST = 256
+"""Graphs of ``SPARSE_FIRST < N <= dense_max`` nodes try the sparse products first, under a work
+budget worth :data:`SPARSE_SHARE` of one dense run (:func:`_sparse_if_cheaper`): sparse wins by the
+size of the walks' neighbourhoods, not by ``N``. Measured on one thread (``K = 16``): 12 Python
+syntax trees of 1,045–1,986 nodes 2.87 s dense against 0.21 s sparse (13.5×); grids of
+400–1,444 nodes 1.5–21× faster sparse; random graphs of mean degree 4 and 400–1,500 nodes 2–7×
+*slower* sparse, which the budget turns back to dense."""
+SPARSE_SHARE = 0.25
+"""The sparse try may spend this share of a dense run's estimated time: it is kept only where it is
+about 4× faster (the estimates below vary ±40 % between graphs), and a graph that goes back to
+dense pays at most ~25 % more."""
+SPARSE_NS_PER_WORK = 17
+"""Seconds (in ns) of one sparse multiply-add of :func:`_sparse_rwse` (measured 9–22 ns)."""
+DENSE_PS_PER_CUBE = 70
+"""Seconds (in ps) of a dense RWSE per ``N³`` (baby-step/giant-step matmuls; measured 62–87 ps)."""
 NATIVE_MAX = 256
 NATIVE_MIN_GRAPHS = 32
 """Batches of at least ``NATIVE_MIN_GRAPHS`` graphs take the compiled kernel (``native/rwse.c``,
@@ -102,7 +117,9 @@ def random_walk_pe(
     dtype : numpy dtype
         Computed and returned in this precision: ``np.float32`` (as PyG) or ``np.float64``.
     dense_max : int
-        Graphs above this many nodes use sparse products.
+        Graphs above this many nodes use sparse products; graphs of ``SPARSE_FIRST`` (256) to
+        ``dense_max`` nodes use them too when they cost less than dense matrix powers (trees, meshes:
+        :data:`SPARSE_FIRST`), computed in float64 then rounded to ``dtype``.
     max_work : int or None
         Cap on those sparse products' multiply-adds (default ``RW_MAX_WORK`` = 2**31, well under a
         minute; ``None``: no cap). Walks that reach huge neighbourhoods (a hub with 100k leaves and
@@ -164,7 +181,8 @@ def random_walk_pe_batch(
     """RWSE of many graphs: ``(pe (ΣN, K), ptr (B+1,))``, graph ``g`` in rows ``ptr[g]:ptr[g+1]``.
 
     Graphs are grouped by size (rounded up to ``bucket``; zero padding does not change the
-    walk) and multiplied as dense batches in ``dtype``; larger graphs use sparse products.
+    walk) and multiplied as dense batches in ``dtype``; larger graphs use sparse products, and so
+    do graphs above ``SPARSE_FIRST`` nodes whose walks stay local (:data:`SPARSE_FIRST`).
     ``workers``: threads multiplying size groups concurrently (BLAS releases the GIL); ``None``
     uses one per available core (at most 4) for batches of >= 256 graphs. The result does not
     depend on it.
@@ -234,6 +252,10 @@ def random_walk_pe_batch(
     else:
         pe = np.zeros((int(ptr[-1]), K), dtype=dtype)
         small = np.flatnonzero(sizes <= dense_max)
+    if dev is None and small.size:  # medium graphs: the sparse products when they cost less
+        medium = small[sizes[small] > SPARSE_FIRST]
+        done = [i for i in medium if _sparse_if_cheaper(gs[int(i)], K, symmetrize, max_work, pe[ptr[i] : ptr[i + 1]])]
+        small = np.setdiff1d(small, np.asarray(done, dtype=np.int64), assume_unique=True)
     sub = gs.take(small)
 
     def run(local, A):
@@ -391,6 +413,21 @@ def _sparse_rwse(
         for j in range(1, K - h + 1):  # k = h + j
             out[rows, h + j - 1] = np.asarray(X[h - 1].multiply(Y[j - 1]).sum(axis=1)).ravel()
     return out
+
+
+def _sparse_if_cheaper(g: Graph, K: int, symmetrize: bool, max_work: int | None, out: np.ndarray) -> bool:
+    """Write ``g``'s sparse RWSE into ``out`` and return True when its work stays under what a
+    share of a dense run is estimated to cost (:data:`SPARSE_SHARE`, :data:`DENSE_PS_PER_CUBE`,
+    :data:`SPARSE_NS_PER_WORK`) and
+    under ``max_work``; else False, with ``out`` untouched (the dense path then runs; the sparse
+    layer checks each product's work before it, so at most that budget is spent)."""
+    budget = int(g.num_nodes**3 * DENSE_PS_PER_CUBE * SPARSE_SHARE / (1000 * SPARSE_NS_PER_WORK))
+    try:
+        pe = _sparse_rwse(g, K, symmetrize, max_work=budget if max_work is None else min(budget, max_work))
+    except LimitError:
+        return False
+    out[:] = pe
+    return True
 
 
 class _WorkBudget:
