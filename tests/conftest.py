@@ -47,16 +47,20 @@ def at_least(full: int, sample: int) -> int:
 
 
 def long_conllu(shared_data: Path, tmp_path: Path) -> Path:
-    """The full UD EWT dev treebank, or the committed sample repeated (new sentence ids) ten times.
+    """About 6,000 sentences: the UD EWT dev treebank repeated (new sentence ids) three times, or
+    the committed sample thirty times.
 
-    For tests that must interrupt a run mid-way: the sample alone encodes before a signal lands.
+    For tests that must interrupt a run mid-way: 2,000 sentences encoded with 2 workers in 0.6 s
+    after the first shard was written, and a loaded CI machine once finished them before a signal
+    sent 50 ms after it landed.
     """
     src = shared_data / "ud_en_ewt" / "en_ewt-ud-dev.conllu"
-    if full_data():
-        return src
     text = src.read_text(encoding="utf-8")
     long = tmp_path / src.name
-    long.write_text("".join(text.replace("# sent_id = ", f"# sent_id = r{k}-") for k in range(10)), encoding="utf-8")
+    copies = 3 if full_data() else 30
+    long.write_text(
+        "".join(text.replace("# sent_id = ", f"# sent_id = r{k}-") for k in range(copies)), encoding="utf-8"
+    )
     return long
 
 
