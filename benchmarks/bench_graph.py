@@ -51,8 +51,9 @@ def best_time(fn, repeats: int) -> float:
     return best
 
 
-def small_graphs(count: int, seed: int = 0, sizes: tuple[int, int] = (10, 41)):
-    """``count`` PyG graphs: a random tree on ``sizes[0] <= n < sizes[1]`` nodes plus ``n // 2`` random edges."""
+def small_graphs(count: int, seed: int = 0, sizes: tuple[int, int] = (10, 41), extra_edges: bool = True):
+    """``count`` PyG graphs: a random tree on ``sizes[0] <= n < sizes[1]`` nodes plus ``n // 2`` random
+    edges (none without ``extra_edges``)."""
     from torch_geometric.data import Data
     from torch_geometric.utils import to_undirected
 
@@ -62,7 +63,7 @@ def small_graphs(count: int, seed: int = 0, sizes: tuple[int, int] = (10, 41)):
         n = int(n)
         parent = [int(rng.integers(0, i)) for i in range(1, n)]
         tree = torch.tensor([parent, list(range(1, n))])
-        extra = torch.from_numpy(rng.integers(0, n, (2, n // 2)))
+        extra = torch.from_numpy(rng.integers(0, n, (2, n // 2 if extra_edges else 0)))
         ei = torch.cat([tree, extra], 1)
         out.append(Data(edge_index=to_undirected(ei[:, ei[0] != ei[1]], num_nodes=n), num_nodes=n))
     return out
@@ -93,6 +94,44 @@ def grid_edges(side: int) -> np.ndarray:
         1,
     )
     return np.concatenate([e, e[::-1]], 1)
+
+
+def medium_rows(medium, repeats: int) -> list[tuple[str, float, float, float]]:
+    """``(name, dense s, default s, max |difference|)`` for LapPE(8) and magnetic LapPE(8) with one dense
+    ``eigh`` (the old default up to 1,000 nodes) and RWSE(16) with dense matrix powers (the old default
+    up to 2,000 nodes), against the defaults (the sparse solvers or products where they cost less)."""
+    from structpos.coords import random_walk as rw_module
+    from structpos.coords.laplacian import laplacian_pe
+    from structpos.coords.magnetic import magnetic_laplacian_pe
+
+    def rwse(sparse_first: int):  # SPARSE_FIRST above every size: the dense powers, as before the rule
+        saved, rw_module.SPARSE_FIRST = rw_module.SPARSE_FIRST, sparse_first
+        try:
+            return [np.asarray(rw_module.random_walk_pe(g, walk_length=16)) for g in medium]
+        finally:
+            rw_module.SPARSE_FIRST = saved
+
+    default = rw_module.SPARSE_FIRST
+    contenders = {
+        "laplacian_pe(8)": (
+            lambda: [np.asarray(laplacian_pe(g, k=8, method="dense").eigvals) for g in medium],
+            lambda: [np.asarray(laplacian_pe(g, k=8).eigvals) for g in medium],
+        ),
+        "magnetic_laplacian_pe(8)": (
+            lambda: [np.asarray(magnetic_laplacian_pe(g, k=8, method="dense").eigvals) for g in medium],
+            lambda: [np.asarray(magnetic_laplacian_pe(g, k=8).eigvals) for g in medium],
+        ),
+        "random_walk_pe(16)": (lambda: rwse(10**9), lambda: rwse(default)),
+    }
+    rows = []
+    for name, (dense, auto) in contenders.items():
+        t_dense = t_auto = np.inf
+        for _ in range(repeats):
+            t_dense = min(t_dense, best_time(dense, 1))
+            t_auto = min(t_auto, best_time(auto, 1))
+        gap = max(float(np.abs(a - b).max()) for a, b in zip(dense(), auto()))
+        rows.append((name, t_dense, t_auto, gap))
+    return rows
 
 
 def main(argv=None) -> None:
@@ -205,48 +244,17 @@ def main(argv=None) -> None:
         f"(goal <= 1.2x); max |Δλ| = {np.abs(ev - w).max():.1e}"
     )
     # ---------------------------------------------------------------- medium graphs (DENSE_MAX)
-    from structpos.coords.magnetic import magnetic_laplacian_pe
     from structpos.coords.solver import DENSE_MAX
 
-    medium = [g for g in small_graphs(args.medium, seed=1, sizes=(300, 1001)) if g.num_nodes > DENSE_MAX]
-    medium_rows = []
-    for name, fn in (("laplacian_pe", laplacian_pe), ("magnetic_laplacian_pe", magnetic_laplacian_pe)):
-        t_dense = t_auto = np.inf
-        for _ in range(args.repeats):
-            t_dense = min(t_dense, best_time(lambda f=fn: [f(g, k=8, method="dense") for g in medium], 1))
-            t_auto = min(t_auto, best_time(lambda f=fn: [f(g, k=8) for g in medium], 1))
-        gap = max(
-            float(np.abs(np.asarray(fn(g, k=8).eigvals) - np.asarray(fn(g, k=8, method="dense").eigvals)).max())
-            for g in medium
-        )
-        medium_rows.append((name, t_dense, t_auto, gap))
-    from structpos.coords import random_walk as rw_module
-
-    def rwse_medium(sparse_first: int):  # SPARSE_FIRST above every size: the dense powers, as before the rule
-        saved, rw_module.SPARSE_FIRST = rw_module.SPARSE_FIRST, sparse_first
-        try:
-            return [rw_module.random_walk_pe(g, walk_length=16) for g in medium]
-        finally:
-            rw_module.SPARSE_FIRST = saved
-
-    t_dense = t_auto = np.inf
-    for _ in range(args.repeats):
-        t_dense = min(t_dense, best_time(lambda: rwse_medium(10**9), 1))
-        t_auto = min(t_auto, best_time(lambda: rwse_medium(rw_module.SPARSE_FIRST), 1))
-    gap = max(
-        float(np.abs(np.asarray(a) - np.asarray(b)).max())
-        for a, b in zip(rwse_medium(10**9), rwse_medium(rw_module.SPARSE_FIRST))
-    )
-    medium_rows.append(("random_walk_pe(16)", t_dense, t_auto, gap))
-    sizes = [g.num_nodes for g in medium]
-    print(
-        f"\nmedium graphs: {len(medium)} trees with extra edges, {min(sizes)}-{max(sizes)} nodes, k=8 (DENSE_MAX={DENSE_MAX})"
-    )
-    for name, t_dense, t_auto, gap in medium_rows:
-        print(
-            f"{name:24s} dense {t_dense:7.3f} s   default (sparse where cheaper) {t_auto:7.3f} s   "
-            f"{t_dense / t_auto:5.1f}x faster; max |Δ| = {gap:.1e}"
-        )
+    for label, extra in (("random trees with n/2 extra edges", True), ("random trees", False)):
+        medium = [g for g in small_graphs(args.medium, 1, (300, 1001), extra) if g.num_nodes > DENSE_MAX]
+        sizes = [g.num_nodes for g in medium]
+        print(f"\nmedium graphs: {len(medium)} {label}, {min(sizes)}-{max(sizes)} nodes (DENSE_MAX={DENSE_MAX})")
+        for name, t_dense, t_auto, gap in medium_rows(medium, args.repeats):
+            print(
+                f"{name:24s} dense {t_dense:7.3f} s   default (sparse where cheaper) {t_auto:7.3f} s   "
+                f"{t_dense / t_auto:5.1f}x faster; max |Δ| = {gap:.1e}"
+            )
     print(
         f"\nsummary ({ws}): LapPE {t_pyg_lap / t_lap64:.1f}x / {t_pyg_lap / t_lap32:.1f}x (f64/f32), "
         f"RWSE {t_pyg_rw / t_rw64:.1f}x / {t_pyg_rw / t_rw32:.1f}x vs PyG; "
