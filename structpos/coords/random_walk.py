@@ -75,8 +75,9 @@ about 4× faster (the estimates below vary ±40 % between graphs), and a graph t
 dense pays at most ~25 % more."""
 SPARSE_NS_PER_WORK = 17
 """Seconds (in ns) of one sparse multiply-add of :func:`_sparse_rwse` (measured 9–22 ns)."""
-DENSE_PS_PER_CUBE = 70
-"""Seconds (in ps) of a dense RWSE per ``N³`` (baby-step/giant-step matmuls; measured 62–87 ps)."""
+DENSE_PS_PER_CUBE = 14
+"""Seconds (in ps) of one ``N × N`` matmul of :func:`_dense_rwse` per ``N³`` (its float32 default; a
+whole ``K = 16`` run, five matmuls, measured 62–87 ps per ``N³``)."""
 NATIVE_MAX = 256
 NATIVE_MIN_GRAPHS = 32
 """Batches of at least ``NATIVE_MIN_GRAPHS`` graphs take the compiled kernel (``native/rwse.c``,
@@ -319,6 +320,19 @@ def _check_len(K) -> int:
     return check_int(K, "walk_length", 1, MAX_K)
 
 
+def _dense_matmuls(K: int) -> int:
+    """The ``N × N`` matmuls :func:`_dense_rwse` takes for ``K`` steps: ``s - 1`` baby steps and one
+    per giant step after the first (``s = ⌈√K⌉``).
+
+    Examples
+    --------
+    >>> [_dense_matmuls(K) for K in (1, 4, 16, 64)]
+    [0, 1, 5, 13]
+    """
+    s = max(1, int(np.ceil(np.sqrt(K))))  # as in _dense_rwse
+    return (s - 1) + max(0, len(range(s, K, s)) - 1)
+
+
 def _dense_rwse(A: np.ndarray, K: int, symmetric: bool) -> np.ndarray:
     """``(B, S, K)`` diagonals of ``P^k`` for a batch of dense adjacencies ``(B, S, S)``.
 
@@ -421,7 +435,8 @@ def _sparse_if_cheaper(g: Graph, K: int, symmetrize: bool, max_work: int | None,
     :data:`SPARSE_NS_PER_WORK`) and
     under ``max_work``; else False, with ``out`` untouched (the dense path then runs; the sparse
     layer checks each product's work before it, so at most that budget is spent)."""
-    budget = int(g.num_nodes**3 * DENSE_PS_PER_CUBE * SPARSE_SHARE / (1000 * SPARSE_NS_PER_WORK))
+    dense_ps = g.num_nodes**3 * DENSE_PS_PER_CUBE * _dense_matmuls(K)
+    budget = int(dense_ps * SPARSE_SHARE / (1000 * SPARSE_NS_PER_WORK))
     try:
         pe = _sparse_rwse(g, K, symmetrize, max_work=budget if max_work is None else min(budget, max_work))
     except LimitError:
