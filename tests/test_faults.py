@@ -217,12 +217,27 @@ def test_bad_unicode_lines_are_errors_and_resume_passes_them(tmp_path):
 
 
 def _start(cmd: list[str], out: Path, first_shard_timeout: float = 60) -> subprocess.Popen:
+    """``cmd`` started with default signal handling, returned once its first shard (any worker's) is written.
+
+    Not shard 0 in particular: with a worker slow to start (a loaded machine, the suite's other
+    processes), shard 0 can be among the last written, and a signal sent then lands on a finished run.
+    """
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals
+    )
     deadline = time.monotonic() + first_shard_timeout
-    while not (out / "part-00000.parquet").exists() and time.monotonic() < deadline and proc.poll() is None:
+    while not any(out.glob("part-*.parquet")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.01)
     return proc
+
+
+def _default_signals() -> None:
+    """In the child before ``exec``: ``SIGINT``/``SIGTERM`` at their defaults and unblocked, whatever the
+    test process inherited or set (an ignored or blocked signal would carry over into the run)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 @pytest.mark.parametrize(
