@@ -116,11 +116,12 @@ def to_output(arr: np.ndarray, like: Any, dtype=None):
     return arr
 
 
-def batch_output(arrays: Sequence[np.ndarray], graphs: Sequence[Any], as_torch: bool | None) -> tuple:
+def batch_output(arrays: Sequence[np.ndarray], batch: GraphBatch, as_torch: bool | None) -> tuple:
     """``arrays`` as CPU torch tensors when ``as_torch`` (``None``: when the first graph's
-    ``edge_index`` is a tensor), else unchanged: the output rule of every ``*_batch`` function."""
+    ``edge_index`` was a tensor, :attr:`GraphBatch.torch_input`), else unchanged: the output rule
+    of every ``*_batch`` function."""
     if as_torch is None:
-        as_torch = bool(graphs) and is_torch(output_like(graphs[0]))
+        as_torch = batch.torch_input
     if not as_torch:
         return tuple(arrays)
     import torch
@@ -163,6 +164,7 @@ def as_graphs(graphs: Iterable[Any], *, directed: bool | None = None, scale_free
             out.append(_unchecked(g, None, None, directed, nm))
         batch = GraphBatch.of(out)
     _check_values(batch, scale_free=scale_free)
+    batch.torch_input = bool(graphs) and is_torch(output_like(graphs[0]))
     return batch
 
 
@@ -205,6 +207,9 @@ class GraphBatch(Sequence[Graph]):
         ``(2, E)`` int64, every graph's edges back to back (graph ``i``'s from ``edge_ptr[i]``).
     weighted : bool
         Whether some graph has edge weights (then ``batch[i].edge_weight`` holds them).
+    torch_input : bool
+        Whether the first input graph's ``edge_index`` was a tensor (set by :func:`as_graphs`;
+        the ``*_batch`` functions then answer in torch, :func:`batch_output`).
 
     ``batch[i]`` is graph ``i`` as a :class:`Graph`; a batch read column-wise from PyG ``Data``
     makes it on demand (named ``graph[i]``, its edges copied out of ``edge_index``).
@@ -229,6 +234,7 @@ class GraphBatch(Sequence[Graph]):
         self.sizes, self.counts, self.edge_index = sizes, counts, edge_index
         self.graphs, self.directed = graphs, directed
         self.weighted = graphs is not None and any(g.edge_weight is not None for g in graphs)
+        self.torch_input = False
 
     @classmethod
     def of(cls, graphs: list[Graph]) -> GraphBatch:
@@ -267,7 +273,9 @@ class GraphBatch(Sequence[Graph]):
         starts = self.edge_ptr[idx]
         pos = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
         graphs = None if self.graphs is None else [self.graphs[i] for i in idx]
-        return GraphBatch(self.sizes[idx], counts, self.edge_index[:, pos], graphs, self.directed)
+        sub = GraphBatch(self.sizes[idx], counts, self.edge_index[:, pos], graphs, self.directed)
+        sub.torch_input = self.torch_input
+        return sub
 
 
 def _concat_edges(arrays: list[np.ndarray]) -> np.ndarray:

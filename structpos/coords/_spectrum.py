@@ -271,9 +271,7 @@ def solve_graph(
     return SpectralPE(to_output(pe, like), to_output(ev, like), to_output(mask, like), to_output(amb, like), report)
 
 
-def solve_batch(
-    graphs: Sequence[Any], gs: GraphBatch, dense_max: int, as_torch: bool | None, dense: DenseSolver, sparse
-) -> LapBatch:
+def solve_batch(gs: GraphBatch, dense_max: int, as_torch: bool | None, dense: DenseSolver, sparse) -> LapBatch:
     """Many graphs' PEs: those up to ``dense_max`` nodes by ``dense(gs, only=...)``, larger ones by
     ``sparse(g)`` one at a time; torch output as :func:`._graph_utils.batch_output` decides."""
     sizes = gs.sizes
@@ -282,7 +280,7 @@ def solve_batch(
         pe, ev, mask, amb, _ = sparse(gs[int(i)])
         out.pe[out.ptr[i] : out.ptr[i + 1]] = pe
         out.eigvals[i], out.mask[i], out.ambiguous[i] = ev, mask, amb
-    return LapBatch(*batch_output(out, graphs, as_torch))
+    return LapBatch(*batch_output(out, gs, as_torch))
 
 
 def ambiguous_modes(kept: np.ndarray, valid: np.ndarray, nxt: np.ndarray, has_next: np.ndarray) -> np.ndarray:

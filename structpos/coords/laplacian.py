@@ -70,7 +70,6 @@ from ._graph_utils import (
     canonical_sign_rows,
     check_float_dtype,
     edge_ptr,
-    graph_sequence,
     packed_edges,
     scale_free_weights,
 )
@@ -239,8 +238,7 @@ def laplacian_pe_batch(
     dev = resolve_device(device)
     dense = partial(_dense_batch, k=k, dtype=dtype, bucket=bucket, workers=workers, device=dev)
     sparse = partial(_sparse_graph, k=k, options=opts)
-    graphs = graph_sequence(graphs)  # an iterator is read once: the output rule looks at the first graph
-    return solve_batch(graphs, as_graphs(graphs, scale_free=True), opts.dense_max, as_torch, dense, sparse)
+    return solve_batch(as_graphs(graphs, scale_free=True), opts.dense_max, as_torch, dense, sparse)
 
 
 def lap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:

@@ -57,7 +57,6 @@ from ._graph_utils import (
     as_graphs,
     canonical_phase,
     check_float_dtype,
-    graph_sequence,
     packed_edges,
     scale_free_weights,
 )
@@ -180,9 +179,7 @@ def magnetic_laplacian_pe_batch(
         check_int(workers, "workers", 1)
     dense = partial(_dense_batch, k=k, q=q, q_relative=q_relative, dtype=dtype, bucket=bucket, workers=workers)
     sparse = partial(_sparse_graph, k=k, q=q, q_relative=q_relative, options=opts)
-    graphs = graph_sequence(graphs)  # an iterator is read once: the output rule looks at the first graph
-    gs = as_graphs(graphs, directed=True, scale_free=True)
-    return solve_batch(graphs, gs, opts.dense_max, as_torch, dense, sparse)
+    return solve_batch(as_graphs(graphs, directed=True, scale_free=True), opts.dense_max, as_torch, dense, sparse)
 
 
 def maglap_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:

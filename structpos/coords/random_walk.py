@@ -43,7 +43,6 @@ from ._graph_utils import (
     batch_output,
     check_float_dtype,
     edge_ptr,
-    graph_sequence,
     output_like,
     packed_edges,
     scale_free_weights,
@@ -237,7 +236,6 @@ def random_walk_pe_batch(
     dev = resolve_device(device)
     if dev is not None and dev.type != "cpu":
         workers = 1  # one device queue: no gain from threads
-    graphs = graph_sequence(graphs)  # an iterator is read once: the output rule looks at the first graph
     gs = as_graphs(graphs, scale_free=True)
     sizes = gs.sizes
     ptr = np.concatenate([[0], np.cumsum(sizes)])
@@ -274,7 +272,7 @@ def random_walk_pe_batch(
         run_dense_groups(sizes[small], packed_edges(sub, self_loops=True), run, bucket=bucket, workers=workers)
     for i in np.flatnonzero(sizes > dense_max):
         pe[ptr[i] : ptr[i + 1]] = _sparse_rwse(gs[i], K, symmetrize, max_work=max_work)
-    return batch_output((pe, ptr), graphs, as_torch)
+    return batch_output((pe, ptr), gs, as_torch)
 
 
 def rw_coords(structure: Structure, arg: str | None = None) -> dict[str, np.ndarray]:
