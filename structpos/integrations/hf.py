@@ -14,7 +14,7 @@ text column declared as numbers (``int64``, ``float64``, ``bool``, a ``ClassLabe
 missing kind is one :class:`~structpos.exceptions.InputError` /
 :class:`~structpos.exceptions.SpecError`, not an error on every row. A row whose payload is null,
 a number, a boolean or a date (a stream that declares no types, a null in a string column) is
-that row's ``InputError`` (:func:`~structpos.pipeline.adapters.payload_problem`).
+that row's ``InputError`` (:func:`~structpos.pipeline.payloads.payload_problem`).
 """
 
 from __future__ import annotations

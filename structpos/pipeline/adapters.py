@@ -16,7 +16,7 @@ from .payloads import id_problem, payload_problem
 from .records import Record
 from .schema import conform, output_schema
 
-__all__ = ["EncodeBatch", "payload_problem"]  # payload_problem: from .payloads, where it is defined
+__all__ = ["EncodeBatch"]
 
 
 def _python(value: Any) -> Any:

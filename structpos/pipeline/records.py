@@ -440,11 +440,11 @@ def _parquet_records(path: Path, kind, language, field, id_field) -> Iterator[Re
         for rid, payload in zip(ids, payloads):
             where = f"{path.name} row {row}"
             bad_id = id_problem(rid, id_field) if id_field else None  # str(None) would be the id "None"
-            problem = payload_problem(payload, field)  # null, or a number json would read as the document "1"
             if bad_id is not None:
                 err: tuple[str, str] | None = (bad_id[0], f"{where}: {bad_id[1]}")
                 rid = row
             else:
+                problem = payload_problem(payload, field)  # null, or a number json would read as the document "1"
                 err = None if problem is None else ("InputError", f"{where}: {problem}")
             yield Record(str(rid), payload, where, kind, language, err, input=path.name, position=f"row {row}")
             row += 1
